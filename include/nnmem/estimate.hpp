@@ -1,0 +1,109 @@
+// The estimate: parameters, buffers, activations, what training keeps for backward, gradients,
+// optimizer state and the peak of one training step, per layer and in total. Computed from a
+// Graph; the library never prints (see report.hpp for renderers).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nnmem/graph.hpp"
+
+namespace nnmem {
+
+enum class OptimizerKind { None, Sgd, Momentum, Nesterov, Adam, AdamW, AMSGrad, RMSprop, Adagrad, Adam8bit };
+enum class LossKind { CrossEntropy, Mse, Mean };
+enum class Phase { Forward, Loss, Backward, Optimizer };
+
+std::string_view name_of(OptimizerKind kind);
+std::string_view name_of(LossKind kind);
+std::string_view name_of(Phase phase);
+std::optional<OptimizerKind> parse_optimizer(std::string_view name);
+std::optional<LossKind> parse_loss(std::string_view name);
+
+struct StepOptions {
+  OptimizerKind optimizer = OptimizerKind::Adam;
+  bool rmsprop_momentum = false;   // RMSprop(momentum > 0): one more slot
+  bool rmsprop_centered = false;   // RMSprop(centered=True): one more slot
+  bool keep_grads = false;         // zero_grad(set_to_none=False), PyTorch 1.x's default
+  bool foreach = false;            // the optimizer's multi-tensor implementation
+  std::optional<LossKind> loss;    // default: the spec's `loss`, else mean
+  std::int64_t overhead_bytes = 0; // framework overhead added on CUDA (the CUDA context)
+};
+
+struct EstimateOptions {
+  GraphOptions graph;
+  StepOptions step;
+};
+
+struct LayerEstimate {
+  std::string name;
+  std::string type;
+  bool functional = false;         // invisible to module hooks (torchsummary)
+  bool trainable = true;
+  std::vector<TensorType> outputs;
+  std::int64_t params = 0;
+  std::int64_t trainable_params = 0;
+  std::int64_t param_bytes = 0;
+  std::int64_t buffer_bytes = 0;
+  std::int64_t macs = 0;
+  std::int64_t output_bytes = 0;   // new memory its outputs take (0 for views and in-place ops)
+  std::int64_t saved_bytes = 0;    // storages it is the first to keep for backward
+};
+
+struct OptimizerSlot {
+  std::string name;                // "exp_avg", "momentum_buffer", "step", …
+  std::int64_t bytes = 0;
+};
+
+/// One allocation (delta > 0) or release (delta < 0) in the simulated step.
+struct TimelineEvent {
+  Phase phase;
+  std::string layer;               // the layer (or "loss", "optimizer") responsible
+  std::string tensor;              // what: "output", "grad of input", "exp_avg_sq.sqrt()", …
+  std::int64_t delta = 0;
+  std::int64_t live = 0;           // bytes live after the event
+};
+
+struct Totals {
+  std::int64_t params = 0, trainable_params = 0, non_trainable_params = 0;
+  std::int64_t param_bytes = 0, trainable_param_bytes = 0, buffer_bytes = 0;
+  std::int64_t grad_bytes = 0, optimizer_state_bytes = 0;
+  std::int64_t input_bytes = 0, target_bytes = 0;
+  std::int64_t activation_bytes = 0;  // every layer output, once per storage (forward pass)
+  std::int64_t saved_bytes = 0;       // distinct non-parameter storages kept for backward
+  std::int64_t macs = 0;
+  std::int64_t persistent_bytes = 0;  // what lives across steps: params, buffers, optimizer state (+ grads)
+  std::int64_t peak_bytes = 0;        // the largest live total in the step
+  Phase peak_phase = Phase::Forward;
+  std::string peak_layer;
+  std::int64_t reserved_bytes = 0;    // CUDA: what the caching allocator would hold at the peak
+  std::int64_t overhead_bytes = 0;    // CUDA: the framework overhead asked for
+};
+
+struct InputEstimate {
+  std::string name;
+  TensorType type;                 // batch included
+};
+
+struct Estimate {
+  std::string model;
+  std::string file;
+  std::vector<InputEstimate> inputs;
+  EstimateOptions options;
+  Mode mode = Mode::Train;
+  LossKind loss = LossKind::Mean;
+  DType float_dtype = DType::Float32;
+  std::vector<LayerEstimate> layers;
+  std::vector<OptimizerSlot> optimizer_slots;
+  Totals totals;
+  std::vector<TimelineEvent> timeline;
+};
+
+/// Estimates one training step (or one inference pass in Mode::Eval) of a built graph.
+Estimate estimate(const Graph& graph, const StepOptions& options = {});
+/// Builds the graph and estimates it.
+Estimate estimate(ModelSpec spec, const EstimateOptions& options);
+
+}  // namespace nnmem

@@ -1,0 +1,200 @@
+// The layer rule interface. One file per layer family under layers/ defines LayerDefs and
+// registers them; each rule declares its attributes and, given its inputs, infers its outputs,
+// parameters, buffers, multiply-accumulates and what its backward pass keeps — like an ONNX
+// op's schema with its shape-inference function beside it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "nnmem/shape.hpp"
+#include "nnmem/spec.hpp"
+
+namespace nnmem {
+
+// ---------------------------------------------------------------------------------------------
+// Attribute schemas
+
+enum class AttrKind {
+  Int,       // 3
+  Float,     // 1e-5 (an integer is accepted)
+  Bool,      // true
+  String,    // one of `words`
+  IntTuple,  // 3 or [3, 1]: one value per spatial dimension (`rank` of them); may also be a word
+  IntList,   // [1, -1, 7]: any length (shapes)
+};
+
+/// One attribute of a layer type: its name, kind, default, constraints and a line of help.
+struct AttrDef {
+  std::string name;
+  AttrKind kind = AttrKind::Int;
+  Value fallback;              // used when the spec omits the attribute; Null = no default
+  bool required = false;
+  bool nullable = false;       // `null` is accepted and means "not given" (e.g. in_channels)
+  std::int64_t min = std::numeric_limits<std::int64_t>::min();  // for integers
+  double min_real = -std::numeric_limits<double>::infinity();   // for Float
+  double max_real = std::numeric_limits<double>::infinity();
+  int rank = 1;                // IntTuple: number of values in a list
+  std::vector<std::string> words;  // String: accepted values; IntTuple: accepted alternatives
+  std::string help;
+
+  static AttrDef integer(std::string name, std::string help);
+  static AttrDef real(std::string name, std::string help);
+  static AttrDef flag(std::string name, bool fallback, std::string help);
+  static AttrDef word(std::string name, std::vector<std::string> words, std::string help);
+  static AttrDef tuple(std::string name, int rank, std::string help);
+  static AttrDef list(std::string name, std::string help);
+
+  AttrDef&& needed() &&;                        // required
+  AttrDef&& optional() &&;                      // may be omitted or null, no default
+  AttrDef&& or_else(std::int64_t v) &&;         // integer / tuple default
+  AttrDef&& or_else_real(double v) &&;
+  AttrDef&& or_else_word(std::string v) &&;
+  AttrDef&& at_least(std::int64_t v) &&;
+  AttrDef&& between(double lo, double hi) &&;
+  AttrDef&& or_words(std::vector<std::string> w) &&;  // IntTuple alternatives ("same", "valid")
+
+  /// "int ≥ 1, required", "float, default 1e-05", … for `nnmem layers TYPE`.
+  std::string describe() const;
+};
+
+/// Typed, validated access to a layer's attributes (defaults applied). Built by the graph after
+/// checking every attribute against the schema, so the accessors here cannot see a wrong type.
+class Attrs {
+ public:
+  Attrs(const std::vector<AttrDef>& defs, const LayerSpec& layer);
+
+  std::int64_t integer(std::string_view name) const;
+  double real(std::string_view name) const;
+  bool flag(std::string_view name) const;
+  const std::string& text(std::string_view name) const;
+  /// An IntTuple: a scalar is repeated `rank` times. Empty if the attribute holds a word.
+  std::vector<std::int64_t> tuple(std::string_view name) const;
+  std::vector<std::int64_t> list(std::string_view name) const;
+  /// Whether the spec gave this attribute (not null).
+  bool given(std::string_view name) const;
+  /// Whether the attribute holds the given word (IntTuple alternatives, String).
+  bool is(std::string_view name, std::string_view word) const;
+
+ private:
+  const Value& value(std::string_view name) const;
+  const AttrDef& def(std::string_view name) const;
+  const std::vector<AttrDef>* defs_;
+  std::vector<const Value*> values_;  // parallel to defs_, nullptr when absent
+};
+
+// ---------------------------------------------------------------------------------------------
+// What a rule sees and what it says
+
+enum class Mode { Train, Eval };
+enum class Device { Cuda, Cpu };
+
+struct Context {
+  Mode mode = Mode::Train;
+  Device device = Device::Cuda;
+  DType float_dtype = DType::Float32;  // the dtype of parameters and float activations
+};
+
+struct InputTensor {
+  TensorType type;
+  bool requires_grad = false;
+};
+
+struct LayerCall {
+  const std::string& name;
+  const Attrs& attrs;
+  std::span<const InputTensor> inputs;
+  Context ctx;
+  bool trainable = true;  // the layer's parameters require grad
+
+  const TensorType& input(std::size_t i = 0) const { return inputs[i].type; }
+  const Shape& shape(std::size_t i = 0) const { return inputs[i].type.shape; }
+  bool input_requires_grad(std::size_t i = 0) const { return inputs[i].requires_grad; }
+  bool any_input_requires_grad() const;
+  bool training() const { return ctx.mode == Mode::Train; }
+};
+
+/// How output 0 relates to input 0's memory.
+enum class Alias {
+  None,     // a fresh tensor
+  InPlace,  // the same storage, modified (ReLU(inplace=True), x += y)
+  View,     // the same storage, reinterpreted (view, flatten, squeeze)
+};
+
+/// A tensor an op keeps alive for its backward pass.
+struct Saved {
+  enum class Of { Input, Output, Extra };
+  Of of = Of::Input;
+  int index = 0;            // which input / output
+  TensorType type;          // for Extra: a tensor the op creates (indices, mask, statistics)
+  std::string what;         // for reports: "indices", "save_mean", …
+};
+
+struct ParamDecl {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::Float32;
+};
+
+struct LayerResult {
+  std::vector<TensorType> outputs;
+  Alias alias = Alias::None;
+  std::vector<ParamDecl> params;   // trainable unless the layer is frozen
+  std::vector<ParamDecl> buffers;  // running statistics and the like
+  std::int64_t macs = 0;
+  std::vector<Saved> saved;        // training mode: what backward keeps, given who needs grads
+  /// Backward hands the output's gradient itself (or a view of it) to each same-shaped input,
+  /// allocating nothing: add, cat, and every view (Alias::View implies it).
+  bool grad_passthrough = false;
+
+  void save_input(int i, std::string what = "input");
+  void save_output(int i, std::string what = "output");
+  void save_extra(TensorType type, std::string what);
+};
+
+/// A rule's complaint about its inputs or attributes. `attribute` (if not empty) names the
+/// attribute at fault, so the error can point at it; the graph adds the file position and the
+/// layer's type and name.
+class LayerError : public std::runtime_error {
+ public:
+  explicit LayerError(const std::string& message, std::string attribute = {})
+      : std::runtime_error(message), attribute_(std::move(attribute)) {}
+  const std::string& attribute() const { return attribute_; }
+
+ private:
+  std::string attribute_;
+};
+
+/// How a layer runs under autocast (mixed precision).
+enum class Autocast {
+  Inherit,  // in its input's dtype (activations, pooling, views, batch norm)
+  Lower,    // in the low-precision dtype (convolutions, linear, matmul)
+  Float32,  // in float32 (softmax, log-softmax, losses, norms)
+};
+
+struct LayerDef {
+  std::string type;                 // PyTorch's class name
+  std::string summary;              // one line for `nnmem layers`
+  std::vector<AttrDef> attrs;
+  int min_inputs = 1;
+  int max_inputs = 1;               // -1: any number
+  Autocast autocast = Autocast::Inherit;
+  std::function<LayerResult(const LayerCall&)> infer;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The registry
+
+/// Registers a layer type; used from static initialisers in layers/*.cpp. Returns true.
+bool register_layer(LayerDef def);
+/// nullptr when the type is unknown.
+const LayerDef* find_layer(std::string_view type);
+/// Every registered type, sorted.
+std::vector<std::string> layer_types();
+
+}  // namespace nnmem

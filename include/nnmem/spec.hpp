@@ -1,0 +1,97 @@
+// The model spec: what a YAML file says, after blocks, `repeat` and variables are expanded.
+// Every element keeps its source position so that later stages can report located errors.
+// The format is documented in docs/spec.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nnmem/diagnostic.hpp"
+#include "nnmem/shape.hpp"
+
+namespace nnmem {
+
+/// An attribute value as written (after `$expression` substitution): a scalar or a list.
+/// The layer's schema decides later whether it has the right type.
+struct Value {
+  enum class Kind { Null, Bool, Int, Float, String, List };
+
+  Kind kind = Kind::Null;
+  bool boolean = false;
+  std::int64_t integer = 0;
+  double real = 0.0;
+  std::string text;           // String
+  std::vector<Value> items;   // List
+  SourceLoc loc;
+
+  /// For messages: "the integer 3", "the string 'same'", "a list of 2 values", …
+  std::string describe() const;
+  /// As a person would write it: 3, 1e-05, true, same, [3, 1].
+  std::string str() const;
+};
+
+/// Reads a plain (unquoted) scalar as YAML's core schema does: null, true/false, an integer,
+/// a real, or else a string. Throws Error at `loc` for an integer that does not fit in 64 bits.
+Value parse_literal(const std::string& text, const SourceLoc& loc);
+
+struct Attribute {
+  std::string name;
+  Value value;
+  SourceLoc key_loc;
+};
+
+struct LayerSpec {
+  std::string name;                  // fully qualified: "layer1.0.conv1"
+  std::string type;                  // PyTorch class name: "Conv2d"
+  std::vector<std::string> inputs;   // qualified names of the values it reads, in order
+  std::vector<SourceLoc> input_locs;
+  std::vector<Attribute> attrs;
+  bool trainable = true;             // false: its parameters get no gradient and no optimizer state
+  bool functional = false;           // called as a function in PyTorch (F.relu, x.view): no module
+  SourceLoc loc;                     // the layer's mapping
+  SourceLoc type_loc;
+
+  const Attribute* find_attr(std::string_view attr) const;
+};
+
+struct InputSpec {
+  std::string name;
+  Shape shape;                       // per sample, without the batch dimension
+  DType dtype = DType::Float32;
+  bool dtype_given = false;          // an explicit float dtype is still overridden by --dtype
+  SourceLoc loc;
+};
+
+struct ModelSpec {
+  std::string file;
+  std::string name;
+  std::optional<DType> dtype;        // the model's float dtype, when the spec names one
+  std::vector<InputSpec> inputs;
+  std::vector<LayerSpec> layers;     // in execution order; every input refers to an earlier name
+  std::vector<std::string> outputs;  // the values the model returns (default: the last layer)
+  std::vector<SourceLoc> output_locs;
+  std::optional<std::string> loss;   // cross_entropy | mse | mean
+  SourceLoc loss_loc;
+  std::vector<std::pair<std::string, Value>> variables;  // final values, after --set
+  SourceLoc loc;                     // the document
+};
+
+struct LoadOptions {
+  /// --set NAME=VALUE overrides of the spec's `variables` (an unknown NAME is an error).
+  std::vector<std::pair<std::string, std::string>> overrides;
+  /// Upper bound on layers after expanding blocks and `repeat`: bounds time and memory.
+  std::int64_t max_layers = 100000;
+  /// Larger files are refused before parsing.
+  std::int64_t max_file_bytes = 16 << 20;
+};
+
+/// Reads and expands a spec file. Throws nnmem::Error (located) on any problem.
+ModelSpec load_spec_file(const std::string& path, const LoadOptions& options = {});
+/// The same for text already in memory; `file` is used in locations.
+ModelSpec parse_spec(const std::string& text, const std::string& file,
+                     const LoadOptions& options = {});
+
+}  // namespace nnmem

@@ -1,0 +1,24 @@
+// Byte sizes for people: parsing "24GiB" / "16GB" / "300M" and printing MiB.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace nnmem {
+
+/// Parses a size: a number with an optional unit B, KB, MB, GB, TB (powers of 1000), KiB, MiB,
+/// GiB, TiB (powers of 1024) or K, M, G, T (taken as binary, as nvidia-smi does). Case-insensitive.
+/// std::nullopt for anything else, negative values or sizes beyond 2^63.
+std::optional<std::int64_t> parse_bytes(const std::string& text);
+
+/// bytes / 2^20 with `decimals` digits: 597760 -> "0.57".
+std::string mib(std::int64_t bytes, int decimals = 2);
+/// The exact value of bytes / 2^20 (always a finite binary fraction): 597760 -> "0.570068359375".
+std::string exact_mib(std::int64_t bytes);
+/// A readable size: "512 B", "1.50 KiB", "44.59 MiB", "1.20 GiB".
+std::string human_bytes(std::int64_t bytes);
+/// A readable count: "118.01 M", "1.81 G".
+std::string human_count(std::int64_t count);
+
+}  // namespace nnmem

@@ -1,0 +1,42 @@
+// Adaptive pooling: AdaptiveAvgPool1d/2d/3d and AdaptiveMaxPool1d/2d/3d, any output size.
+// Backward: adaptive max-pooling keeps its input and int64 indices. Adaptive average pooling
+// keeps its input — except when every output size is 1 in 1-D/2-D, where PyTorch computes a
+// plain mean over the spatial dimensions, which keeps nothing (global average pooling is free).
+#include "common.hpp"
+
+namespace nnmem::layers {
+namespace {
+
+LayerResult infer_adaptive(const LayerCall& call, int rank, bool max) {
+  const auto r = static_cast<std::size_t>(rank);
+  require_rank(call, r + 2, r + 2, rank == 1 ? "[N, C, L]" : rank == 2 ? "[N, C, H, W]" : "[N, C, D, H, W]");
+  require_float(call);
+  const auto size = call.attrs.tuple("output_size");
+  Shape out = {call.shape()[0], call.shape()[1]};
+  out.insert(out.end(), size.begin(), size.end());
+  LayerResult res;
+  res.outputs.push_back({out, call.input().dtype});
+  if (call.training() && call.input_requires_grad()) {
+    const bool global_mean = !max && rank <= 2 && std::all_of(size.begin(), size.end(), [](std::int64_t s) { return s == 1; });
+    if (!global_mean) res.save_input(0);
+    if (max) res.save_extra({out, DType::Int64}, "indices");
+  }
+  return res;
+}
+
+LayerDef adaptive_def(int rank, bool max) {
+  const std::string n = std::to_string(rank);
+  return LayerDef{
+      .type = (max ? "AdaptiveMaxPool" : "AdaptiveAvgPool") + n + "d",
+      .summary = rank_name(rank) + " adaptive " + (max ? "max" : "average") + " pooling to a fixed output size",
+      .attrs = {AttrDef::tuple("output_size", rank, "the output's spatial size").needed().at_least(1)},
+      .infer = [rank, max](const LayerCall& call) { return infer_adaptive(call, rank, max); },
+  };
+}
+
+const bool registered = register_layer(adaptive_def(1, false)) && register_layer(adaptive_def(2, false)) &&
+                        register_layer(adaptive_def(3, false)) && register_layer(adaptive_def(1, true)) &&
+                        register_layer(adaptive_def(2, true)) && register_layer(adaptive_def(3, true));
+
+}  // namespace
+}  // namespace nnmem::layers

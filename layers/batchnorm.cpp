@@ -1,0 +1,70 @@
+// Batch normalisation: BatchNorm1d/2d/3d.
+// Parameters: weight and bias (C each) when affine; buffers: running_mean and running_var (C
+// each) and the int64 scalar num_batches_tracked when tracking running statistics.
+// Backward (derivatives.yaml, `native_batch_norm`): keeps the input and the per-channel
+// save_mean and save_invstd (float32 on CUDA for 16-bit inputs, the input's dtype on CPU).
+#include "common.hpp"
+
+namespace nnmem::layers {
+namespace {
+
+LayerResult infer_batchnorm(const LayerCall& call, int rank) {
+  if (rank == 1) require_rank(call, 2, 3, "[N, C] or [N, C, L]");
+  else require_rank(call, static_cast<std::size_t>(rank) + 2, static_cast<std::size_t>(rank) + 2,
+                    rank == 2 ? "[N, C, H, W]" : "[N, C, D, H, W]");
+  require_float(call);
+  const Shape& in = call.shape();
+  const std::int64_t channels = in[1];
+  check_declared(call, "num_features", channels, "channels");
+  const Attrs& a = call.attrs;
+  const DType dtype = call.input().dtype;
+
+  LayerResult res;
+  res.outputs.push_back({in, dtype});
+  if (a.flag("affine")) {
+    res.params.push_back({"weight", {channels}});
+    res.params.push_back({"bias", {channels}});
+  }
+  const bool tracking = a.flag("track_running_stats");
+  if (tracking) {
+    res.buffers.push_back({"running_mean", {channels}, call.ctx.float_dtype});
+    res.buffers.push_back({"running_var", {channels}, call.ctx.float_dtype});
+    res.buffers.push_back({"num_batches_tracked", {}, DType::Int64});
+  }
+  res.macs = numel(in);
+  // Training normalises with batch statistics (so does evaluation without running statistics).
+  if (call.training() && numel(in) / channels == 1)
+    throw LayerError("needs more than 1 value per channel when training, but the input " + to_string(in) +
+                     " has one; use a batch larger than 1");
+  if (call.training() && (call.input_requires_grad() || (call.trainable && a.flag("affine")))) {
+    res.save_input(0);
+    const bool widen = call.ctx.device == Device::Cuda && dtype_size(dtype) < 4;
+    const DType stat = widen ? DType::Float32 : dtype;
+    res.save_extra({{channels}, stat}, "save_mean");
+    res.save_extra({{channels}, stat}, "save_invstd");
+  }
+  return res;
+}
+
+LayerDef batchnorm_def(int rank) {
+  return LayerDef{
+      .type = "BatchNorm" + std::to_string(rank) + "d",
+      .summary = "batch normalisation over the channels of a " + std::to_string(rank + 1) + "-D or " +
+                 std::to_string(rank + 2) + "-D input",
+      .attrs = {
+          AttrDef::integer("num_features", "channels; inferred, checked when given").optional().at_least(1),
+          AttrDef::real("eps", "added to the variance").or_else_real(1e-5).between(0, 1e300),
+          AttrDef::real("momentum", "running statistics update factor").or_else_real(0.1).between(0, 1),
+          AttrDef::flag("affine", true, "learnable per-channel scale and shift"),
+          AttrDef::flag("track_running_stats", true, "keep running mean and variance buffers"),
+      },
+      .autocast = Autocast::Inherit,
+      .infer = [rank](const LayerCall& call) { return infer_batchnorm(call, rank); },
+  };
+}
+
+const bool registered =
+    register_layer(batchnorm_def(1)) && register_layer(batchnorm_def(2)) && register_layer(batchnorm_def(3));
+
+}  // namespace
+}  // namespace nnmem::layers

@@ -1,0 +1,67 @@
+#include "common.hpp"
+
+namespace nnmem::layers {
+
+std::string rank_name(int rank) { return std::to_string(rank) + "-D"; }
+
+void require_rank(const LayerCall& call, std::size_t min_rank, std::size_t max_rank, const std::string& layout,
+                  std::size_t i) {
+  const std::size_t r = call.shape(i).size();
+  if (r >= min_rank && r <= max_rank) return;
+  std::string expected = min_rank == max_rank ? std::to_string(min_rank) + "-D"
+                                              : std::to_string(min_rank) + "-D to " + std::to_string(max_rank) + "-D";
+  throw LayerError("expected a " + expected + " input " + layout + ", found " + std::to_string(r) + "-D " +
+                   to_string(call.shape(i)));
+}
+
+void require_float(const LayerCall& call, std::size_t i) {
+  if (!is_floating(call.input(i).dtype))
+    throw LayerError("expected a floating-point input, found " + std::string(dtype_name(call.input(i).dtype)));
+}
+
+std::size_t normalize_dim(std::int64_t dim, std::size_t rank, const std::string& attr) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (dim < -r || dim >= r)
+    throw LayerError(attr + " must be in [" + std::to_string(-r) + ", " + std::to_string(r - 1) + "] for a " +
+                         std::to_string(rank) + "-D input, found " + std::to_string(dim),
+                     attr);
+  return static_cast<std::size_t>(dim < 0 ? dim + r : dim);
+}
+
+void check_declared(const LayerCall& call, const std::string& attr, std::int64_t actual, const std::string& what) {
+  if (!call.attrs.given(attr)) return;
+  const std::int64_t declared = call.attrs.integer(attr);
+  if (declared != actual)
+    throw LayerError(attr + " is " + with_commas(declared) + ", but the input " + to_string(call.shape()) + " has " +
+                         with_commas(actual) + " " + what,
+                     attr);
+}
+
+std::string dim_name(std::size_t index, std::size_t rank) {
+  static const char* const names1[] = {"length"};
+  static const char* const names2[] = {"height", "width"};
+  static const char* const names3[] = {"depth", "height", "width"};
+  if (rank == 1) return names1[index];
+  if (rank == 2) return names2[index];
+  if (rank == 3) return names3[index];
+  return "dimension " + std::to_string(index);
+}
+
+std::int64_t window_output(const Window& w, const std::string& dim) {
+  const std::int64_t effective = checked_add(checked_mul(w.dilation, w.kernel - 1), 1);
+  const std::int64_t padded = checked_add(w.input, checked_mul(2, w.padding));
+  if (effective > padded)
+    throw LayerError("the input " + dim + " is " + std::to_string(w.input) + " (" + std::to_string(padded) +
+                     " with padding), smaller than the kernel's extent " + std::to_string(effective) +
+                     "; the output would be empty");
+  const std::int64_t span = padded - effective;
+  std::int64_t out = span / w.stride + 1;
+  if (w.ceil_mode) {
+    out = (span + w.stride - 1) / w.stride + 1;
+    // PyTorch: the last window must start inside the input or the left padding.
+    if ((out - 1) * w.stride >= w.input + w.padding) --out;
+  }
+  return out;
+}
+
+}  // namespace nnmem::layers

@@ -1,0 +1,41 @@
+// Helpers shared by layer rules: input checks with messages that name expected and actual
+// values, and the sliding-window size arithmetic of convolutions and pooling.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nnmem/layer.hpp"
+
+namespace nnmem::layers {
+
+/// "Conv1d" -> 1, "MaxPool3d" -> 3: the spatial rank in a class name's "Nd" suffix.
+std::string rank_name(int rank);  // 2 -> "2-D"
+
+/// Throws unless input `i` has between min_rank and max_rank dimensions (batch included).
+void require_rank(const LayerCall& call, std::size_t min_rank, std::size_t max_rank, const std::string& layout,
+                  std::size_t i = 0);
+
+/// Throws unless input `i` is a floating-point tensor.
+void require_float(const LayerCall& call, std::size_t i = 0);
+
+/// Normalises a possibly negative dimension index against `rank`; throws naming `attr`.
+std::size_t normalize_dim(std::int64_t dim, std::size_t rank, const std::string& attr);
+
+/// When the spec gives `attr` (e.g. in_channels), it must equal what the input provides.
+void check_declared(const LayerCall& call, const std::string& attr, std::int64_t actual, const std::string& what);
+
+/// One spatial dimension of a sliding window.
+struct Window {
+  std::int64_t input, kernel, stride, padding, dilation;
+  bool ceil_mode = false;
+};
+
+/// Output length of a convolution or pooling window: floor((L + 2p - d(k-1) - 1) / s) + 1,
+/// with PyTorch's ceil_mode rule. Throws (naming `dim`) when the window does not fit.
+std::int64_t window_output(const Window& w, const std::string& dim);
+
+/// "height" / "width" / "length" / "depth" for a spatial index out of `rank` dimensions.
+std::string dim_name(std::size_t index, std::size_t rank);
+
+}  // namespace nnmem::layers

@@ -1,0 +1,130 @@
+// Convolutions: Conv1d/2d/3d and ConvTranspose1d/2d/3d.
+// Backward (derivatives.yaml, `convolution`): one formula computes the grads of input, weight
+// and bias, so the node keeps its input and weight whenever any of them needs a gradient.
+#include "common.hpp"
+
+namespace nnmem::layers {
+namespace {
+
+std::vector<AttrDef> conv_attrs(int rank, bool transposed) {
+  std::vector<AttrDef> attrs = {
+      AttrDef::integer("in_channels", "input channels; inferred, checked when given").optional().at_least(1),
+      AttrDef::integer("out_channels", "output channels").needed().at_least(1),
+      AttrDef::tuple("kernel_size", rank, "kernel size").needed().at_least(1),
+      AttrDef::tuple("stride", rank, "stride").or_else(1).at_least(1),
+      transposed ? AttrDef::tuple("padding", rank, "implicit zero padding removed from each side").or_else(0).at_least(0)
+                 : AttrDef::tuple("padding", rank, "padding added to each side").or_else(0).at_least(0)
+                       .or_words({"same", "valid"}),
+      AttrDef::tuple("dilation", rank, "spacing between kernel elements").or_else(1).at_least(1),
+      AttrDef::integer("groups", "blocked connections; groups = in_channels is depthwise").or_else(1).at_least(1),
+      AttrDef::flag("bias", true, "learnable bias"),
+  };
+  if (transposed)
+    attrs.push_back(AttrDef::tuple("output_padding", rank, "extra size added to one side of the output").or_else(0).at_least(0));
+  else
+    attrs.push_back(AttrDef::word("padding_mode", {"zeros", "reflect", "replicate", "circular"}, "how padding is filled"));
+  return attrs;
+}
+
+LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
+  const auto r = static_cast<std::size_t>(rank);
+  require_rank(call, r + 2, r + 2, rank == 1 ? "[N, C, L]" : rank == 2 ? "[N, C, H, W]" : "[N, C, D, H, W]");
+  require_float(call);
+  const Attrs& a = call.attrs;
+  const Shape& in = call.shape();
+  const std::int64_t channels = in[1];
+  check_declared(call, "in_channels", channels, "channels");
+  const std::int64_t out_channels = a.integer("out_channels");
+  const std::int64_t groups = a.integer("groups");
+  if (channels % groups != 0)
+    throw LayerError("groups is " + std::to_string(groups) + ", which does not divide the " + std::to_string(channels) +
+                         " input channels", "groups");
+  if (out_channels % groups != 0)
+    throw LayerError("groups is " + std::to_string(groups) + ", which does not divide out_channels " +
+                         std::to_string(out_channels), "groups");
+
+  const auto kernel = a.tuple("kernel_size");
+  const auto stride = a.tuple("stride");
+  const auto dilation = a.tuple("dilation");
+  const bool same = a.is("padding", "same");
+  std::vector<std::int64_t> padding = a.is("padding", "valid") || same ? std::vector<std::int64_t>(r, 0) : a.tuple("padding");
+  if (same)
+    for (std::size_t d = 0; d < r; ++d)
+      if (stride[d] != 1)
+        throw LayerError("padding 'same' needs stride 1 (PyTorch does not support it for strided convolutions), found stride " +
+                             std::to_string(stride[d]), "padding");
+
+  LayerResult res;
+  Shape out = {in[0], out_channels};
+  for (std::size_t d = 0; d < r; ++d) {
+    const std::int64_t len = in[2 + d];
+    if (same) {
+      out.push_back(len);
+    } else if (transposed) {
+      const auto output_padding = a.tuple("output_padding");
+      if (output_padding[d] >= std::max(stride[d], dilation[d]))
+        throw LayerError("output_padding must be smaller than stride or dilation, found " + std::to_string(output_padding[d]),
+                         "output_padding");
+      // (L - 1)s - 2p + d(k - 1) + output_padding + 1
+      const std::int64_t grown = checked_add(checked_mul(len - 1, stride[d]),
+                                             checked_add(checked_mul(dilation[d], kernel[d] - 1), output_padding[d] + 1));
+      const std::int64_t size = checked_sub(grown, checked_mul(2, padding[d]));
+      if (size < 1)
+        throw LayerError("the output " + dim_name(d, r) + " would be " + std::to_string(size) + " (padding " +
+                             std::to_string(padding[d]) + " removes more than the " + std::to_string(grown) + " produced)",
+                         "padding");
+      out.push_back(size);
+    } else {
+      out.push_back(window_output({len, kernel[d], stride[d], padding[d], dilation[d]}, dim_name(d, r)));
+    }
+    if (!transposed && a.is("padding_mode", "reflect") && padding[d] >= len)
+      throw LayerError("reflect padding " + std::to_string(padding[d]) + " must be smaller than the input " +
+                           dim_name(d, r) + " " + std::to_string(len), "padding");
+  }
+  res.outputs.push_back({out, call.input().dtype});
+
+  Shape weight = transposed ? Shape{channels, out_channels / groups} : Shape{out_channels, channels / groups};
+  weight.insert(weight.end(), kernel.begin(), kernel.end());
+  res.params.push_back({"weight", weight});
+  if (a.flag("bias")) res.params.push_back({"bias", {out_channels}});
+
+  // Each output (or, transposed, each input) element takes in/groups × prod(kernel) products.
+  const std::int64_t per_element = checked_mul(channels / groups, checked_product(kernel));
+  res.macs = transposed ? checked_mul(checked_mul(numel(in), out_channels / groups), checked_product(kernel))
+                        : checked_mul(numel(out), per_element);
+
+  if (call.training() && (call.input_requires_grad() || call.trainable)) {
+    const bool explicit_pad = !transposed && !a.is("padding_mode", "zeros") &&
+                              std::any_of(padding.begin(), padding.end(), [](std::int64_t p) { return p > 0; });
+    if (explicit_pad) {
+      // reflect/replicate/circular: F.pad makes a padded copy, which the convolution keeps;
+      // the pad op itself keeps its input when that needs a gradient.
+      Shape padded = in;
+      for (std::size_t d = 0; d < r; ++d) padded[2 + d] = checked_add(in[2 + d], checked_mul(2, padding[d]));
+      res.save_extra({padded, call.input().dtype}, "padded input");
+      if (call.input_requires_grad() && !a.is("padding_mode", "circular")) res.save_input(0);
+    } else {
+      res.save_input(0);
+    }
+  }
+  return res;
+}
+
+LayerDef conv_def(int rank, bool transposed) {
+  const std::string n = std::to_string(rank);
+  return LayerDef{
+      .type = (transposed ? "ConvTranspose" : "Conv") + n + "d",
+      .summary = transposed ? "transposed " + rank_name(rank) + " convolution (a.k.a. deconvolution)"
+                            : rank_name(rank) + " convolution",
+      .attrs = conv_attrs(rank, transposed),
+      .autocast = Autocast::Lower,
+      .infer = [rank, transposed](const LayerCall& call) { return infer_conv(call, rank, transposed); },
+  };
+}
+
+const bool registered = register_layer(conv_def(1, false)) && register_layer(conv_def(2, false)) &&
+                        register_layer(conv_def(3, false)) && register_layer(conv_def(1, true)) &&
+                        register_layer(conv_def(2, true)) && register_layer(conv_def(3, true));
+
+}  // namespace
+}  // namespace nnmem::layers

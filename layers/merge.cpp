@@ -1,0 +1,113 @@
+// Layers that combine several inputs: Add (x + y + …, broadcasting, optionally in place as in
+// `out += identity`), Mul (x * y, e.g. squeeze-and-excitation gates) and Concat (torch.cat).
+// Backward: add and cat keep nothing (only sizes); mul keeps each operand the other's grad needs.
+#include "common.hpp"
+
+namespace nnmem::layers {
+namespace {
+
+// PyTorch's type promotion for the cases a network meets.
+DType promote(DType a, DType b) {
+  if (a == b) return a;
+  if (is_floating(a) != is_floating(b)) return is_floating(a) ? a : b;
+  if (dtype_size(a) != dtype_size(b)) return dtype_size(a) > dtype_size(b) ? a : b;
+  return is_floating(a) ? DType::Float32 : (a == DType::Bool ? b : a);  // float16 + bfloat16 -> float32
+}
+
+std::string input_shapes(const LayerCall& call) {
+  std::string s;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) s += (i ? ", " : "") + to_string(call.shape(i));
+  return s;
+}
+
+// Broadcasting: align from the right; each pair of sizes must be equal or contain a 1.
+TensorType broadcast(const LayerCall& call) {
+  TensorType out = call.input(0);
+  for (std::size_t i = 1; i < call.inputs.size(); ++i) {
+    const Shape& s = call.shape(i);
+    Shape merged(std::max(out.shape.size(), s.size()), 1);
+    for (std::size_t k = 0; k < merged.size(); ++k) {
+      const std::int64_t a = k < out.shape.size() ? out.shape[out.shape.size() - 1 - k] : 1;
+      const std::int64_t b = k < s.size() ? s[s.size() - 1 - k] : 1;
+      if (a != b && a != 1 && b != 1)
+        throw LayerError("input shapes " + input_shapes(call) + " do not match (and cannot be broadcast): sizes " +
+                         std::to_string(a) + " and " + std::to_string(b) + " meet in dimension " +
+                         std::to_string(merged.size() - 1 - k));
+      merged[merged.size() - 1 - k] = std::max(a, b);
+    }
+    out.shape = merged;
+    out.dtype = promote(out.dtype, call.input(i).dtype);
+  }
+  return out;
+}
+
+LayerResult infer_add(const LayerCall& call) {
+  LayerResult res;
+  res.outputs.push_back(broadcast(call));
+  // The output's gradient goes to every input as it is, unless broadcasting must reduce it.
+  res.grad_passthrough = std::all_of(call.inputs.begin(), call.inputs.end(),
+                                     [&](const InputTensor& in) { return in.type.shape == res.outputs[0].shape; });
+  if (call.attrs.flag("inplace")) {
+    if (res.outputs[0] != call.input(0))
+      throw LayerError("in place, the result " + to_string(res.outputs[0].shape) +
+                       " must have the first input's shape and dtype " + to_string(call.shape(0)), "inplace");
+    res.alias = Alias::InPlace;
+  }
+  return res;
+}
+
+LayerResult infer_mul(const LayerCall& call) {
+  LayerResult res;
+  res.outputs.push_back(broadcast(call));
+  res.macs = res.outputs[0].numel();
+  if (call.training()) {
+    if (call.input_requires_grad(0)) res.save_input(1, "other operand");
+    if (call.input_requires_grad(1)) res.save_input(0, "other operand");
+  }
+  return res;
+}
+
+LayerResult infer_concat(const LayerCall& call) {
+  const Shape& first = call.shape(0);
+  const std::size_t dim = normalize_dim(call.attrs.integer("dim"), first.size(), "dim");
+  TensorType out = call.input(0);
+  for (std::size_t i = 1; i < call.inputs.size(); ++i) {
+    const Shape& s = call.shape(i);
+    bool ok = s.size() == first.size();
+    for (std::size_t d = 0; ok && d < s.size(); ++d) ok = d == dim || s[d] == first[d];
+    if (!ok)
+      throw LayerError("inputs must match in every dimension but dim " + std::to_string(dim) + ", found " +
+                       input_shapes(call));
+    out.shape[dim] = checked_add(out.shape[dim], s[dim]);
+    out.dtype = promote(out.dtype, call.input(i).dtype);
+  }
+  LayerResult res;
+  res.outputs.push_back(out);
+  res.grad_passthrough = true;  // each input's gradient is a narrow() view of the output's
+  return res;
+}
+
+const bool registered = [] {
+  register_layer({.type = "Add",
+                  .summary = "element-wise sum of its inputs (broadcasting), e.g. a residual connection",
+                  .attrs = {AttrDef::flag("inplace", false, "add into the first input, as `out += identity`")},
+                  .min_inputs = 2,
+                  .max_inputs = -1,
+                  .infer = infer_add});
+  register_layer({.type = "Mul",
+                  .summary = "element-wise product of two inputs (broadcasting), e.g. a gate",
+                  .attrs = {},
+                  .min_inputs = 2,
+                  .max_inputs = 2,
+                  .infer = infer_mul});
+  register_layer({.type = "Concat",
+                  .summary = "torch.cat of its inputs along dim",
+                  .attrs = {AttrDef::integer("dim", "the dimension joined (batch is 0; channels are 1)").needed()},
+                  .min_inputs = 2,
+                  .max_inputs = -1,
+                  .infer = infer_concat});
+  return true;
+}();
+
+}  // namespace
+}  // namespace nnmem::layers

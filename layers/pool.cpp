@@ -1,0 +1,65 @@
+// Sliding-window pooling: MaxPool1d/2d/3d and AvgPool1d/2d/3d.
+// Backward: max-pooling keeps its input and the int64 indices of each maximum (output-shaped);
+// average pooling keeps its input (the backward formula only needs its shape, but the tensor is
+// held). Neither keeps anything when its input needs no gradient.
+#include "common.hpp"
+
+namespace nnmem::layers {
+namespace {
+
+LayerResult infer_pool(const LayerCall& call, int rank, bool max) {
+  const auto r = static_cast<std::size_t>(rank);
+  require_rank(call, r + 2, r + 2, rank == 1 ? "[N, C, L]" : rank == 2 ? "[N, C, H, W]" : "[N, C, D, H, W]");
+  require_float(call);
+  const Attrs& a = call.attrs;
+  const Shape& in = call.shape();
+  const auto kernel = a.tuple("kernel_size");
+  const auto stride = a.given("stride") ? a.tuple("stride") : kernel;  // PyTorch: stride defaults to kernel_size
+  const auto padding = a.tuple("padding");
+  const auto dilation = max ? a.tuple("dilation") : std::vector<std::int64_t>(r, 1);
+  Shape out = {in[0], in[1]};
+  for (std::size_t d = 0; d < r; ++d) {
+    if (padding[d] > kernel[d] / 2)
+      throw LayerError("padding must be at most half the kernel size (" + std::to_string(kernel[d] / 2) + "), found " +
+                           std::to_string(padding[d]), "padding");
+    out.push_back(window_output({in[2 + d], kernel[d], stride[d], padding[d], dilation[d], a.flag("ceil_mode")},
+                                dim_name(d, r)));
+  }
+  LayerResult res;
+  res.outputs.push_back({out, call.input().dtype});
+  if (call.training() && call.input_requires_grad()) {
+    res.save_input(0);
+    if (max) res.save_extra({out, DType::Int64}, "indices");
+  }
+  return res;
+}
+
+LayerDef pool_def(int rank, bool max) {
+  std::vector<AttrDef> attrs = {
+      AttrDef::tuple("kernel_size", rank, "window size").needed().at_least(1),
+      AttrDef::tuple("stride", rank, "window stride; default: kernel_size").optional().at_least(1),
+      AttrDef::tuple("padding", rank, "implicit padding on each side (at most half the kernel)").or_else(0).at_least(0),
+      AttrDef::flag("ceil_mode", false, "round the output size up instead of down"),
+  };
+  if (max) {
+    attrs.push_back(AttrDef::tuple("dilation", rank, "spacing between window elements").or_else(1).at_least(1));
+  } else {
+    attrs.push_back(AttrDef::flag("count_include_pad", true, "count padding zeros in the average"));
+    if (rank > 1)
+      attrs.push_back(AttrDef::integer("divisor_override", "divide by this instead of the window size").optional().at_least(1));
+  }
+  const std::string n = std::to_string(rank);
+  return LayerDef{
+      .type = (max ? "MaxPool" : "AvgPool") + n + "d",
+      .summary = rank_name(rank) + (max ? " max pooling" : " average pooling"),
+      .attrs = std::move(attrs),
+      .infer = [rank, max](const LayerCall& call) { return infer_pool(call, rank, max); },
+  };
+}
+
+const bool registered = register_layer(pool_def(1, true)) && register_layer(pool_def(2, true)) &&
+                        register_layer(pool_def(3, true)) && register_layer(pool_def(1, false)) &&
+                        register_layer(pool_def(2, false)) && register_layer(pool_def(3, false));
+
+}  // namespace
+}  // namespace nnmem::layers

@@ -1,0 +1,250 @@
+// Attribute schemas: builders for rules, the one-line descriptions shown by `nnmem layers`, and
+// the checks that turn a spec's attributes into typed, validated Attrs (or a located error).
+#include <algorithm>
+#include <sstream>
+
+#include "nnmem/layer.hpp"
+
+namespace nnmem {
+
+namespace {
+Value int_value(std::int64_t v) {
+  Value out;
+  out.kind = Value::Kind::Int;
+  out.integer = v;
+  return out;
+}
+}  // namespace
+
+// --- builders --------------------------------------------------------------------------------
+
+AttrDef AttrDef::integer(std::string name, std::string help) {
+  AttrDef d;
+  d.name = std::move(name);
+  d.kind = AttrKind::Int;
+  d.help = std::move(help);
+  return d;
+}
+AttrDef AttrDef::real(std::string name, std::string help) {
+  AttrDef d = integer(std::move(name), std::move(help));
+  d.kind = AttrKind::Float;
+  return d;
+}
+AttrDef AttrDef::flag(std::string name, bool fallback, std::string help) {
+  AttrDef d = integer(std::move(name), std::move(help));
+  d.kind = AttrKind::Bool;
+  d.fallback.kind = Value::Kind::Bool;
+  d.fallback.boolean = fallback;
+  return d;
+}
+AttrDef AttrDef::word(std::string name, std::vector<std::string> words, std::string help) {
+  AttrDef d = integer(std::move(name), std::move(help));
+  d.kind = AttrKind::String;
+  d.fallback.kind = Value::Kind::String;
+  d.fallback.text = words.front();
+  d.words = std::move(words);
+  return d;
+}
+AttrDef AttrDef::tuple(std::string name, int rank, std::string help) {
+  AttrDef d = integer(std::move(name), std::move(help));
+  d.kind = AttrKind::IntTuple;
+  d.rank = rank;
+  return d;
+}
+AttrDef AttrDef::list(std::string name, std::string help) {
+  AttrDef d = integer(std::move(name), std::move(help));
+  d.kind = AttrKind::IntList;
+  return d;
+}
+AttrDef&& AttrDef::needed() && { required = true; return std::move(*this); }
+AttrDef&& AttrDef::optional() && { nullable = true; fallback = Value{}; return std::move(*this); }
+AttrDef&& AttrDef::or_else(std::int64_t v) && { fallback = int_value(v); return std::move(*this); }
+AttrDef&& AttrDef::or_else_real(double v) && {
+  fallback.kind = Value::Kind::Float;
+  fallback.real = v;
+  return std::move(*this);
+}
+AttrDef&& AttrDef::or_else_word(std::string v) && {
+  fallback.kind = Value::Kind::String;
+  fallback.text = std::move(v);
+  return std::move(*this);
+}
+AttrDef&& AttrDef::at_least(std::int64_t v) && { min = v; return std::move(*this); }
+AttrDef&& AttrDef::between(double lo, double hi) && { min_real = lo; max_real = hi; return std::move(*this); }
+AttrDef&& AttrDef::or_words(std::vector<std::string> w) && { words = std::move(w); return std::move(*this); }
+
+std::string AttrDef::describe() const {
+  std::ostringstream os;
+  switch (kind) {
+    case AttrKind::Int: os << "int"; break;
+    case AttrKind::Float: os << "float"; break;
+    case AttrKind::Bool: os << "bool"; break;
+    case AttrKind::String: os << "string"; break;
+    case AttrKind::IntTuple: os << "int or list of " << rank << " ints"; break;
+    case AttrKind::IntList: os << "list of ints"; break;
+  }
+  if ((kind == AttrKind::Int || kind == AttrKind::IntTuple || kind == AttrKind::IntList) &&
+      min != std::numeric_limits<std::int64_t>::min())
+    os << " >= " << min;
+  if (kind == AttrKind::Float && (min_real > -1e300 || max_real < 1e300))
+    os << " in [" << min_real << ", " << max_real << "]";
+  if (!words.empty()) {
+    os << (kind == AttrKind::String ? ": " : ", or ");
+    for (std::size_t i = 0; i < words.size(); ++i) os << (i ? " | " : "") << words[i];
+  }
+  if (required) os << "; required";
+  else if (fallback.kind != Value::Kind::Null) os << "; default " << fallback.str();
+  else os << "; optional";
+  return os.str();
+}
+
+// --- validation ------------------------------------------------------------------------------
+
+namespace {
+
+[[noreturn]] void bad(const LayerSpec& layer, const SourceLoc& at, const std::string& message) {
+  throw Error(at, layer.type + " '" + layer.name + "': " + message);
+}
+
+void check_int(const LayerSpec& layer, const AttrDef& def, const Value& v, const std::string& what) {
+  if (v.kind != Value::Kind::Int) bad(layer, v.loc, what + " must be an integer, found " + v.describe());
+  if (v.integer < def.min)
+    bad(layer, v.loc, what + " must be at least " + std::to_string(def.min) + ", found " + std::to_string(v.integer));
+}
+
+void check_value(const LayerSpec& layer, const AttrDef& def, const Value& v) {
+  const std::string& name = def.name;
+  if (v.kind == Value::Kind::Null) {
+    if (def.nullable) return;
+    bad(layer, v.loc, name + " needs a value (" + def.describe() + ")");
+  }
+  switch (def.kind) {
+    case AttrKind::Int:
+      check_int(layer, def, v, name);
+      return;
+    case AttrKind::Float: {
+      if (v.kind != Value::Kind::Int && v.kind != Value::Kind::Float)
+        bad(layer, v.loc, name + " must be a number, found " + v.describe());
+      const double x = v.kind == Value::Kind::Int ? static_cast<double>(v.integer) : v.real;
+      if (x < def.min_real || x > def.max_real) {
+        std::ostringstream os;
+        os << name << " must be between " << def.min_real << " and " << def.max_real << ", found " << v.str();
+        bad(layer, v.loc, os.str());
+      }
+      return;
+    }
+    case AttrKind::Bool:
+      if (v.kind != Value::Kind::Bool) bad(layer, v.loc, name + " must be true or false, found " + v.describe());
+      return;
+    case AttrKind::String:
+    case AttrKind::IntTuple:
+      if (v.kind == Value::Kind::String || def.kind == AttrKind::String) {
+        if (v.kind == Value::Kind::String && std::find(def.words.begin(), def.words.end(), v.text) != def.words.end())
+          return;
+        std::string expected;
+        for (std::size_t i = 0; i < def.words.size(); ++i) expected += (i ? ", " : "") + def.words[i];
+        if (def.kind == AttrKind::IntTuple)
+          expected = "an integer or a list of " + std::to_string(def.rank) + " integers" +
+                     (def.words.empty() ? "" : ", or one of " + expected);
+        else
+          expected = "one of " + expected;
+        std::string msg = name + " must be " + expected + "; found " + v.describe();
+        if (v.kind == Value::Kind::String)
+          if (auto near = nearest_name(v.text, def.words); !near.empty()) msg += " (did you mean '" + near + "'?)";
+        bad(layer, v.loc, msg);
+      }
+      if (v.kind == Value::Kind::Int) {
+        check_int(layer, def, v, name);
+        return;
+      }
+      if (v.kind != Value::Kind::List || static_cast<int>(v.items.size()) != def.rank)
+        bad(layer, v.loc, name + " must be an integer or a list of " + std::to_string(def.rank) + " integers, found " +
+                              v.describe());
+      for (const auto& item : v.items) check_int(layer, def, item, name);
+      return;
+    case AttrKind::IntList:
+      if (v.kind != Value::Kind::List) bad(layer, v.loc, name + " must be a list of integers, found " + v.describe());
+      for (const auto& item : v.items) check_int(layer, def, item, name);
+      return;
+  }
+}
+
+}  // namespace
+
+Attrs::Attrs(const std::vector<AttrDef>& defs, const LayerSpec& layer) : defs_(&defs), values_(defs.size(), nullptr) {
+  std::vector<std::string> names;
+  for (const auto& d : defs) names.push_back(d.name);
+  for (const auto& attr : layer.attrs) {
+    const auto it = std::find(names.begin(), names.end(), attr.name);
+    if (it == names.end()) {
+      std::string msg = "unknown attribute '" + attr.name + "'";
+      if (auto near = nearest_name(attr.name, names); !near.empty()) msg += "; did you mean '" + near + "'?";
+      else if (names.empty()) msg += "; " + layer.type + " takes no attributes";
+      else {
+        msg += "; " + layer.type + " takes:";
+        for (const auto& n : names) msg += " " + n;
+      }
+      bad(layer, attr.key_loc, msg);
+    }
+    const std::size_t i = static_cast<std::size_t>(it - names.begin());
+    check_value(layer, defs[i], attr.value);
+    values_[i] = &attr.value;
+  }
+  for (std::size_t i = 0; i < defs.size(); ++i) {
+    if (values_[i]) continue;
+    if (defs[i].required) bad(layer, layer.loc, "needs attribute '" + defs[i].name + "' (" + defs[i].describe() + ")");
+    values_[i] = &defs[i].fallback;
+  }
+}
+
+const AttrDef& Attrs::def(std::string_view name) const {
+  for (const auto& d : *defs_)
+    if (d.name == name) return d;
+  throw std::logic_error("layer rule asked for undeclared attribute '" + std::string(name) + "'");
+}
+
+const Value& Attrs::value(std::string_view name) const {
+  for (std::size_t i = 0; i < defs_->size(); ++i)
+    if ((*defs_)[i].name == name) return *values_[i];
+  def(name);  // throws
+  throw std::logic_error("unreachable");
+}
+
+std::int64_t Attrs::integer(std::string_view name) const { return value(name).integer; }
+double Attrs::real(std::string_view name) const {
+  const Value& v = value(name);
+  return v.kind == Value::Kind::Int ? static_cast<double>(v.integer) : v.real;
+}
+bool Attrs::flag(std::string_view name) const { return value(name).boolean; }
+const std::string& Attrs::text(std::string_view name) const { return value(name).text; }
+bool Attrs::given(std::string_view name) const { return value(name).kind != Value::Kind::Null; }
+bool Attrs::is(std::string_view name, std::string_view word) const {
+  const Value& v = value(name);
+  return v.kind == Value::Kind::String && v.text == word;
+}
+
+std::vector<std::int64_t> Attrs::tuple(std::string_view name) const {
+  const Value& v = value(name);
+  if (v.kind == Value::Kind::Int) return std::vector<std::int64_t>(static_cast<std::size_t>(def(name).rank), v.integer);
+  return list(name);
+}
+
+std::vector<std::int64_t> Attrs::list(std::string_view name) const {
+  std::vector<std::int64_t> out;
+  for (const auto& item : value(name).items) out.push_back(item.integer);
+  return out;
+}
+
+// --- the rest of the rule interface ----------------------------------------------------------
+
+bool LayerCall::any_input_requires_grad() const {
+  return std::any_of(inputs.begin(), inputs.end(), [](const InputTensor& t) { return t.requires_grad; });
+}
+
+void LayerResult::save_input(int i, std::string what) { saved.push_back({Saved::Of::Input, i, {}, std::move(what)}); }
+void LayerResult::save_output(int i, std::string what) { saved.push_back({Saved::Of::Output, i, {}, std::move(what)}); }
+void LayerResult::save_extra(TensorType type, std::string what) {
+  saved.push_back({Saved::Of::Extra, 0, std::move(type), std::move(what)});
+}
+
+}  // namespace nnmem

@@ -1,0 +1,49 @@
+#include <array>
+#include <string>
+
+#include "nnmem/shape.hpp"
+
+namespace nnmem {
+
+namespace {
+struct DTypeInfo {
+  DType dtype;
+  std::string_view name;
+  std::int64_t size;
+  bool floating;
+};
+constexpr std::array<DTypeInfo, 10> kDTypes = {{
+    {DType::Float32, "float32", 4, true},  {DType::Float16, "float16", 2, true},
+    {DType::BFloat16, "bfloat16", 2, true}, {DType::Float64, "float64", 8, true},
+    {DType::Int64, "int64", 8, false},     {DType::Int32, "int32", 4, false},
+    {DType::Int16, "int16", 2, false},     {DType::Int8, "int8", 1, false},
+    {DType::UInt8, "uint8", 1, false},     {DType::Bool, "bool", 1, false},
+}};
+const DTypeInfo& info(DType d) { return kDTypes[static_cast<std::size_t>(d)]; }
+}  // namespace
+
+std::int64_t dtype_size(DType d) { return info(d).size; }
+std::string_view dtype_name(DType d) { return info(d).name; }
+bool is_floating(DType d) { return info(d).floating; }
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  for (const auto& i : kDTypes)
+    if (i.name == name) return i.dtype;
+  struct Alias { std::string_view alias; DType dtype; };
+  static constexpr Alias aliases[] = {
+      {"float", DType::Float32}, {"fp32", DType::Float32},   {"half", DType::Float16},
+      {"fp16", DType::Float16},  {"bf16", DType::BFloat16},  {"double", DType::Float64},
+      {"long", DType::Int64},    {"int", DType::Int32},
+  };
+  for (const auto& a : aliases)
+    if (a.alias == name) return a.dtype;
+  return std::nullopt;
+}
+
+std::string to_string(const Shape& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace nnmem

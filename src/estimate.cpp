@@ -1,0 +1,162 @@
+// Puts the estimate together: per-layer figures, the memory components of a step, what the
+// backward pass keeps (counted once per storage) and the simulated peak.
+#include "nnmem/estimate.hpp"
+
+#include <array>
+#include <set>
+
+#include "step.hpp"
+
+namespace nnmem {
+
+namespace {
+
+template <typename Enum, std::size_t N>
+struct Names {
+  std::array<std::pair<Enum, std::string_view>, N> table;
+  std::string_view name(Enum e) const {
+    for (const auto& [k, n] : table)
+      if (k == e) return n;
+    return "?";
+  }
+  std::optional<Enum> parse(std::string_view s) const {
+    for (const auto& [k, n] : table)
+      if (n == s) return k;
+    return std::nullopt;
+  }
+};
+
+constexpr Names<OptimizerKind, 10> kOptimizers{{{
+    {OptimizerKind::None, "none"}, {OptimizerKind::Sgd, "sgd"}, {OptimizerKind::Momentum, "momentum"},
+    {OptimizerKind::Nesterov, "nesterov"}, {OptimizerKind::Adam, "adam"}, {OptimizerKind::AdamW, "adamw"},
+    {OptimizerKind::AMSGrad, "amsgrad"}, {OptimizerKind::RMSprop, "rmsprop"}, {OptimizerKind::Adagrad, "adagrad"},
+    {OptimizerKind::Adam8bit, "adam8bit"},
+}}};
+constexpr Names<LossKind, 3> kLosses{{{
+    {LossKind::CrossEntropy, "cross_entropy"}, {LossKind::Mse, "mse"}, {LossKind::Mean, "mean"},
+}}};
+constexpr Names<Phase, 3> kPhases{{{
+    {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"},
+}}};
+
+std::int64_t sum(std::int64_t a, std::int64_t b) { return checked_add(a, b); }
+
+}  // namespace
+
+std::string_view name_of(OptimizerKind kind) { return kOptimizers.name(kind); }
+std::string_view name_of(LossKind kind) { return kLosses.name(kind); }
+std::string_view name_of(Phase phase) { return kPhases.name(phase); }
+std::optional<OptimizerKind> parse_optimizer(std::string_view name) { return kOptimizers.parse(name); }
+std::optional<LossKind> parse_loss(std::string_view name) { return kLosses.parse(name); }
+
+Estimate estimate(const Graph& graph, const StepOptions& options) {
+  Estimate e;
+  e.model = graph.spec.name;
+  e.file = graph.spec.file;
+  e.options.graph = graph.options;
+  e.options.step = options;
+  e.mode = graph.options.mode;
+  const bool training = e.mode == Mode::Train;
+  e.float_dtype = graph.options.float_dtype.value_or(graph.spec.dtype.value_or(DType::Float32));
+  e.loss = options.loss.value_or(graph.spec.loss ? *parse_loss(*graph.spec.loss) : LossKind::Mean);
+  Totals& t = e.totals;
+
+  try {
+    if (training && graph.outputs.size() != 1)
+      throw Error(graph.spec.output_locs.at(1), "training needs a single output for its loss; this model returns " +
+                                                    std::to_string(graph.outputs.size()));
+    const TensorType& output = graph.values[static_cast<std::size_t>(graph.outputs.front())].type;
+    const SourceLoc loss_loc = graph.spec.loss ? graph.spec.loss_loc : graph.spec.loc;
+    const detail::LossTensors loss = detail::loss_tensors(e.loss, output, loss_loc);
+
+    // What backward keeps: each storage once, attributed to the first layer that keeps it.
+    std::set<int> kept_storages;
+    std::vector<TensorType> trainable_params;
+    for (const Node& node : graph.nodes) {
+      const LayerSpec& spec = graph.layer(node);
+      LayerEstimate l;
+      l.name = spec.name;
+      l.type = spec.type;
+      l.functional = spec.functional;
+      l.trainable = node.trainable;
+      for (int v : node.outputs) {
+        const TensorValue& value = graph.values[static_cast<std::size_t>(v)];
+        l.outputs.push_back(value.type);
+        if (graph.storages[static_cast<std::size_t>(value.storage)].value == v) l.output_bytes = sum(l.output_bytes, value.type.bytes());
+      }
+      l.params = node.param_count;
+      l.trainable_params = node.trainable ? node.param_count : 0;
+      l.param_bytes = node.param_bytes;
+      l.buffer_bytes = node.buffer_bytes;
+      l.macs = node.result.macs;
+      const bool in_autograd = training && graph.values[static_cast<std::size_t>(node.outputs.front())].requires_grad;
+      if (in_autograd) {
+        for (const Saved& s : node.result.saved) {
+          if (s.of == Saved::Of::Extra) {
+            l.saved_bytes = sum(l.saved_bytes, s.type.bytes());
+            continue;
+          }
+          const int v = s.of == Saved::Of::Input ? node.inputs[static_cast<std::size_t>(s.index)]
+                                                 : node.outputs[static_cast<std::size_t>(s.index)];
+          const int storage = graph.values[static_cast<std::size_t>(v)].storage;
+          if (kept_storages.insert(storage).second)
+            l.saved_bytes = sum(l.saved_bytes, graph.storages[static_cast<std::size_t>(storage)].bytes);
+        }
+      }
+      if (training && node.trainable)
+        for (const auto& p : node.result.params) trainable_params.push_back({p.shape, p.dtype});
+      t.params = sum(t.params, l.params);
+      t.trainable_params = sum(t.trainable_params, l.trainable_params);
+      t.param_bytes = sum(t.param_bytes, l.param_bytes);
+      if (l.trainable) t.trainable_param_bytes = sum(t.trainable_param_bytes, l.param_bytes);
+      t.buffer_bytes = sum(t.buffer_bytes, l.buffer_bytes);
+      t.macs = sum(t.macs, l.macs);
+      t.activation_bytes = sum(t.activation_bytes, l.output_bytes);
+      t.saved_bytes = sum(t.saved_bytes, l.saved_bytes);
+      e.layers.push_back(std::move(l));
+    }
+    t.non_trainable_params = t.params - t.trainable_params;
+    for (int v : graph.inputs) {
+      const TensorValue& in = graph.values[static_cast<std::size_t>(v)];
+      e.inputs.push_back({in.name, in.type});
+      t.input_bytes = sum(t.input_bytes, in.type.bytes());
+    }
+
+    if (training) {
+      if (t.trainable_params == 0)
+        throw Error(graph.spec.loc, "nothing to train: every layer with parameters is frozen (trainable: false); "
+                                    "use --mode eval for inference");
+      t.target_bytes = loss.target ? loss.target->bytes() : 0;
+      for (const auto& k : loss.kept) t.saved_bytes = sum(t.saved_bytes, k.bytes());
+      const int out_storage = graph.values[static_cast<std::size_t>(graph.outputs.front())].storage;
+      if (loss.keeps_output && kept_storages.insert(out_storage).second)
+        t.saved_bytes = sum(t.saved_bytes, graph.storages[static_cast<std::size_t>(out_storage)].bytes);
+      if (loss.target && (e.loss == LossKind::CrossEntropy || loss.keeps_output))
+        t.saved_bytes = sum(t.saved_bytes, t.target_bytes);  // the target is kept by the loss
+      t.grad_bytes = t.trainable_param_bytes;
+      e.optimizer_slots = detail::optimizer_slots(options, graph.options.device, trainable_params);
+      for (const auto& s : e.optimizer_slots) t.optimizer_state_bytes = sum(t.optimizer_state_bytes, s.bytes);
+    }
+    t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
+    if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, t.grad_bytes);
+
+    detail::StepResult step = detail::simulate_step(graph, options, e.loss, e.optimizer_slots, trainable_params);
+    t.peak_bytes = step.peak;
+    t.peak_phase = step.peak_phase;
+    t.peak_layer = step.peak_layer;
+    if (graph.options.device == Device::Cuda) {
+      t.reserved_bytes = step.reserved;
+      t.overhead_bytes = options.overhead_bytes;
+    }
+    e.timeline = std::move(step.timeline);
+  } catch (const OverflowError& err) {
+    throw Error(graph.spec.loc, std::string("the model's memory does not fit in 64 bits: ") + err.what());
+  }
+  return e;
+}
+
+Estimate estimate(ModelSpec spec, const EstimateOptions& options) {
+  return estimate(build_graph(std::move(spec), options.graph), options.step);
+}
+
+}  // namespace nnmem

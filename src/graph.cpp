@@ -1,0 +1,185 @@
+// Builds the layer graph: resolves each layer's rule, checks its attributes, infers shapes layer
+// by layer, assigns storages (in-place ops and views share their input's), and checks what only
+// the whole graph can show (unused inputs and layers, in-place writes over saved tensors).
+#include "nnmem/graph.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace nnmem {
+
+namespace {
+
+std::string title(const LayerSpec& layer) { return layer.type + " '" + layer.name + "'"; }
+
+class Builder {
+ public:
+  Builder(ModelSpec spec, const GraphOptions& options) {
+    graph_.spec = std::move(spec);
+    graph_.options = options;
+    ctx_.mode = options.mode;
+    ctx_.device = options.device;
+    ctx_.float_dtype = options.float_dtype.value_or(graph_.spec.dtype.value_or(DType::Float32));
+  }
+
+  Graph build() {
+    const ModelSpec& spec = graph_.spec;
+    if (graph_.options.batch < 1)
+      throw Error(spec.loc, "the batch size must be at least 1, found " + std::to_string(graph_.options.batch));
+    for (const auto& in : spec.inputs) add_input(in);
+    for (std::size_t i = 0; i < spec.layers.size(); ++i) add_layer(static_cast<int>(i));
+    for (std::size_t i = 0; i < spec.outputs.size(); ++i) graph_.outputs.push_back(value_of(spec.outputs[i]));
+    check_everything_used();
+    return std::move(graph_);
+  }
+
+ private:
+  int value_of(const std::string& name) const { return by_name_.at(name); }
+
+  int new_value(std::string name, TensorType type, int producer, const SourceLoc& at, const std::string& who) {
+    try {
+      (void)type.bytes();  // every tensor's size must fit
+    } catch (const OverflowError& e) {
+      throw Error(at, who + ": the tensor " + to_string(type.shape) + " is too large (" + e.what() + ")");
+    }
+    TensorValue v;
+    v.name = std::move(name);
+    v.type = std::move(type);
+    v.producer = producer;
+    graph_.values.push_back(std::move(v));
+    const int id = static_cast<int>(graph_.values.size()) - 1;
+    by_name_[graph_.values[id].name] = id;
+    return id;
+  }
+
+  int new_storage(int value) {
+    graph_.storages.push_back({graph_.values[value].type.bytes(), value});
+    return static_cast<int>(graph_.storages.size()) - 1;
+  }
+
+  void add_input(const InputSpec& in) {
+    TensorType type;
+    type.shape.push_back(graph_.options.batch);
+    type.shape.insert(type.shape.end(), in.shape.begin(), in.shape.end());
+    type.dtype = is_floating(in.dtype) ? ctx_.float_dtype : in.dtype;
+    const int id = new_value(in.name, std::move(type), -1, in.loc, "input '" + in.name + "'");
+    graph_.values[id].storage = new_storage(id);
+    graph_.inputs.push_back(id);
+  }
+
+  void add_layer(int index) {
+    const LayerSpec& layer = graph_.spec.layers[index];
+    const LayerDef* def = find_layer(layer.type);
+    if (!def) {
+      const auto types = layer_types();
+      std::string msg = "unknown layer type '" + layer.type + "'";
+      if (auto near = nearest_name(layer.type, types); !near.empty()) msg += "; did you mean '" + near + "'?";
+      msg += " (`nnmem layers` lists the known types)";
+      throw Error(layer.type_loc, msg);
+    }
+    const int n = static_cast<int>(layer.inputs.size());
+    if (n < def->min_inputs || (def->max_inputs >= 0 && n > def->max_inputs)) {
+      const std::string expected = def->min_inputs == def->max_inputs ? std::to_string(def->min_inputs)
+                                   : def->max_inputs < 0 ? "at least " + std::to_string(def->min_inputs)
+                                                         : std::to_string(def->min_inputs) + " to " + std::to_string(def->max_inputs);
+      throw Error(layer.loc, title(layer) + ": takes " + expected + " input(s), found " + std::to_string(n));
+    }
+    const Attrs attrs(def->attrs, layer);
+
+    Node node;
+    node.layer = index;
+    node.def = def;
+    node.trainable = layer.trainable;
+    std::vector<InputTensor> inputs;
+    for (const auto& name : layer.inputs) {
+      const int v = value_of(name);
+      node.inputs.push_back(v);
+      inputs.push_back({graph_.values[v].type, graph_.values[v].requires_grad});
+    }
+    const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};
+    try {
+      node.result = def->infer(call);
+      for (const auto& p : node.result.params) node.param_count = checked_add(node.param_count, numel(p.shape));
+      node.param_bytes = checked_mul(node.param_count, dtype_size(ctx_.float_dtype));
+      for (auto& p : node.result.params) p.dtype = ctx_.float_dtype;
+      for (const auto& b : node.result.buffers)
+        node.buffer_bytes = checked_add(node.buffer_bytes, TensorType{b.shape, b.dtype}.bytes());
+    } catch (const LayerError& e) {
+      const Attribute* attr = e.attribute().empty() ? nullptr : layer.find_attr(e.attribute());
+      throw Error(attr ? attr->value.loc : layer.loc, title(layer) + ": " + e.what());
+    } catch (const OverflowError& e) {
+      throw Error(layer.loc, title(layer) + ": a size is too large (" + e.what() + ")");
+    }
+
+    const bool has_trainable_params = layer.trainable && !node.result.params.empty();
+    const bool requires_grad =
+        ctx_.mode == Mode::Train && (call.any_input_requires_grad() || has_trainable_params);
+    const int node_index = static_cast<int>(graph_.nodes.size());
+    for (std::size_t k = 0; k < node.result.outputs.size(); ++k) {
+      const TensorType& out = node.result.outputs[k];
+      for (std::int64_t d : out.shape)
+        if (d < 1)
+          throw Error(layer.loc, title(layer) + ": the output shape " + to_string(out.shape) +
+                                     " has a size below 1 (the input " + to_string(call.shape()) + " is too small)");
+      const std::string name = k == 0 ? layer.name : layer.name + ":" + std::to_string(k);
+      const int v = new_value(name, out, node_index, layer.loc, title(layer));
+      graph_.values[v].requires_grad = requires_grad;
+      const bool aliased = k == 0 && node.result.alias != Alias::None;
+      graph_.values[v].storage = aliased ? graph_.values[node.inputs[0]].storage : new_storage(v);
+      node.outputs.push_back(v);
+    }
+    if (node.result.alias == Alias::InPlace && ctx_.mode == Mode::Train) check_inplace(layer, node);
+    for (int v : node.inputs) graph_.values[v].readers.push_back(node_index);
+    graph_.nodes.push_back(std::move(node));
+  }
+
+  // PyTorch refuses, in backward, a tensor that an in-place op overwrote after another op saved
+  // it ("one of the variables needed for gradient computation has been modified by an inplace
+  // operation"). Catch that here, where it can be pointed at.
+  void check_inplace(const LayerSpec& layer, const Node& node) const {
+    const int storage = graph_.values[node.inputs[0]].storage;
+    for (const Node& earlier : graph_.nodes) {
+      for (const Saved& s : earlier.result.saved) {
+        if (s.of == Saved::Of::Extra) continue;
+        const int v = s.of == Saved::Of::Input ? earlier.inputs[s.index] : earlier.outputs[s.index];
+        if (graph_.values[v].storage != storage) continue;
+        const LayerSpec& saver = graph_.layer(earlier);
+        throw Error(layer.loc,
+                    title(layer) + " works in place, but it would overwrite the " + s.what + " that " + title(saver) +
+                        " keeps for its backward pass; PyTorch would fail in backward. Set inplace: false",
+                    {{saver.loc, title(saver) + " is here"}});
+      }
+    }
+  }
+
+  void check_everything_used() const {
+    for (int id : graph_.inputs)
+      if (graph_.values[id].readers.empty() &&
+          std::find(graph_.outputs.begin(), graph_.outputs.end(), id) == graph_.outputs.end()) {
+        const auto& in = *std::find_if(graph_.spec.inputs.begin(), graph_.spec.inputs.end(),
+                                       [&](const InputSpec& s) { return s.name == graph_.values[id].name; });
+        throw Error(in.loc, "input '" + in.name + "' is never read by any layer");
+      }
+    for (const Node& node : graph_.nodes) {
+      const bool used = std::any_of(node.outputs.begin(), node.outputs.end(), [&](int v) {
+        return !graph_.values[v].readers.empty() ||
+               std::find(graph_.outputs.begin(), graph_.outputs.end(), v) != graph_.outputs.end();
+      });
+      if (!used) {
+        const LayerSpec& layer = graph_.layer(node);
+        throw Error(layer.loc, "the output of " + title(layer) +
+                                   " is never used; read it from a later layer, list it in 'outputs', or remove it");
+      }
+    }
+  }
+
+  Graph graph_;
+  Context ctx_;
+  std::map<std::string, int> by_name_;
+};
+
+}  // namespace
+
+Graph build_graph(ModelSpec spec, const GraphOptions& options) { return Builder(std::move(spec), options).build(); }
+
+}  // namespace nnmem

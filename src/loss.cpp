@@ -1,0 +1,34 @@
+// The losses nnmem models, and the tensors they add to a step:
+//   cross_entropy = log_softmax + nll_loss: keeps the [N, C, …] log-probabilities, the int64
+//                   target and nll_loss's scalar total_weight;
+//   mse           = mse_loss: keeps the model's output and the float target;
+//   mean          = out.mean(): keeps nothing (its backward needs only the size).
+#include "step.hpp"
+
+namespace nnmem::detail {
+
+LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where) {
+  LossTensors t;
+  switch (loss) {
+    case LossKind::CrossEntropy: {
+      if (output.shape.size() < 2 || !is_floating(output.dtype))
+        throw Error(where, "cross_entropy needs a floating-point output of shape [N, C] or [N, C, d1, …] (classes in "
+                           "dimension 1); the model's output is " + to_string(output.shape));
+      Shape target = {output.shape[0]};
+      target.insert(target.end(), output.shape.begin() + 2, output.shape.end());
+      t.target = TensorType{target, DType::Int64};
+      t.kept.push_back(output);                          // log_softmax's output
+      t.kept.push_back(TensorType{{}, output.dtype});    // nll_loss's total_weight
+      break;
+    }
+    case LossKind::Mse:
+      t.target = output;
+      t.keeps_output = true;
+      break;
+    case LossKind::Mean:
+      break;
+  }
+  return t;
+}
+
+}  // namespace nnmem::detail

@@ -1,0 +1,102 @@
+// Optimizer state and step temporaries, as torch.optim implements them (1.13).
+#include <algorithm>
+
+#include "step.hpp"
+
+namespace nnmem::detail {
+
+namespace {
+constexpr std::int64_t kBitsAndBytesBlock = 2048;  // bitsandbytes' blockwise 8-bit state
+constexpr std::int64_t kBitsAndBytesMinSize = 4096; // smaller tensors keep float32 state
+
+std::int64_t total_bytes(const std::vector<TensorType>& params) {
+  std::int64_t sum = 0;
+  for (const auto& p : params) sum = checked_add(sum, p.bytes());
+  return sum;
+}
+}  // namespace
+
+std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device device,
+                                           const std::vector<TensorType>& params) {
+  const std::int64_t like_params = total_bytes(params);
+  const auto count = static_cast<std::int64_t>(params.size());
+  // Adam's and Adagrad's per-parameter `step` is a 0-dim float32 tensor on the CPU (not
+  // capturable), so it costs no device memory on CUDA.
+  const std::int64_t step_scalars = device == Device::Cpu ? checked_mul(count, 4) : 0;
+  switch (options.optimizer) {
+    case OptimizerKind::None:
+    case OptimizerKind::Sgd:
+      return {};
+    case OptimizerKind::Momentum:
+    case OptimizerKind::Nesterov:
+      return {{"momentum_buffer", like_params}};
+    case OptimizerKind::Adam:
+    case OptimizerKind::AdamW:
+      return {{"exp_avg", like_params}, {"exp_avg_sq", like_params}, {"step", step_scalars}};
+    case OptimizerKind::AMSGrad:
+      return {{"exp_avg", like_params}, {"exp_avg_sq", like_params}, {"max_exp_avg_sq", like_params}, {"step", step_scalars}};
+    case OptimizerKind::RMSprop: {
+      std::vector<OptimizerSlot> slots = {{"square_avg", like_params}};  // its step is a Python int
+      if (options.rmsprop_momentum) slots.push_back({"momentum_buffer", like_params});
+      if (options.rmsprop_centered) slots.push_back({"grad_avg", like_params});
+      return slots;
+    }
+    case OptimizerKind::Adagrad:
+      return {{"sum", like_params}, {"step", step_scalars}};
+    case OptimizerKind::Adam8bit: {
+      // bitsandbytes Adam8bit: two uint8 states plus one float32 absmax per 2048-element block;
+      // tensors under 4096 elements keep float32 states; plus the two shared 256-entry qmaps.
+      std::int64_t quantized = 0, absmax = 0;
+      for (const auto& p : params) {
+        const std::int64_t n = p.numel();
+        if (n < kBitsAndBytesMinSize) {
+          quantized = checked_add(quantized, checked_mul(n, 4));
+        } else {
+          quantized = checked_add(quantized, n);
+          absmax = checked_add(absmax, checked_mul((n + kBitsAndBytesBlock - 1) / kBitsAndBytesBlock, 4));
+        }
+      }
+      return {{"state1", quantized}, {"state2", quantized}, {"absmax", checked_mul(absmax, 2)}, {"qmap", 2 * 256 * 4}};
+    }
+  }
+  return {};
+}
+
+void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, const std::vector<TensorType>& params) {
+  const OptimizerKind kind = options.optimizer;
+  memory.at(Phase::Optimizer, "optimizer");
+  if (params.empty()) return;
+  const bool adam_like = kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW || kind == OptimizerKind::AMSGrad;
+  const bool rms_or_adagrad = kind == OptimizerKind::RMSprop || kind == OptimizerKind::Adagrad;
+  if (!adam_like && !rms_or_adagrad && kind != OptimizerKind::Nesterov) return;  // in place only
+
+  if (options.foreach) {
+    // Whole-model temporaries: Adam's sqrt(exp_avg_sq) and denom; RMSprop's avg; Adagrad's
+    // sqrt(sum) and std; Nesterov's grad + momentum * buf.
+    std::vector<int> first, second;
+    for (const auto& p : params) first.push_back(memory.alloc(p.bytes(), adam_like ? "exp_avg_sq.sqrt()" : "temporary"));
+    if (adam_like || kind == OptimizerKind::Adagrad)
+      for (const auto& p : params) second.push_back(memory.alloc(p.bytes(), adam_like ? "denom" : "std"));
+    for (int b : first) memory.release(b);
+    for (int b : second) memory.release(b);
+    return;
+  }
+  // One parameter at a time. Adam: denom = (exp_avg_sq.sqrt() / c).add_(eps) holds the sqrt and
+  // the quotient at once, and the previous parameter's denom lives until `denom` is rebound.
+  // RMSprop and Adagrad: one temporary, the previous one alive until rebound. Nesterov: one.
+  int previous = -1;
+  for (const auto& p : params) {
+    const int sqrt = adam_like ? memory.alloc(p.bytes(), "exp_avg_sq.sqrt()") : -1;
+    const int temp = memory.alloc(p.bytes(), adam_like ? "denom" : "temporary");
+    if (sqrt >= 0) memory.release(sqrt);
+    if (previous >= 0) memory.release(previous);
+    previous = temp;
+    if (kind == OptimizerKind::Nesterov) {
+      memory.release(temp);
+      previous = -1;
+    }
+  }
+  if (previous >= 0) memory.release(previous);
+}
+
+}  // namespace nnmem::detail

@@ -1,0 +1,90 @@
+// The spec as the YAML file wrote it, before expansion: `$expressions` unevaluated, blocks not
+// yet instantiated, names not yet resolved. loader.cpp (the only file that sees yaml-cpp) builds
+// it; expand.cpp turns it into a ModelSpec.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nnmem/spec.hpp"
+
+namespace nnmem::raw {
+
+/// A scalar or a flat list of scalars; a plain scalar beginning with `$` is an expression.
+struct RawValue {
+  Value literal;                      // when not an expression and not a list
+  std::optional<std::string> expression;
+  bool is_list = false;
+  std::vector<RawValue> items;
+  SourceLoc loc;
+};
+
+struct Named {
+  std::string name;
+  SourceLoc loc;
+};
+
+struct RawAttr {
+  std::string name;
+  SourceLoc key_loc;
+  RawValue value;
+};
+
+/// One entry of a `layers:` list: a layer (`type`) or a block instance (`block`).
+struct RawEntry {
+  SourceLoc loc;
+  std::optional<Named> name;
+  std::optional<RawValue> type;       // may be an expression (a block parameter)
+  std::optional<Named> block;
+  std::optional<std::vector<Named>> inputs;
+  std::optional<RawValue> repeat, when, trainable, functional;
+  std::vector<RawAttr> attrs;         // layer attributes, or block arguments
+};
+
+struct RawParam {
+  std::string name;
+  SourceLoc loc;
+  std::optional<RawValue> fallback;   // none: the argument is required
+};
+
+struct RawBlock {
+  std::string name;
+  SourceLoc loc;
+  std::vector<RawParam> params;
+  std::vector<Named> inputs;          // default: a single input called `in`
+  std::optional<Named> output;        // default: the last layer
+  std::vector<RawEntry> layers;
+};
+
+struct RawInput {
+  Named name;
+  RawValue shape;
+  std::optional<Named> dtype;
+};
+
+struct RawVariable {
+  Named name;
+  RawValue value;
+};
+
+struct RawSpec {
+  std::string file;
+  SourceLoc loc;
+  std::optional<Named> name;
+  std::optional<Named> dtype;
+  SourceLoc variables_loc;
+  std::vector<RawVariable> variables;
+  std::vector<RawInput> inputs;
+  std::vector<RawBlock> blocks;
+  std::vector<RawEntry> layers;
+  std::optional<std::vector<Named>> outputs;
+  std::optional<Named> loss;
+};
+
+/// YAML text -> RawSpec (syntax and structure only). loader.cpp.
+RawSpec read(const std::string& text, const std::string& file, const LoadOptions& options);
+/// RawSpec -> ModelSpec (variables, blocks, repeat, when, name resolution). expand.cpp.
+ModelSpec expand(const RawSpec& spec, const LoadOptions& options);
+
+}  // namespace nnmem::raw

@@ -1,0 +1,98 @@
+// The estimate as JSON. The layout is documented in docs/json.md; fields are only ever added
+// (schema_version changes when one changes meaning or disappears).
+#include <nlohmann/json.hpp>
+
+#include "nnmem/report.hpp"
+
+namespace nnmem {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json tensor(const TensorType& t) {
+  return {{"shape", t.shape}, {"dtype", dtype_name(t.dtype)}, {"bytes", t.bytes()}};
+}
+
+}  // namespace
+
+std::string render_json(const Estimate& e, int indent) {
+  const auto& o = e.options;
+  const Totals& t = e.totals;
+  ordered_json j;
+  j["schema_version"] = kJsonSchemaVersion;
+  j["model"] = {{"name", e.model}, {"file", e.file}};
+  j["options"] = {
+      {"batch", o.graph.batch},
+      {"mode", e.mode == Mode::Train ? "train" : "eval"},
+      {"device", o.graph.device == Device::Cuda ? "cuda" : "cpu"},
+      {"dtype", dtype_name(e.float_dtype)},
+      {"optimizer", name_of(o.step.optimizer)},
+      {"loss", name_of(e.loss)},
+      {"keep_grads", o.step.keep_grads},
+      {"foreach", o.step.foreach},
+      {"overhead_bytes", o.step.overhead_bytes},
+  };
+  j["inputs"] = ordered_json::array();
+  for (const auto& in : e.inputs) {
+    ordered_json x = tensor(in.type);
+    x["name"] = in.name;
+    j["inputs"].push_back(x);
+  }
+  j["layers"] = ordered_json::array();
+  for (const auto& l : e.layers) {
+    ordered_json outs = ordered_json::array();
+    for (const auto& out : l.outputs) outs.push_back(tensor(out));
+    j["layers"].push_back({
+        {"name", l.name},
+        {"type", l.type},
+        {"functional", l.functional},
+        {"trainable", l.trainable},
+        {"outputs", outs},
+        {"params", l.params},
+        {"trainable_params", l.trainable_params},
+        {"param_bytes", l.param_bytes},
+        {"buffer_bytes", l.buffer_bytes},
+        {"macs", l.macs},
+        {"output_bytes", l.output_bytes},
+        {"saved_bytes", l.saved_bytes},
+    });
+  }
+  j["optimizer_state"] = ordered_json::array();
+  for (const auto& s : e.optimizer_slots) j["optimizer_state"].push_back({{"slot", s.name}, {"bytes", s.bytes}});
+  j["totals"] = {
+      {"params", t.params},
+      {"trainable_params", t.trainable_params},
+      {"non_trainable_params", t.non_trainable_params},
+      {"param_bytes", t.param_bytes},
+      {"trainable_param_bytes", t.trainable_param_bytes},
+      {"buffer_bytes", t.buffer_bytes},
+      {"grad_bytes", t.grad_bytes},
+      {"optimizer_state_bytes", t.optimizer_state_bytes},
+      {"input_bytes", t.input_bytes},
+      {"target_bytes", t.target_bytes},
+      {"activation_bytes", t.activation_bytes},
+      {"saved_bytes", t.saved_bytes},
+      {"macs", t.macs},
+      {"persistent_bytes", t.persistent_bytes},
+      {"peak_bytes", t.peak_bytes},
+      {"peak_phase", name_of(t.peak_phase)},
+      {"peak_layer", t.peak_layer},
+      {"reserved_bytes", t.reserved_bytes},
+      {"overhead_bytes", t.overhead_bytes},
+  };
+  const TorchSummaryFigures ts = torchsummary_figures(e);
+  j["conventions"]["torchsummary"] = {
+      {"input_bytes", ts.input_bytes},
+      {"forward_backward_bytes", ts.forward_backward_bytes},
+      {"params_bytes", ts.params_bytes},
+      {"total_bytes", ts.total_bytes},
+  };
+  j["timeline"] = ordered_json::array();
+  for (const auto& ev : e.timeline)
+    j["timeline"].push_back(
+        {{"phase", name_of(ev.phase)}, {"layer", ev.layer}, {"tensor", ev.tensor}, {"delta", ev.delta}, {"live", ev.live}});
+  return j.dump(indent);
+}
+
+}  // namespace nnmem

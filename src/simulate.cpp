@@ -1,0 +1,213 @@
+// One training step (or one inference pass), tensor by tensor, the way PyTorch's loop
+//   opt.zero_grad(); out = model(x); loss = loss_fn(out, y); loss.backward(); opt.step()
+// spends memory in its steady state (the optimizer state already exists):
+//   forward  — each output is allocated; a tensor is freed once nothing later reads it and no
+//              backward node keeps it; the previous step's output and loss are released when
+//              `out` and `loss` are rebound;
+//   backward — in reverse order, each node allocates its inputs' gradients (or passes its own
+//              on, for views, add and cat) and its parameters' gradients, then frees what it
+//              kept and the gradient it consumed; gradients of tensors read twice accumulate;
+//   step     — the optimizer's temporaries.
+#include <algorithm>
+#include <map>
+
+#include "step.hpp"
+
+namespace nnmem::detail {
+
+namespace {
+
+class StepSimulator {
+ public:
+  StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss)
+      : graph_(graph), options_(options), loss_(loss), block_(graph.storages.size(), -1) {}
+
+  StepResult run(const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& params) {
+    const bool training = graph_.options.mode == Mode::Train;
+    persistent(slots, params, training);
+    forward(training);
+    if (training) {
+      loss_forward();
+      backward(params);
+      simulate_optimizer_step(memory_, options_, params);
+    }
+    StepResult r;
+    r.peak = memory_.peak();
+    r.peak_phase = memory_.peak_phase();
+    r.peak_layer = memory_.peak_layer();
+    r.reserved = memory_.reserved_at_peak();
+    r.timeline = memory_.take_timeline();
+    return r;
+  }
+
+ private:
+  const TensorValue& value(int v) const { return graph_.values[static_cast<std::size_t>(v)]; }
+  int& block_of(int v) { return block_[static_cast<std::size_t>(value(v).storage)]; }
+  bool is_output(int v) const {
+    return std::find(graph_.outputs.begin(), graph_.outputs.end(), v) != graph_.outputs.end();
+  }
+  // A node is part of the autograd graph when it has something to differentiate.
+  bool in_autograd(const Node& node) const {
+    return std::any_of(node.outputs.begin(), node.outputs.end(), [&](int v) { return value(v).requires_grad; });
+  }
+
+  void persistent(const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& params, bool training) {
+    memory_.at(Phase::Forward, "");
+    std::int64_t param_bytes = 0, buffer_bytes = 0, grad_bytes = 0;
+    for (const Node& n : graph_.nodes) {
+      param_bytes = checked_add(param_bytes, n.param_bytes);
+      buffer_bytes = checked_add(buffer_bytes, n.buffer_bytes);
+    }
+    for (const auto& p : params) grad_bytes = checked_add(grad_bytes, p.bytes());
+    memory_.alloc(param_bytes, "parameters");
+    memory_.alloc(buffer_bytes, "buffers");
+    for (const auto& slot : slots) memory_.alloc(slot.bytes, "optimizer state: " + slot.name);
+    for (int v : graph_.inputs) block_of(v) = memory_.alloc(value(v).type.bytes(), "input '" + value(v).name + "'", 1);
+    if (!training) return;
+    if (loss_tensors_.target) memory_.alloc(loss_tensors_.target->bytes(), "target");
+    // Still bound to `out` and `loss` from the previous step until this step rebinds them.
+    for (int v : graph_.outputs) previous_outputs_.push_back(memory_.alloc(graph_.storages[value(v).storage].bytes, "previous step's output"));
+    previous_loss_ = memory_.alloc(dtype_size(DType::Float32), "previous step's loss");
+    // zero_grad(): set_to_none frees last step's gradients; otherwise they are zeroed in place.
+    const int grads = memory_.alloc(grad_bytes, "gradients (from the previous step)");
+    if (!options_.keep_grads) memory_.release(grads);
+  }
+
+  void forward(bool training) {
+    for (int v : graph_.inputs) memory_.hold(block_of(v), static_cast<int>(value(v).readers.size()));
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const Node& node = graph_.nodes[i];
+      const std::string& name = graph_.layer(node).name;
+      memory_.at(Phase::Forward, name);
+      std::vector<int> fresh;
+      for (int v : node.outputs) {
+        if (block_of(v) < 0) {
+          block_of(v) = memory_.alloc(graph_.storages[value(v).storage].bytes, "output of " + name, 1);
+          fresh.push_back(block_of(v));
+        }
+        memory_.hold(block_of(v), static_cast<int>(value(v).readers.size()) + (is_output(v) ? 1 : 0));
+      }
+      if (training && in_autograd(node)) {
+        for (const Saved& s : node.result.saved) {
+          if (s.of == Saved::Of::Extra) {
+            kept_[i].push_back(memory_.alloc(s.type.bytes(), s.what + " of " + name, 1));
+          } else {
+            const int v = s.of == Saved::Of::Input ? node.inputs[s.index] : node.outputs[s.index];
+            memory_.hold(block_of(v));
+            kept_[i].push_back(block_of(v));
+          }
+        }
+      }
+      for (int b : fresh) memory_.release(b);
+      for (int v : node.inputs) memory_.release(block_of(v));
+    }
+    if (training) {
+      memory_.at(Phase::Forward, "out = model(x)");
+      for (int b : previous_outputs_) memory_.release(b);
+    }
+  }
+
+  void loss_forward() {
+    memory_.at(Phase::Forward, "loss");
+    const int out = graph_.outputs.front();
+    for (const auto& t : loss_tensors_.kept) loss_kept_.push_back(memory_.alloc(t.bytes(), "kept by the loss", 1));
+    if (loss_tensors_.keeps_output) {
+      memory_.hold(block_of(out));
+      loss_kept_.push_back(block_of(out));
+    }
+    memory_.alloc(dtype_size(DType::Float32), "loss");
+    memory_.release(previous_loss_);
+  }
+
+  // Adds a gradient contribution to value v's gradient, as autograd's InputBuffer does: in
+  // place into whichever of the two is not shared, else into a new tensor.
+  void accumulate(int v, int contribution) {
+    auto [it, fresh] = grad_.emplace(v, contribution);
+    if (fresh) return;
+    int& existing = it->second;
+    if (memory_.refs(existing) == 1) {
+      memory_.release(contribution);
+    } else if (memory_.refs(contribution) == 1) {
+      memory_.release(existing);
+      existing = contribution;
+    } else {
+      const int sum = memory_.alloc(memory_.bytes(existing), "accumulated grad");
+      memory_.release(existing);
+      memory_.release(contribution);
+      existing = sum;
+    }
+  }
+
+  void backward(const std::vector<TensorType>&) {
+    memory_.at(Phase::Backward, "loss");
+    const int out = graph_.outputs.front();
+    const std::int64_t out_bytes = value(out).type.bytes();
+    const int root = memory_.alloc(dtype_size(DType::Float32), "grad of loss");
+    if (loss_ == LossKind::CrossEntropy) {
+      // NllLossBackward0, then LogSoftmaxBackward0; each frees what it kept once it has run.
+      const int grad_logp = memory_.alloc(out_bytes, "grad of log_softmax");
+      memory_.release(root);
+      memory_.release(loss_kept_[1]);  // total_weight
+      const int grad_out = memory_.alloc(out_bytes, "grad of output");
+      memory_.release(grad_logp);
+      memory_.release(loss_kept_[0]);  // log-probabilities
+      grad_[out] = grad_out;
+    } else {
+      grad_[out] = memory_.alloc(out_bytes, "grad of output");
+      memory_.release(root);
+      for (int b : loss_kept_) memory_.release(b);
+    }
+
+    for (std::size_t i = graph_.nodes.size(); i-- > 0;) {
+      const Node& node = graph_.nodes[i];
+      if (!in_autograd(node)) continue;
+      const std::string& name = graph_.layer(node).name;
+      memory_.at(Phase::Backward, name);
+      const bool passthrough = node.result.grad_passthrough || node.result.alias == Alias::View;
+      const auto found = grad_.find(node.outputs.front());
+      if (found == grad_.end()) continue;  // no gradient reached it
+      const int grad_out = found->second;
+      std::vector<std::pair<int, int>> contributions;  // (value, block)
+      for (int v : node.inputs) {
+        if (!value(v).requires_grad) continue;
+        if (passthrough) {
+          memory_.hold(grad_out);
+          contributions.emplace_back(v, grad_out);
+        } else {
+          contributions.emplace_back(v, memory_.alloc(value(v).type.bytes(), "grad of input of " + name));
+        }
+      }
+      std::vector<int> param_grads;
+      if (node.trainable)
+        for (const auto& p : node.result.params)
+          param_grads.push_back(memory_.alloc(TensorType{p.shape, p.dtype}.bytes(), "grad of " + name + "." + p.name));
+      for (int b : kept_[i]) memory_.release(b);
+      for (int v : node.outputs)
+        if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);
+      if (options_.keep_grads)
+        for (int b : param_grads) memory_.release(b);  // added into the existing .grad, then freed
+      for (auto [v, b] : contributions) accumulate(v, b);
+    }
+  }
+
+  const Graph& graph_;
+  const StepOptions& options_;
+  LossKind loss_;
+  LossTensors loss_tensors_ = loss_tensors(loss_, graph_.values[static_cast<std::size_t>(graph_.outputs.front())].type, {});
+  MemoryTracker memory_;
+  std::vector<int> block_;                  // graph storage -> live block
+  std::map<std::size_t, std::vector<int>> kept_;  // node -> blocks its backward keeps
+  std::vector<int> loss_kept_;
+  std::vector<int> previous_outputs_;
+  int previous_loss_ = -1;
+  std::map<int, int> grad_;                 // value -> block holding its gradient
+};
+
+}  // namespace
+
+StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
+                         const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& trainable_params) {
+  return StepSimulator(graph, options, loss).run(slots, trainable_params);
+}
+
+}  // namespace nnmem::detail

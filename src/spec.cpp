@@ -1,0 +1,75 @@
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+
+#include "nnmem/spec.hpp"
+
+namespace nnmem {
+
+std::string Value::str() const {
+  switch (kind) {
+    case Kind::Null: return "null";
+    case Kind::Bool: return boolean ? "true" : "false";
+    case Kind::Int: return std::to_string(integer);
+    case Kind::Float: {
+      std::ostringstream os;
+      os << real;
+      return os.str();
+    }
+    case Kind::String: return text;
+    case Kind::List: {
+      std::string s = "[";
+      for (std::size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i].str();
+      return s + "]";
+    }
+  }
+  return {};
+}
+
+std::string Value::describe() const {
+  switch (kind) {
+    case Kind::Null: return "null";
+    case Kind::Bool: return std::string("the boolean ") + (boolean ? "true" : "false");
+    case Kind::Int: return "the integer " + std::to_string(integer);
+    case Kind::Float: return "the number " + str();
+    case Kind::String: return "the string '" + text + "'";
+    case Kind::List: return "the list " + str();
+  }
+  return {};
+}
+
+Value parse_literal(const std::string& s, const SourceLoc& loc) {
+  static const std::regex int_re("[-+]?[0-9]+");
+  static const std::regex real_re("[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?");
+  Value v;
+  v.loc = loc;
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return v;
+  if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE") {
+    v.kind = Value::Kind::Bool;
+    v.boolean = s[0] == 't' || s[0] == 'T';
+  } else if (std::regex_match(s, int_re)) {
+    errno = 0;
+    const long long i = std::strtoll(s.c_str(), nullptr, 10);
+    if (errno == ERANGE) throw Error(loc, "the integer " + s + " does not fit in 64 bits");
+    v.kind = Value::Kind::Int;
+    v.integer = i;
+  } else if (std::regex_match(s, real_re)) {
+    v.kind = Value::Kind::Float;
+    v.real = std::strtod(s.c_str(), nullptr);
+    if (!std::isfinite(v.real)) throw Error(loc, "the number " + s + " is too large");
+  } else {
+    v.kind = Value::Kind::String;
+    v.text = s;
+  }
+  return v;
+}
+
+const Attribute* LayerSpec::find_attr(std::string_view attr) const {
+  for (const auto& a : attrs)
+    if (a.name == attr) return &a;
+  return nullptr;
+}
+
+}  // namespace nnmem

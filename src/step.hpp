@@ -1,0 +1,42 @@
+// Internal pieces of the step model shared by estimate.cpp and simulate.cpp: the optimizer's
+// state and temporaries, and the loss's tensors.
+#pragma once
+
+#include <vector>
+
+#include "memory_tracker.hpp"
+#include "nnmem/graph.hpp"
+
+namespace nnmem::detail {
+
+/// The optimizer's persistent state for these trainable parameters (PyTorch 1.13's layout).
+std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device device,
+                                           const std::vector<TensorType>& params);
+
+/// Simulates optimizer.step(): the temporaries of the single-tensor (one parameter at a time)
+/// or the foreach (all parameters at once) implementation. State and grads are already live.
+void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options,
+                             const std::vector<TensorType>& params);
+
+/// The tensors a loss adds around the model's output.
+struct LossTensors {
+  std::optional<TensorType> target;   // cross_entropy: int64 class indices; mse: like the output
+  std::vector<TensorType> kept;       // new tensors its backward keeps (log-probabilities, …)
+  bool keeps_output = false;          // mse keeps the model's output (and the target)
+};
+
+/// Throws Error (at the spec's `loss`, if any) when the output cannot take this loss.
+LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where);
+
+/// The whole step, tensor by tensor. `persistent` blocks are allocated first.
+struct StepResult {
+  std::int64_t peak = 0;
+  Phase peak_phase = Phase::Forward;
+  std::string peak_layer;
+  std::int64_t reserved = 0;
+  std::vector<TimelineEvent> timeline;
+};
+StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
+                         const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& trainable_params);
+
+}  // namespace nnmem::detail

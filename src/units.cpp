@@ -1,0 +1,86 @@
+#include "nnmem/units.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "nnmem/checked.hpp"
+
+namespace nnmem {
+
+std::optional<std::int64_t> parse_bytes(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0) return std::nullopt;
+  const std::string number = text.substr(0, i);
+  if (number.find('.') != number.rfind('.')) return std::nullopt;
+  std::string unit;
+  for (std::size_t k = i; k < text.size(); ++k)
+    if (!std::isspace(static_cast<unsigned char>(text[k]))) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[k])));
+  struct Unit { const char* name; double factor; };
+  static const Unit units[] = {
+      {"", 1},          {"b", 1},
+      {"kb", 1e3},      {"mb", 1e6},        {"gb", 1e9},          {"tb", 1e12},
+      {"kib", 1024.0},  {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0},
+      {"k", 1024.0},    {"m", 1048576.0},   {"g", 1073741824.0},   {"t", 1099511627776.0},
+  };
+  for (const auto& u : units) {
+    if (unit != u.name) continue;
+    const double value = std::strtod(number.c_str(), nullptr) * u.factor;
+    if (!std::isfinite(value) || value < 0 || value >= 9.2e18) return std::nullopt;
+    return static_cast<std::int64_t>(std::llround(value));
+  }
+  return std::nullopt;
+}
+
+std::string mib(std::int64_t bytes, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(bytes) / 1048576.0);
+  return buf;
+}
+
+std::string exact_mib(std::int64_t bytes) {
+  // bytes / 2^20 has at most 20 binary fraction digits, hence at most 20 decimal ones.
+  const std::int64_t whole = bytes >> 20;
+  std::int64_t frac = bytes & ((1 << 20) - 1);
+  std::string out = std::to_string(whole);
+  if (frac == 0) return out;
+  out += '.';
+  while (frac != 0) {
+    frac *= 10;
+    out += static_cast<char>('0' + (frac >> 20));
+    frac &= (1 << 20) - 1;
+  }
+  return out;
+}
+
+std::string human_bytes(std::int64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (std::fabs(v) >= 1024.0 && u < 6) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[64];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  return buf;
+}
+
+std::string human_count(std::int64_t count) {
+  static const char* const units[] = {"", "K", "M", "G", "T", "P", "E"};
+  double v = static_cast<double>(count);
+  int u = 0;
+  while (std::fabs(v) >= 1000.0 && u < 6) {
+    v /= 1000.0;
+    ++u;
+  }
+  char buf[64];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(count));
+  else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace nnmem

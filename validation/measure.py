@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""One training-memory measurement in this (fresh) process; prints one JSON
+object.  Usage:
+  /usr/bin/python3 validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam
+                   [--set-to-none | --keep-grads] [--trace FILE] [--threads N]
+See README.md for what every field means."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import memtrace  # noqa: E402
+from instrument import (ModuleTracker, SavedRecorder, graph_saved,  # noqa: E402
+                        storage_key, summarise_saved)
+from memtrace import Marker  # noqa: E402
+from networks import NETWORKS  # noqa: E402
+
+
+def storage_bytes(tensors):
+    """Bytes of the distinct storages of some tensors."""
+    seen = {}
+    for t in tensors:
+        if t is not None:
+            ptr, n = storage_key(t)
+            seen[ptr] = n
+    return sum(seen.values())
+
+
+def make_optimizer(name, params):
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0, foreach=False)
+    if name == "momentum":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=False)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-3, foreach=False)
+    raise ValueError(name)
+
+
+def loss_fn(kind, out, y):
+    if kind == "cross_entropy":
+        return F.cross_entropy(out, y)
+    if kind == "mse":
+        return F.mse_loss(out, y)
+    return out.mean()
+
+
+def optimizer_state(opt):
+    """Total and per-slot bytes of the optimizer state (dedup by storage)."""
+    seen, slots = {}, {}
+    for st in opt.state.values():
+        for slot, t in st.items():
+            if isinstance(t, torch.Tensor):
+                ptr, n = storage_key(t)
+                if ptr not in seen:
+                    seen[ptr] = n
+                    slots[slot] = slots.get(slot, 0) + n
+    return sum(seen.values()), slots
+
+
+def run(args):
+    net = NETWORKS[args.network]
+    torch.manual_seed(0)
+    torch.set_num_threads(args.threads)
+    memtrace.patch_record_function()
+    set_to_none = not args.keep_grads
+    res = {"network": args.network, "batch": args.batch, "optimizer": args.optimizer,
+           "set_to_none": set_to_none, "foreach": False, "threads": args.threads,
+           "torch_version": torch.__version__}
+    t0 = time.time()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True,
+                 record_shapes=True) as prof:
+        with Marker("nnmem::build"):
+            model = net.build()
+            model.train()
+            x = torch.randn(args.batch, *net.input_shape, dtype=getattr(torch, net.input_dtype))
+            tracker = ModuleTracker(model)
+            # A no-grad eval-mode forward (no BN stat update) to learn the
+            # output shape for the target and each layer's output shape.
+            model.eval()
+            tracker.record_shapes = True
+            with torch.no_grad():
+                oshape = list(model(x).shape)
+            tracker.record_shapes = False
+            model.train()
+            if net.loss == "cross_entropy":
+                y = torch.randint(0, oshape[-1], (args.batch,))
+            elif net.loss == "mse":
+                y = torch.randn(oshape)
+            else:
+                y = None
+            trainable = [p for p in model.parameters() if p.requires_grad]
+            opt = make_optimizer(args.optimizer, trainable)
+
+        params = {storage_key(p)[0] for p in model.parameters()}
+        buffers = {storage_key(b)[0] for b in model.buffers()}
+        named = {storage_key(x)[0]: "input"}
+        if y is not None:
+            named[storage_key(y)[0]] = "target"
+        rec = SavedRecorder(tracker, params, buffers, named)
+        graph_map = {}
+
+        for it in range(3):
+            with Marker(f"nnmem::iter{it}"):
+                with Marker("nnmem::zero_grad"):
+                    opt.zero_grad(set_to_none=set_to_none)
+                if it == 2:                      # record saved tensors
+                    with rec.hooks():
+                        with Marker("nnmem::forward"):
+                            out = model(x)
+                        with Marker("nnmem::loss"):
+                            loss = loss_fn(net.loss, out, y)
+                    with Marker("nnmem::inspect"):
+                        graph_map = graph_saved(loss.grad_fn)
+                else:
+                    with Marker("nnmem::forward"):
+                        out = model(x)
+                    with Marker("nnmem::loss"):
+                        loss = loss_fn(net.loss, out, y)
+                with Marker("nnmem::backward"):
+                    loss.backward()
+                with Marker("nnmem::step"):
+                    opt.step()
+
+        # Static figures after the last step.
+        res["param_count"] = sum(p.numel() for p in model.parameters())
+        res["trainable_param_count"] = sum(p.numel() for p in trainable)
+        res["param_bytes"] = storage_bytes(model.parameters())
+        res["trainable_param_bytes"] = storage_bytes(trainable)
+        res["buffer_bytes"] = storage_bytes(model.buffers())
+        res["grad_bytes"] = storage_bytes(p.grad for p in model.parameters())
+        res["optimizer_state_bytes"], res["optimizer_state_slots"] = optimizer_state(opt)
+        res["input_bytes"] = storage_bytes([x])
+        res["target_bytes"] = storage_bytes([y]) if y is not None else 0
+        res["output_shape"] = oshape
+        res["loss_value"] = float(loss)
+
+        # Eval: free optimizer, grads, out and loss, then one no-grad forward.
+        del opt, out, loss
+        for p in model.parameters():
+            p.grad = None
+        model.eval()
+        with Marker("nnmem::eval"):
+            with torch.no_grad():
+                eout = model(x)
+            del eout
+    res["wall_seconds_measured"] = round(time.time() - t0, 2)
+
+    tr = memtrace.analyse(prof)
+    w = memtrace.window(tr, "nnmem::iter2")
+    res.update({"peak_bytes": w["peak_bytes"], "peak_phase": w["peak_phase"],
+                "peak_op": w["peak_op"], "peak_op_outer": w["peak_op_outer"],
+                "peak_module": w["peak_module"], "iter_start_bytes": w["start_bytes"],
+                "iter_end_bytes": w["end_bytes"],
+                "peak_unfiltered_bytes": w["peak_unfiltered_bytes"],
+                "phases": w["phases"],
+                "excluded_workspace_peak": tr.excluded_workspace_peak,
+                "unmatched_free_bytes": tr.unmatched_free_bytes})
+    # Same figure one iteration earlier, without the saved-tensor hooks: a
+    # check that the instrumentation does not change the memory behaviour.
+    res["iter1_peak_bytes"] = memtrace.window(tr, "nnmem::iter1")["peak_bytes"]
+    ev = memtrace.window(tr, "nnmem::eval")
+    res.update({"eval_start_bytes": ev["start_bytes"], "eval_peak_bytes": ev["peak_bytes"],
+                "eval_peak_op_outer": ev["peak_op_outer"], "eval_peak_module": ev["peak_module"]})
+    res.update(summarise_saved(rec.records, graph_map))
+    res["layers"] = [{"name": n, "type": type(m).__name__,
+                      "output_shapes": tracker.shapes.get(n, []),
+                      "params": sum(p.numel() for p in m.parameters(recurse=False))}
+                     for n, m in tracker.leaves.items()]
+    if args.trace:
+        memtrace.write_trace(tr, "nnmem::iter2", args.trace)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("network", choices=sorted(NETWORKS))
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--optimizer", choices=["sgd", "momentum", "adam"], required=True)
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--set-to-none", action="store_true", help="zero_grad(set_to_none=True) (default)")
+    g.add_argument("--keep-grads", action="store_true", help="zero_grad(set_to_none=False)")
+    ap.add_argument("--trace", help="write iteration 2's filtered allocator events here")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    print(json.dumps(run(ap.parse_args()), sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

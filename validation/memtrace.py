@@ -1,0 +1,226 @@
+"""Allocator-event analysis for torch 1.13's CPU profiler.
+
+torch 1.13 exposes the raw event tree through
+``prof.profiler.kineto_results.experimental_event_tree()``: a list of root
+``_ProfilerEvent`` objects (one tree per thread) with ``.name``, ``.children``,
+``.parent``, ``.start_time_ns``, ``.end_time_ns``, ``.start_tid``, ``.id`` and
+``.extra_fields``.  Allocator events are named ``[memory]`` and their
+``extra_fields`` is an ``_ExtraFields_Allocation`` with ``ptr`` and a signed
+``alloc_size`` (negative = free).  Operator events carry an
+``_ExtraFields_TorchOp`` with ``sequence_number`` (the autograd sequence
+number: a forward op and the backward node built from it share it) and
+``inputs.shapes``.
+
+Rules implemented here (see README.md):
+* every allocation since the start of profiling is counted; a free is matched
+  to the most recent allocation at the same pointer;
+* an allocation whose matching free happens inside the same OUTERMOST
+  ``aten::`` operator call is an operator workspace and is excluded (both its
+  +size and its -size); allocations made outside any aten op are never
+  excluded;
+* the running total of the remaining events gives the live bytes.
+"""
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import torch
+
+MARKER_PREFIXES = ("nnmem::", "module::")
+PHASES = ("zero_grad", "forward", "loss", "inspect", "backward", "step", "eval")
+
+
+class Marker:
+    """A profiler range that, unlike torch.profiler.record_function in 1.13,
+    allocates no tensor (record_function's legacy handle is a tensor, which
+    would show up in the allocator trace)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.handle = None
+
+    def __enter__(self):
+        self.handle = torch.ops.profiler._record_function_enter_new(self.name, None)
+        return self
+
+    def __exit__(self, *exc):
+        torch.ops.profiler._record_function_exit._RecordFunction(self.handle)
+        return False
+
+
+def patch_record_function():
+    """torch.optim wraps step() and zero_grad() in record_function, whose
+    legacy handle allocates a 4-byte and a 288-byte CPU tensor on every call
+    (a profiling artefact, not training memory).  Replace it by Marker."""
+    class _RecordFunction(Marker):
+        def __init__(self, name, args=None):
+            super().__init__(name)
+    torch.autograd.profiler.record_function = _RecordFunction
+
+
+@dataclass
+class MemEvent:
+    t: int                      # start_time_ns
+    order: int                  # depth-first index (tie breaker)
+    ptr: int
+    size: int                   # signed: > 0 allocation, < 0 free
+    tid: int
+    markers: List[str]          # enclosing nnmem::/module:: ranges, outermost first
+    outer_aten: Optional[int]   # id of the outermost enclosing aten:: event
+    outer_op: str               # outermost enclosing non-marker event name
+    inner_op: str               # innermost enclosing non-marker event name
+    op_shapes: list             # input shapes of the outermost op (if recorded)
+    seq: int                    # sequence_number of the outermost op (-1: none)
+    excluded: bool = False      # operator workspace (see module docstring)
+    ignored: bool = False       # free of memory allocated before profiling
+    matched: bool = False       # for a free: it matched an allocation
+    total: int = 0              # running total after this event
+    raw_total: int = 0          # same without the workspace exclusion
+
+    def marker(self, prefix):
+        """Innermost marker starting with prefix, without the prefix."""
+        for m in reversed(self.markers):
+            if m.startswith(prefix):
+                return m[len(prefix):]
+        return None
+
+    @property
+    def phase(self):
+        for m in reversed(self.markers):
+            if m.startswith("nnmem::") and m[7:] in PHASES:
+                return m[7:]
+        return None
+
+
+def _collect(prof):
+    """Flatten the event tree into MemEvents (time order) and a map
+    sequence_number -> module marker of the forward op with that number."""
+    events, seq_module = [], {}
+    counter = [0]
+
+    def walk(ev, markers, outer_aten, outer_op, inner_op, shapes, seq, module):
+        counter[0] += 1
+        name = ev.name
+        ef = ev.extra_fields
+        if name == "[memory]":
+            events.append(MemEvent(ev.start_time_ns, counter[0], ef.ptr, ef.alloc_size,
+                                   ev.start_tid, markers, outer_aten, outer_op or "",
+                                   inner_op or "", shapes, seq))
+            return
+        if name.startswith(MARKER_PREFIXES):
+            markers = markers + [name]
+            if name.startswith("module::"):
+                module = name[8:]
+        else:
+            own_seq = getattr(ef, "sequence_number", -1)
+            if own_seq is not None and own_seq >= 0 and module is not None:
+                seq_module.setdefault(own_seq, module)   # forward op in a module
+            if outer_op is None:
+                outer_op, seq = name, own_seq
+                try:
+                    shapes = ef.inputs.shapes
+                except AttributeError:
+                    shapes = None
+            if outer_aten is None and name.startswith("aten::"):
+                outer_aten = ev.id
+            inner_op = name
+        for c in ev.children:
+            walk(c, markers, outer_aten, outer_op, inner_op, shapes, seq, module)
+
+    for root in prof.profiler.kineto_results.experimental_event_tree():
+        walk(root, [], None, None, None, None, -1, None)
+    events.sort(key=lambda e: (e.t, e.order))
+    return events, seq_module
+
+
+@dataclass
+class Trace:
+    events: List[MemEvent]
+    seq_module: dict
+    unmatched_free_bytes: int = 0
+    excluded_workspace_peak: int = 0
+    windows: dict = field(default_factory=dict)
+
+
+def analyse(prof):
+    """Pair allocations with frees, apply the workspace exclusion and compute
+    running totals (filtered in .total, unfiltered kept separately)."""
+    events, seq_module = _collect(prof)
+    live = {}
+    tr = Trace(events, seq_module)
+    for e in events:
+        if e.size > 0:
+            live[e.ptr] = e
+        else:
+            a = live.pop(e.ptr, None)
+            if a is None:           # allocated before profiling started:
+                tr.unmatched_free_bytes += -e.size  # not in the baseline, so
+                e.ignored = True                    # not subtracted either
+                continue
+            e.matched = True
+            if a.outer_aten is not None and a.outer_aten == e.outer_aten:
+                a.excluded = e.excluded = True
+                tr.excluded_workspace_peak = max(tr.excluded_workspace_peak, a.size)
+    total = raw = 0
+    for e in events:
+        if not e.ignored:
+            raw += e.size
+            if not e.excluded:
+                total += e.size
+        e.total = total
+        e.raw_total = raw
+    return tr
+
+
+def window(tr, marker):
+    """Statistics of the running total inside a marker range (e.g.
+    'nnmem::iter2').  The peak is the max of the running total after every
+    event inside the range (and the value on entry)."""
+    inside = [i for i, e in enumerate(tr.events) if marker in e.markers]
+    if not inside:
+        return None
+    first = inside[0]
+    start = tr.events[first - 1].total if first > 0 else 0
+    start_raw = tr.events[first - 1].raw_total if first > 0 else 0
+    best, best_raw, best_ev = start, start_raw, None
+    phases = {}
+    for i in inside:
+        e = tr.events[i]
+        ph = e.phase or "?"
+        before = tr.events[i - 1].total if i > 0 else 0
+        st = phases.setdefault(ph, {"start_bytes": before, "peak_bytes": before})
+        st["peak_bytes"] = max(st["peak_bytes"], e.total)
+        st["end_bytes"] = e.total
+        best_raw = max(best_raw, e.raw_total)
+        if not e.excluded and e.total > best:
+            best, best_ev = e.total, e
+    end = tr.events[inside[-1]].total
+    res = {"start_bytes": start, "peak_bytes": best, "end_bytes": end,
+           "peak_unfiltered_bytes": best_raw, "phases": phases,
+           "peak_phase": None, "peak_op": None, "peak_op_outer": None, "peak_module": None}
+    if best_ev is not None:
+        res.update(peak_phase=best_ev.phase, peak_op=best_ev.inner_op,
+                   peak_op_outer=best_ev.outer_op, peak_module=module_of(tr, best_ev))
+    return res
+
+
+def module_of(tr, e):
+    """Module responsible for an event: the module:: marker in the forward,
+    or, in the backward, the module whose forward op has the same autograd
+    sequence number as the backward node."""
+    m = e.marker("module::")
+    if m is not None:
+        return m
+    if e.seq is not None and e.seq >= 0:
+        return tr.seq_module.get(e.seq)
+    return None
+
+
+def write_trace(tr, marker, path):
+    """Human-readable list of the non-excluded events inside a marker range."""
+    with open(path, "w") as f:
+        f.write("# phase\tmodule\touter_op\tinner_op\tbytes\trunning_total\tinput_shapes\n")
+        for e in tr.events:
+            if marker not in e.markers or e.excluded:
+                continue
+            f.write(f"{e.phase}\t{module_of(tr, e)}\t{e.outer_op}\t{e.inner_op}\t"
+                    f"{e.size:+d}\t{e.total}\t{e.op_shapes}\n")

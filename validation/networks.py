@@ -1,0 +1,317 @@
+"""The validation networks, in plain PyTorch, with the module names nnmem's
+specs use (per-layer figures are matched by qualified module name).
+
+NETWORKS: name -> Net(build, input_shape (per sample), input_dtype, loss,
+batches).  Losses: 'cross_entropy' (int64 targets of shape [N], classes =
+last dim of the output), 'mse' (float target shaped like the output),
+'mean' (loss = out.mean(), no target).
+"""
+from dataclasses import dataclass
+from typing import Callable, List, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+
+# --------------------------------------------------------------------------
+# Networks from the outside world
+# --------------------------------------------------------------------------
+
+class SeedConv(nn.Module):
+    """conv0, conv1 (the project's first example)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv0 = nn.Conv2d(1, 16, 3, padding=5)
+        self.conv1 = nn.Conv2d(16, 32, 3)
+
+    def forward(self, x):
+        return self.conv1(self.conv0(x))
+
+
+class Davenet(nn.Module):
+    """DAVEnet audio CNN, dharwath/DAVEnet-pytorch models/AudioModels.py
+    (embedding_dim=1024).  Input (N, 40, 1024) -> output (N, 1024, 64)."""
+
+    def __init__(self, embedding_dim=1024):
+        super().__init__()
+        self.batchnorm1 = nn.BatchNorm2d(1)
+        self.conv1 = nn.Conv2d(1, 128, kernel_size=(40, 1), stride=(1, 1), padding=(0, 0))
+        self.conv2 = nn.Conv2d(128, 256, kernel_size=(1, 11), stride=(1, 1), padding=(0, 5))
+        self.conv3 = nn.Conv2d(256, 512, kernel_size=(1, 17), stride=(1, 1), padding=(0, 8))
+        self.conv4 = nn.Conv2d(512, 512, kernel_size=(1, 17), stride=(1, 1), padding=(0, 8))
+        self.conv5 = nn.Conv2d(512, embedding_dim, kernel_size=(1, 17), stride=(1, 1), padding=(0, 8))
+        self.pool = nn.MaxPool2d(kernel_size=(1, 3), stride=(1, 2), padding=(0, 1))
+
+    def forward(self, x):
+        if x.dim() == 3:
+            x = x.unsqueeze(1)
+        x = self.batchnorm1(x)
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x))
+        x = self.pool(x)
+        x = F.relu(self.conv3(x))
+        x = self.pool(x)
+        x = F.relu(self.conv4(x))
+        x = self.pool(x)
+        x = F.relu(self.conv5(x))
+        x = self.pool(x)
+        x = x.squeeze(2)
+        return x
+
+
+class DavenetVGG16(nn.Module):
+    """DAVEnet's image model (models/ImageModels.py VGG16): vgg16().features
+    without its last MaxPool2d, plus Conv2d(512, 1024, 3, padding=1) as
+    image_model.30."""
+
+    def __init__(self, embedding_dim=1024):
+        super().__init__()
+        seed_model = torchvision.models.vgg16().features
+        seed_model = nn.Sequential(*list(seed_model.children())[:-1])
+        seed_model.add_module(str(len(seed_model)),
+                              nn.Conv2d(512, embedding_dim, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)))
+        self.image_model = seed_model
+
+    def forward(self, x):
+        return self.image_model(x)
+
+
+class TfMnistCnn(nn.Module):
+    """aymericdamien's TensorFlow MNIST CNN in PyTorch.  Module names:
+    conv1 relu1 pool1 conv2 relu2 pool2 flatten fc1 relu3 drop out."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 5, padding=2)
+        self.relu1 = nn.ReLU()
+        self.pool1 = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(32, 64, 5, padding=2)
+        self.relu2 = nn.ReLU()
+        self.pool2 = nn.MaxPool2d(2)
+        self.flatten = nn.Flatten()
+        self.fc1 = nn.Linear(7 * 7 * 64, 1024)
+        self.relu3 = nn.ReLU()
+        self.drop = nn.Dropout(p=0.25)
+        self.out = nn.Linear(1024, 10)
+
+    def forward(self, x):
+        x = self.pool1(self.relu1(self.conv1(x)))
+        x = self.pool2(self.relu2(self.conv2(x)))
+        x = self.drop(self.relu3(self.fc1(self.flatten(x))))
+        return self.out(x)
+
+
+class SimpleCNN(nn.Module):
+    """The blog post's SimpleCNN with fc1 fixed to 64*28*28 inputs.  The
+    ReLUs are unregistered nn.ReLU() instances created in forward (their
+    saved tensors are attributed to '<functional>')."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, kernel_size=3, stride=1, padding=1)
+        self.conv2 = nn.Conv2d(32, 64, kernel_size=3, stride=1, padding=1)
+        self.fc1 = nn.Linear(64 * 28 * 28, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = nn.ReLU()(self.conv1(x))
+        x = nn.ReLU()(self.conv2(x))
+        x = x.view(x.size(0), -1)
+        x = nn.ReLU()(self.fc1(x))
+        return self.fc2(x)
+
+
+def lenet5():
+    """Names: conv1 act1 pool1 conv2 act2 pool2 flatten fc1 act3 fc2 act4 fc3."""
+    from collections import OrderedDict
+    return nn.Sequential(OrderedDict([
+        ("conv1", nn.Conv2d(1, 6, 5)), ("act1", nn.Tanh()), ("pool1", nn.AvgPool2d(2)),
+        ("conv2", nn.Conv2d(6, 16, 5)), ("act2", nn.Tanh()), ("pool2", nn.AvgPool2d(2)),
+        ("flatten", nn.Flatten()),
+        ("fc1", nn.Linear(400, 120)), ("act3", nn.Tanh()),
+        ("fc2", nn.Linear(120, 84)), ("act4", nn.Tanh()),
+        ("fc3", nn.Linear(84, 10))]))
+
+
+# --------------------------------------------------------------------------
+# Our own small networks, one memory behaviour each
+# --------------------------------------------------------------------------
+
+def _stage(cin, cout, stride):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class BnReluCnn(nn.Module):
+    """stage{1,2,3}.{0 conv,1 bn,2 relu(inplace)}, pool, gap, flatten, fc."""
+
+    def __init__(self):
+        super().__init__()
+        self.stage1 = _stage(3, 32, 1)
+        self.stage2 = _stage(32, 64, 2)
+        self.stage3 = _stage(64, 64, 1)
+        self.pool = nn.MaxPool2d(2)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.stage3(self.stage2(self.stage1(x)))
+        return self.fc(self.flatten(self.gap(self.pool(x))))
+
+
+class Mlp(nn.Module):
+    """fc1 relu drop fc2 gelu fc3 on a flat 784 vector."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 512)
+        self.relu = nn.ReLU()
+        self.drop = nn.Dropout(0.2)
+        self.fc2 = nn.Linear(512, 256)
+        self.gelu = nn.GELU()
+        self.fc3 = nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.fc3(self.gelu(self.fc2(self.drop(self.relu(self.fc1(x))))))
+
+
+class Block(nn.Module):
+    """conv1 bn1 relu1(inplace) conv2 bn2, + identity, relu2.
+    inplace_add=False: out = out + identity; relu2 = ReLU() (out-of-place).
+    inplace_add=True:  out += identity;      relu2 = ReLU(inplace=True)."""
+
+    def __init__(self, c, inplace_add):
+        super().__init__()
+        self.inplace_add = inplace_add
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.relu1 = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+        self.relu2 = nn.ReLU(inplace=inplace_add)
+
+    def forward(self, x):
+        identity = x
+        out = self.bn2(self.conv2(self.relu1(self.bn1(self.conv1(x)))))
+        if self.inplace_add:
+            out += identity
+        else:
+            out = out + identity
+        return self.relu2(out)
+
+
+class ResidualNet(nn.Module):
+    """stem_conv stem_bn stem_relu block1.* block2.* pool flatten fc."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem_conv = nn.Conv2d(3, 32, 3, padding=1)
+        self.stem_bn = nn.BatchNorm2d(32)
+        self.stem_relu = nn.ReLU(inplace=True)
+        self.block1 = Block(32, inplace_add=False)
+        self.block2 = Block(32, inplace_add=True)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.stem_relu(self.stem_bn(self.stem_conv(x)))
+        x = self.block2(self.block1(x))
+        return self.fc(self.flatten(self.pool(x)))
+
+
+class ConcatNet(nn.Module):
+    """stem, a_conv a_act, b_conv b_act, torch.cat (in forward), down
+    down_act, pool, flatten, fc."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.a_conv = nn.Conv2d(16, 16, 1)
+        self.a_act = nn.ReLU()
+        self.b_conv = nn.Conv2d(16, 16, 3, padding=1)
+        self.b_act = nn.SiLU()
+        self.down = nn.Conv2d(32, 32, 3, stride=2, padding=1)
+        self.down_act = nn.Sigmoid()
+        self.pool = nn.AdaptiveMaxPool2d(1)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        s = self.stem(x)
+        y = torch.cat([self.a_act(self.a_conv(s)), self.b_act(self.b_conv(s))], dim=1)
+        y = self.down_act(self.down(y))
+        return self.fc(self.flatten(self.pool(y)))
+
+
+class FrozenBackbone(nn.Module):
+    """backbone.{0 conv,1 relu,2 pool,3 conv,4 relu,5 pool} (frozen),
+    head.{0 flatten,1 linear,2 relu,3 linear} (trainable)."""
+
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+        for p in self.backbone.parameters():
+            p.requires_grad_(False)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(64 * 8 * 8, 128), nn.ReLU(),
+                                  nn.Linear(128, 10))
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+class ActivationsNet(nn.Module):
+    """fc0 leaky fc1 relu6 fc2 gelu fc3 silu fc4 sigmoid fc5 tanh fc6."""
+
+    ACTS = [("leaky", lambda: nn.LeakyReLU(0.1)), ("relu6", nn.ReLU6), ("gelu", nn.GELU),
+            ("silu", nn.SiLU), ("sigmoid", nn.Sigmoid), ("tanh", nn.Tanh)]
+
+    def __init__(self):
+        super().__init__()
+        for i, (name, make) in enumerate(self.ACTS):
+            setattr(self, f"fc{i}", nn.Linear(256, 256))
+            setattr(self, name, make())
+        self.fc6 = nn.Linear(256, 10)
+
+    def forward(self, x):
+        for i, (name, _) in enumerate(self.ACTS):
+            x = getattr(self, name)(getattr(self, f"fc{i}")(x))
+        return self.fc6(x)
+
+
+# --------------------------------------------------------------------------
+
+@dataclass
+class Net:
+    build: Callable[[], nn.Module]
+    input_shape: Tuple[int, ...]     # per sample
+    input_dtype: str
+    loss: str
+    batches: List[int]
+
+
+NETWORKS = {
+    "seed_conv": Net(SeedConv, (1, 32, 32), "float32", "mean", [1]),
+    "seed_conv_256": Net(SeedConv, (1, 256, 256), "float32", "mean", [16]),
+    "tf_mnist_cnn": Net(TfMnistCnn, (1, 28, 28), "float32", "cross_entropy", [1, 128]),
+    "simple_cnn_fixed": Net(SimpleCNN, (1, 28, 28), "float32", "cross_entropy", [1, 32]),
+    "lenet5": Net(lenet5, (1, 32, 32), "float32", "cross_entropy", [1, 64]),
+    "bn_relu_cnn": Net(BnReluCnn, (3, 32, 32), "float32", "cross_entropy", [8]),
+    "mlp": Net(Mlp, (784,), "float32", "cross_entropy", [64]),
+    "residual_net": Net(ResidualNet, (3, 32, 32), "float32", "cross_entropy", [8]),
+    "concat_net": Net(ConcatNet, (3, 32, 32), "float32", "cross_entropy", [8]),
+    "frozen_backbone": Net(FrozenBackbone, (3, 32, 32), "float32", "cross_entropy", [8]),
+    "activations_net": Net(ActivationsNet, (256,), "float32", "mse", [16]),
+    "resnet18": Net(torchvision.models.resnet18, (3, 224, 224), "float32", "cross_entropy", [1, 4]),
+    "davenet_audio": Net(Davenet, (40, 1024), "float32", "mean", [1, 8]),
+    "davenet_vgg16": Net(DavenetVGG16, (3, 224, 224), "float32", "mean", [1]),
+    "vgg16": Net(torchvision.models.vgg16, (3, 224, 224), "float32", "cross_entropy", [1, 2]),
+    "resnet50": Net(torchvision.models.resnet50, (3, 224, 224), "float32", "cross_entropy", [2]),
+}
+# NETWORKS is ordered light to heavy; run_all.py keeps this order.
