@@ -1,7 +1,7 @@
 // Adaptive pooling: AdaptiveAvgPool1d/2d/3d and AdaptiveMaxPool1d/2d/3d, any output size.
-// Backward: adaptive max-pooling keeps its input and int64 indices. Adaptive average pooling
-// keeps its input — except when every output size is 1 in 1-D/2-D, where PyTorch computes a
-// plain mean over the spatial dimensions, which keeps nothing (global average pooling is free).
+// Backward: adaptive max-pooling keeps its input and int64 indices; adaptive average pooling
+// keeps its input — even at output size 1, where PyTorch 1.13 computes a mean over the spatial
+// dimensions whose backward (MeanBackward1) still holds the input (validation/ops_saved.md).
 #include "common.hpp"
 
 namespace nnmem::layers {
@@ -17,8 +17,7 @@ LayerResult infer_adaptive(const LayerCall& call, int rank, bool max) {
   LayerResult res;
   res.outputs.push_back({out, call.input().dtype});
   if (call.training() && call.input_requires_grad()) {
-    const bool global_mean = !max && rank <= 2 && std::all_of(size.begin(), size.end(), [](std::int64_t s) { return s == 1; });
-    if (!global_mean) res.save_input(0);
+    res.save_input(0);
     if (max) res.save_extra({out, DType::Int64}, "indices");
   }
   return res;

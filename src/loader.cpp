@@ -105,13 +105,18 @@ class Reader {
     return parse_literal(s, at);
   }
 
+  // A scalar starting with `$` is an expression, quoted or not (quotes let an expression hold
+  // YAML's own characters, as in "$index == 0 ? 2 : 1"); `$$` stands for a literal `$`.
   RawValue scalar_or_expr(const YAML::Node& node, const SourceLoc& at) const {
     RawValue r;
     r.loc = at;
-    if (node.IsScalar() && node.Tag() != "!" && !node.Scalar().empty() && node.Scalar()[0] == '$')
+    const bool dollar = node.IsScalar() && !node.Scalar().empty() && node.Scalar()[0] == '$';
+    if (dollar && node.Scalar().rfind("$$", 0) != 0) {
       r.expression = node.Scalar().substr(1);
-    else
+    } else {
       r.literal = literal(node, at);
+      if (dollar) r.literal.text.erase(0, 1);
+    }
     return r;
   }
 

@@ -1,7 +1,9 @@
 // The losses nnmem models, and the tensors they add to a step:
 //   cross_entropy = log_softmax + nll_loss: keeps the [N, C, …] log-probabilities, the int64
 //                   target and nll_loss's scalar total_weight;
-//   mse           = mse_loss: keeps the model's output and the float target;
+//   mse           = mse_loss: keeps the model's output and the float target; torch 1.13
+//                   computes the mean into the buffer of the squared errors, so the 0-dim
+//                   loss holds an output-sized storage (validation/ops_saved.md);
 //   mean          = out.mean(): keeps nothing (its backward needs only the size).
 #include "step.hpp"
 
@@ -19,13 +21,16 @@ LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLo
       t.target = TensorType{target, DType::Int64};
       t.kept.push_back(output);                          // log_softmax's output
       t.kept.push_back(TensorType{{}, output.dtype});    // nll_loss's total_weight
+      t.loss_bytes = dtype_size(output.dtype);
       break;
     }
     case LossKind::Mse:
       t.target = output;
       t.keeps_output = true;
+      t.loss_bytes = output.bytes();
       break;
     case LossKind::Mean:
+      t.loss_bytes = dtype_size(output.dtype);
       break;
   }
   return t;

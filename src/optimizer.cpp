@@ -62,7 +62,8 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
   return {};
 }
 
-void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, const std::vector<TensorType>& params) {
+void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
+                             const std::vector<TensorType>& params) {
   const OptimizerKind kind = options.optimizer;
   memory.at(Phase::Optimizer, "optimizer");
   if (params.empty()) return;
@@ -85,10 +86,13 @@ void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, 
   // the quotient at once, and the previous parameter's denom lives until `denom` is rebound.
   // RMSprop and Adagrad: one temporary, the previous one alive until rebound. Nesterov: one.
   int previous = -1;
+  // On the CPU, `sqrt / bias_correction2_sqrt` also wraps the Python float in an 8-byte tensor.
+  const std::int64_t wrapped_scalar = device == Device::Cpu ? 8 : 0;
   for (const auto& p : params) {
     const int sqrt = adam_like ? memory.alloc(p.bytes(), "exp_avg_sq.sqrt()") : -1;
+    const int scalar = adam_like ? memory.alloc(wrapped_scalar, "wrapped scalar") : -1;
     const int temp = memory.alloc(p.bytes(), adam_like ? "denom" : "temporary");
-    if (sqrt >= 0) memory.release(sqrt);
+    if (sqrt >= 0) memory.release(scalar), memory.release(sqrt);
     if (previous >= 0) memory.release(previous);
     previous = temp;
     if (kind == OptimizerKind::Nesterov) {

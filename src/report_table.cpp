@@ -23,7 +23,7 @@ std::string shapes(const LayerEstimate& l) {
 class Lines {
  public:
   void row(const std::string& label, std::int64_t bytes, const std::string& note = {}) {
-    os_ << "  " << pad(label, 38) << pad(with_commas(bytes), 18, true) << pad(mib(bytes), 14, true) << " MiB";
+    os_ << "  " << pad(label, 38) << pad(with_commas(bytes), 18, true) << pad(mib_truncated(bytes), 14, true) << " MiB";
     if (!note.empty()) os_ << "   " << note;
     os_ << '\n';
   }

@@ -29,7 +29,7 @@ class StepSimulator {
     if (training) {
       loss_forward();
       backward(params);
-      simulate_optimizer_step(memory_, options_, params);
+      simulate_optimizer_step(memory_, options_, graph_.options.device, params);
     }
     StepResult r;
     r.peak = memory_.peak();
@@ -67,7 +67,7 @@ class StepSimulator {
     if (loss_tensors_.target) memory_.alloc(loss_tensors_.target->bytes(), "target");
     // Still bound to `out` and `loss` from the previous step until this step rebinds them.
     for (int v : graph_.outputs) previous_outputs_.push_back(memory_.alloc(graph_.storages[value(v).storage].bytes, "previous step's output"));
-    previous_loss_ = memory_.alloc(dtype_size(DType::Float32), "previous step's loss");
+    previous_loss_ = memory_.alloc(loss_tensors_.loss_bytes, "previous step's loss");
     // zero_grad(): set_to_none frees last step's gradients; otherwise they are zeroed in place.
     const int grads = memory_.alloc(grad_bytes, "gradients (from the previous step)");
     if (!options_.keep_grads) memory_.release(grads);
@@ -115,38 +115,31 @@ class StepSimulator {
       memory_.hold(block_of(out));
       loss_kept_.push_back(block_of(out));
     }
-    memory_.alloc(dtype_size(DType::Float32), "loss");
+    memory_.alloc(loss_tensors_.loss_bytes, "loss");
     memory_.release(previous_loss_);
   }
 
-  // Adds a gradient contribution to value v's gradient, as autograd's InputBuffer does: in
-  // place into whichever of the two is not shared, else into a new tensor.
+  // Adds a gradient contribution to value v's gradient as autograd's InputBuffer does in torch
+  // 1.13: `old + new` into a new tensor (2.x adds in place when it holds the only reference).
   void accumulate(int v, int contribution) {
     auto [it, fresh] = grad_.emplace(v, contribution);
     if (fresh) return;
     int& existing = it->second;
-    if (memory_.refs(existing) == 1) {
-      memory_.release(contribution);
-    } else if (memory_.refs(contribution) == 1) {
-      memory_.release(existing);
-      existing = contribution;
-    } else {
-      const int sum = memory_.alloc(memory_.bytes(existing), "accumulated grad");
-      memory_.release(existing);
-      memory_.release(contribution);
-      existing = sum;
-    }
+    const int sum = memory_.alloc(memory_.bytes(existing), "accumulated grad");
+    memory_.release(existing);
+    memory_.release(contribution);
+    existing = sum;
   }
 
   void backward(const std::vector<TensorType>&) {
     memory_.at(Phase::Backward, "loss");
     const int out = graph_.outputs.front();
     const std::int64_t out_bytes = value(out).type.bytes();
+    // torch.autograd.backward() holds the root gradient (ones_like(loss)) until it returns.
     const int root = memory_.alloc(dtype_size(DType::Float32), "grad of loss");
     if (loss_ == LossKind::CrossEntropy) {
       // NllLossBackward0, then LogSoftmaxBackward0; each frees what it kept once it has run.
       const int grad_logp = memory_.alloc(out_bytes, "grad of log_softmax");
-      memory_.release(root);
       memory_.release(loss_kept_[1]);  // total_weight
       const int grad_out = memory_.alloc(out_bytes, "grad of output");
       memory_.release(grad_logp);
@@ -154,7 +147,6 @@ class StepSimulator {
       grad_[out] = grad_out;
     } else {
       grad_[out] = memory_.alloc(out_bytes, "grad of output");
-      memory_.release(root);
       for (int b : loss_kept_) memory_.release(b);
     }
 
@@ -188,6 +180,8 @@ class StepSimulator {
         for (int b : param_grads) memory_.release(b);  // added into the existing .grad, then freed
       for (auto [v, b] : contributions) accumulate(v, b);
     }
+    memory_.at(Phase::Backward, "");
+    memory_.release(root);
   }
 
   const Graph& graph_;

@@ -15,7 +15,7 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
 
 /// Simulates optimizer.step(): the temporaries of the single-tensor (one parameter at a time)
 /// or the foreach (all parameters at once) implementation. State and grads are already live.
-void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options,
+void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
                              const std::vector<TensorType>& params);
 
 /// The tensors a loss adds around the model's output.
@@ -23,6 +23,7 @@ struct LossTensors {
   std::optional<TensorType> target;   // cross_entropy: int64 class indices; mse: like the output
   std::vector<TensorType> kept;       // new tensors its backward keeps (log-probabilities, …)
   bool keeps_output = false;          // mse keeps the model's output (and the target)
+  std::int64_t loss_bytes = 4;        // the storage behind the 0-dim loss tensor
 };
 
 /// Throws Error (at the spec's `loss`, if any) when the output cannot take this loss.

@@ -55,6 +55,17 @@ std::string exact_mib(std::int64_t bytes) {
   return out;
 }
 
+std::string mib_truncated(std::int64_t bytes, int decimals) {
+  std::string s = exact_mib(bytes);
+  std::size_t dot = s.find('.');
+  if (dot == std::string::npos) {
+    dot = s.size();
+    s += '.';
+  }
+  s.resize(dot + 1 + static_cast<std::size_t>(decimals), '0');
+  return s;
+}
+
 std::string human_bytes(std::int64_t bytes) {
   static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double v = static_cast<double>(bytes);

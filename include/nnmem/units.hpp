@@ -16,6 +16,8 @@ std::optional<std::int64_t> parse_bytes(const std::string& text);
 std::string mib(std::int64_t bytes, int decimals = 2);
 /// The exact value of bytes / 2^20 (always a finite binary fraction): 597760 -> "0.570068359375".
 std::string exact_mib(std::int64_t bytes);
+/// bytes / 2^20 truncated (never rounded up) to `decimals` digits: 39295608 -> "37.4752".
+std::string mib_truncated(std::int64_t bytes, int decimals = 4);
 /// A readable size: "512 B", "1.50 KiB", "44.59 MiB", "1.20 GiB".
 std::string human_bytes(std::int64_t bytes);
 /// A readable count: "118.01 M", "1.81 G".

@@ -1,0 +1,70 @@
+#include "helpers.hpp"
+
+namespace nnmem::test {
+
+std::string source_path(const std::string& relative) { return std::string(NNMEM_SOURCE_DIR) + "/" + relative; }
+
+Graph graph_from(const std::string& yaml, const GraphOptions& options) {
+  return build_graph(parse_spec(yaml, "test.yaml"), options);
+}
+
+Estimate estimate_from(const std::string& yaml, const EstimateOptions& options) {
+  return estimate(parse_spec(yaml, "test.yaml"), options);
+}
+
+Estimate estimate_file(const std::string& relative, const EstimateOptions& options) {
+  return estimate(load_spec_file(source_path(relative)), options);
+}
+
+std::string error_from(const std::string& yaml, const EstimateOptions& options) {
+  try {
+    estimate_from(yaml, options);
+  } catch (const Error& e) {
+    return e.format();
+  }
+  return {};
+}
+
+std::string one_layer_spec(const std::string& layer_yaml, const Shape& per_sample, const std::string& dtype) {
+  std::string shape = "[";
+  for (std::size_t i = 0; i < per_sample.size(); ++i) shape += (i ? ", " : "") + std::to_string(per_sample[i]);
+  shape += "]";
+  return "inputs:\n  x: {shape: " + shape + ", dtype: " + dtype + "}\nlayers:\n  - " + layer_yaml + "\n";
+}
+
+Estimate one_layer(const std::string& layer_yaml, const Shape& per_sample, std::int64_t batch, Mode mode, Device device) {
+  EstimateOptions options;
+  options.graph.batch = batch;
+  options.graph.mode = mode;
+  options.graph.device = device;
+  return estimate_from(one_layer_spec(layer_yaml, per_sample), options);
+}
+
+std::string one_layer_error(const std::string& layer_yaml, const Shape& per_sample) {
+  return error_from(one_layer_spec(layer_yaml, per_sample));
+}
+
+LayerResult run_rule(const std::string& layer_yaml, const std::vector<InputTensor>& inputs, Context ctx, bool trainable) {
+  const ModelSpec spec = parse_spec(one_layer_spec(layer_yaml, {1}), "test.yaml");
+  const LayerSpec& layer = spec.layers.at(0);
+  const LayerDef* def = find_layer(layer.type);
+  REQUIRE_MESSAGE(def != nullptr, "unknown layer type " << layer.type);
+  const Attrs attrs(def->attrs, layer);
+  const LayerCall call{layer.name, attrs, inputs, ctx, trainable};
+  return def->infer(call);
+}
+
+InputTensor tensor(const Shape& shape, bool requires_grad, DType dtype) { return {{shape, dtype}, requires_grad}; }
+
+std::string rule_error(const std::string& layer_yaml, const std::vector<InputTensor>& inputs) {
+  try {
+    run_rule(layer_yaml, inputs);
+  } catch (const LayerError& e) {
+    return e.what();
+  } catch (const Error& e) {
+    return e.format();
+  }
+  return {};
+}
+
+}  // namespace nnmem::test
