@@ -1,0 +1,61 @@
+// Small formatting helpers shared by the per-layer tests: they turn a LayerResult into short
+// strings ("[2, 8, 30, 30]", "weight[8, 3, 3, 3] bias[8]", "input0 extra[1, 8, 3, 3]:int64") so a
+// failing CHECK prints both sides readably.
+#pragma once
+
+#include <string>
+
+#include "../helpers.hpp"
+
+namespace nnmem::test {
+
+/// Contexts for run_rule: training on the CPU (run_rule's default), on CUDA, and evaluation.
+inline const Context kCpu{Mode::Train, Device::Cpu, DType::Float32};
+inline const Context kCuda{Mode::Train, Device::Cuda, DType::Float32};
+inline const Context kEval{Mode::Eval, Device::Cpu, DType::Float32};
+
+/// The shape of output `i`: "[2, 8, 30, 30]".
+inline std::string out_shape(const LayerResult& r, std::size_t i = 0) { return to_string(r.outputs.at(i).shape); }
+
+/// "weight[8, 3, 3, 3] bias[8]"; "" without parameters.
+inline std::string params_of(const LayerResult& r) {
+  std::string s;
+  for (const auto& p : r.params) s += (s.empty() ? "" : " ") + p.name + to_string(p.shape);
+  return s;
+}
+
+inline std::int64_t param_count(const LayerResult& r) {
+  std::int64_t n = 0;
+  for (const auto& p : r.params) n += numel(p.shape);
+  return n;
+}
+
+/// "running_mean[16]:float32 running_var[16]:float32 num_batches_tracked[]:int64".
+inline std::string buffers_of(const LayerResult& r) {
+  std::string s;
+  for (const auto& b : r.buffers)
+    s += (s.empty() ? "" : " ") + b.name + to_string(b.shape) + ":" + std::string(dtype_name(b.dtype));
+  return s;
+}
+
+/// What backward keeps: "input0 output0 extra[1, 8, 3, 3]:int64"; "" when nothing.
+inline std::string saved_of(const LayerResult& r) {
+  std::string s;
+  for (const auto& k : r.saved) {
+    s += s.empty() ? "" : " ";
+    switch (k.of) {
+      case Saved::Of::Input: s += "input" + std::to_string(k.index); break;
+      case Saved::Of::Output: s += "output" + std::to_string(k.index); break;
+      case Saved::Of::Extra: s += "extra" + to_string(k.type.shape) + ":" + std::string(dtype_name(k.type.dtype)); break;
+    }
+  }
+  return s;
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace nnmem::test
+
+/// CHECK that `text` contains `part`, printing the whole text when it does not.
+#define CHECK_HAS(text, part) \
+  CHECK_MESSAGE(::nnmem::test::contains((text), (part)), "\"" << (text) << "\" lacks \"" << (part) << "\"")
