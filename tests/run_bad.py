@@ -1,4 +1,361 @@
 #!/usr/bin/env python3
-"""Placeholder replaced by the bad-input corpus runner."""
+"""The bad-input corpus runner.
+
+    python3 tests/run_bad.py NNMEM_BINARY CORPUS_DIR [--update] [-k PATTERN] [-v]
+
+nnmem promises that bad input gets a clear, located error and exit code 1: never a crash, a
+hang, or a silently wrong number. Every case here is a bad input; the runner checks that nnmem
+rejects it with exactly the expected message.
+
+A case on disk is NAME.expected (the exact expected stderr) beside
+  NAME.yaml   the spec (may be absent when NAME.args does not mention {spec}), and optionally
+  NAME.args   one line: the command line after the binary, {spec} standing for the spec's path
+              (default: "estimate {spec}").
+nnmem runs with the repository root as its working directory and gets the spec as a relative
+path (tests/bad/NAME.yaml), so the expected messages name files as a user would see them.
+
+Cases that need bytes a text editor cannot hold (non-UTF-8, NUL bytes, an enormous file, an
+alias bomb, very deep nesting) are generated into a temporary directory from GENERATED below;
+their paths appear as CORPUS/NAME.yaml in the expected messages.
+
+A case fails when nnmem exits with anything but 1, is killed by a signal, runs longer than
+10 seconds or grows beyond 2 GiB of memory, prints anything on stdout, prints a sign of a
+crash ("terminate", "Assertion", "Segmentation", "AddressSanitizer", ...), or when stderr
+differs from the expected text. Each failure is printed with a diff; the last line is always
+"N passed, N failed", and the exit status is non-zero if any case failed.
+
+--update rewrites the .expected files from the actual stderr, for the lead engineer after a
+deliberate change of messages. It never records a crash, a timeout or a wrong exit code, and it
+cannot rewrite GENERATED: for those it prints the new text to paste. Do not use it to make a
+bad message pass: a case whose message is wrong should fail until nnmem is fixed.
+
+Plain Python 3 standard library (Debian 12's python3).
+"""
+
+import argparse
+import difflib
+import os
+import re
+import shlex
+import signal
+import subprocess
 import sys
-print("0 passed, 0 failed")
+import tempfile
+import time
+
+TIMEOUT_SECONDS = 10.0
+MAX_RSS_BYTES = 2 << 30
+DEFAULT_ARGS = "estimate {spec}"
+# Whole words, so that a message about an "unterminated string" is not taken for a crash.
+CRASH_SIGNS = re.compile(r"\b(terminate|Assertion|Segmentation|AddressSanitizer|LeakSanitizer|"
+                         r"UndefinedBehaviorSanitizer|runtime error|core dumped|std::bad_alloc)\b")
+
+
+# --------------------------------------------------------------------------------------------
+# Generated cases: (name, bytes of the spec or None, args, expected stderr).
+# In args, {spec} is the generated file's path; in the expected text it reads CORPUS/NAME.yaml.
+
+def _deep_yaml_lists(depth):
+    return b"inputs: {x: [784]}\nlayers: " + b"[" * depth + b"]" * depth + b"\n"
+
+
+def _deep_yaml_mappings(depth):
+    return b"inputs: {x: [784]}\nlayers: " + b"{a: " * depth + b"1" + b"}" * depth + b"\n"
+
+
+def _billion_laughs():
+    # Nine levels of nine aliases: 9^9 = 387,420,489 ones if anything expanded it.
+    text = "description:\n  lol0: &lol0 [1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+    for i in range(1, 10):
+        text += "  lol%d: &lol%d [%s]\n" % (i, i, ", ".join(["*lol%d" % (i - 1)] * 9))
+    text += "inputs: {x: [784]}\nlayers: *lol9\n"
+    return text.encode()
+
+
+def _enormous_file():
+    line = b"  - {type: ReLU}\n"
+    return b"inputs: {x: [784]}\nlayers:\n" + line * ((17 << 20) // len(line))
+
+
+def _deep_expression(depth):
+    return (b"inputs: {x: [784]}\nlayers:\n  - {name: fc1, type: Linear, out_features: $"
+            + b"(" * depth + b"1" + b")" * depth + b"}\n")
+
+
+def _block_chain(depth):
+    # B0 uses B1, which uses B2, ... : no recursion, only depth.
+    lines = ["inputs: {x: [16]}", "blocks:"]
+    for i in range(depth):
+        lines += ["  B%d:" % i, "    layers:", "      - {block: B%d}" % (i + 1)]
+    lines += ["  B%d:" % depth, "    layers:", "      - {type: ReLU}"]
+    lines += ["layers:", "  - {name: deep, block: B0}"]
+    return ("\n".join(lines) + "\n").encode()
+
+
+VALID_TAIL = b"inputs: {x: [784]}\nlayers:\n  - {type: Linear, out_features: 10}\n"
+
+GENERATED = [
+    ("gen_non_utf8",
+     b"name: caf\xe9  # Latin-1, not UTF-8\n" + VALID_TAIL,
+     DEFAULT_ARGS,
+     "CORPUS/gen_non_utf8.yaml:1:10: error: the file is not valid UTF-8: byte 0xe9 cannot appear here\n"),
+    ("gen_nul_byte",
+     b"inputs: {x: [784]}\nlayers:\n  - {type: Linear,\x00 out_features: 10}\n",
+     DEFAULT_ARGS,
+     "CORPUS/gen_nul_byte.yaml:3:19: error: the file contains a NUL byte; a spec is a text file\n"),
+    # A spec saved as "Unicode" by a Windows editor: say so, rather than blame byte 0xff.
+    ("gen_utf16",
+     VALID_TAIL.decode().encode("utf-16"),
+     DEFAULT_ARGS,
+     "CORPUS/gen_utf16.yaml:1:1: error: the file is UTF-16 (it starts with a UTF-16 byte order mark); "
+     "a spec must be UTF-8\n"),
+    # ED A0 80 encodes the UTF-16 surrogate U+D800, which UTF-8 forbids: today it is accepted.
+    ("gen_utf8_surrogate",
+     b"name: \xed\xa0\x80\n" + VALID_TAIL,
+     DEFAULT_ARGS,
+     "CORPUS/gen_utf8_surrogate.yaml:1:7: error: the file is not valid UTF-8: byte 0xed cannot appear here\n"),
+    # E0 80 AF is an overlong encoding of '/', the classic validator bypass: today it is accepted.
+    ("gen_utf8_overlong",
+     b"name: \xe0\x80\xaf\n" + VALID_TAIL,
+     DEFAULT_ARGS,
+     "CORPUS/gen_utf8_overlong.yaml:1:7: error: the file is not valid UTF-8: byte 0xe0 cannot appear here\n"),
+    ("gen_enormous_file",
+     _enormous_file(),
+     DEFAULT_ARGS,
+     "CORPUS/gen_enormous_file.yaml: error: the file is 17,825,819 bytes; specs larger than 16,777,216 bytes "
+     "are refused\n"),
+    ("gen_billion_laughs",
+     _billion_laughs(),
+     DEFAULT_ARGS,
+     "CORPUS/gen_billion_laughs.yaml:10:9: error: each layer must be a mapping such as {type: Conv2d, "
+     "out_channels: 64, ...}, found a list\n"),
+    # yaml-cpp stops at 500 levels with the message "bad file"; say what is wrong, at the bracket
+    # that opens level 501.
+    ("gen_deep_yaml_lists",
+     _deep_yaml_lists(100000),
+     DEFAULT_ARGS,
+     "CORPUS/gen_deep_yaml_lists.yaml:2:509: error: invalid YAML: the document nests more than 500 levels deep\n"),
+    ("gen_deep_yaml_mappings",
+     _deep_yaml_mappings(100000),
+     DEFAULT_ARGS,
+     "CORPUS/gen_deep_yaml_mappings.yaml:2:2009: error: invalid YAML: the document nests more than 500 levels "
+     "deep\n"),
+    # The expression parser recurses once per parenthesis: today this overflows the stack.
+    ("gen_deep_expression",
+     _deep_expression(100000),
+     DEFAULT_ARGS,
+     "CORPUS/gen_deep_expression.yaml:3:45: error: Linear 'fc1': out_features: the expression nests more than "
+     "500 levels deep\n"),
+    # Expanding blocks recurses once per level: today 20,000 levels overflow the stack.
+    ("gen_block_chain_deep",
+     _block_chain(20000),
+     DEFAULT_ARGS,
+     "CORPUS/gen_block_chain_deep.yaml:60007:5: error: expanding this nests blocks more than 500 levels deep, "
+     "the limit\n"
+     "CORPUS/gen_block_chain_deep.yaml:1502:17: note: the limit was reached here\n"),
+    ("gen_missing_file",
+     None,
+     DEFAULT_ARGS,
+     "CORPUS/gen_missing_file.yaml: error: cannot open the file: No such file or directory\n"),
+    ("gen_directory",
+     "directory",
+     "check {spec}",
+     "CORPUS/gen_directory.yaml: error: is a directory, not a spec file\n"),
+]
+
+
+# --------------------------------------------------------------------------------------------
+
+class Case:
+    def __init__(self, name, argv, expected, expected_path=None, display_dir=None, absolute_dir=None):
+        self.name = name
+        self.argv = argv                    # arguments after the binary
+        self.expected = expected
+        self.expected_path = expected_path  # None for generated cases
+        self.display_dir = display_dir      # how the corpus directory appears in messages
+        self.absolute_dir = absolute_dir    # replaced by display_dir in stderr
+
+
+class Result:
+    def __init__(self):
+        self.returncode = None
+        self.stdout = ""
+        self.stderr = ""
+        self.timed_out = False
+        self.memory_exceeded = False
+        self.seconds = 0.0
+
+
+def rss_bytes(pid):
+    """Resident memory of a running process (Linux), or 0 when it cannot be read."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def run(binary, argv, cwd):
+    r = Result()
+    env = dict(os.environ, LC_ALL="C")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        p = subprocess.Popen([binary] + argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                             env=env, start_new_session=True)
+        while True:
+            try:
+                p.wait(timeout=0.02)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            r.timed_out = time.monotonic() - start > TIMEOUT_SECONDS
+            r.memory_exceeded = rss_bytes(p.pid) > MAX_RSS_BYTES
+            if r.timed_out or r.memory_exceeded:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                p.wait()
+                break
+        r.seconds = time.monotonic() - start
+        r.returncode = p.returncode
+        out.seek(0)
+        err.seek(0)
+        r.stdout = out.read().decode("utf-8", "replace")
+        r.stderr = err.read().decode("utf-8", "replace")
+    return r
+
+
+def signal_name(returncode):
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return "signal %d" % -returncode
+
+
+def problems(case, r, stderr):
+    """Why the run is not a clean rejection (empty when it is); the message is checked apart."""
+    found = []
+    if r.timed_out:
+        found.append("hung: killed after %.0f s" % TIMEOUT_SECONDS)
+    elif r.memory_exceeded:
+        found.append("killed after growing beyond %d MiB of memory" % (MAX_RSS_BYTES >> 20))
+    elif r.returncode < 0:
+        found.append("crashed: killed by %s" % signal_name(r.returncode))
+    elif r.returncode == 0:
+        found.append("accepted the input (exit code 0)")
+    elif r.returncode != 1:
+        found.append("exit code %d, expected 1" % r.returncode)
+    sign = CRASH_SIGNS.search(stderr)
+    if sign:
+        found.append("stderr shows a crash (%s)" % sign.group(0))
+    if r.stdout:
+        first = r.stdout.splitlines()[0] if r.stdout.splitlines() else r.stdout
+        found.append("printed on stdout: %r" % first[:100])
+    return found
+
+
+def diff(expected, actual):
+    lines = difflib.unified_diff(expected.splitlines(True), actual.splitlines(True), "expected", "actual", n=2)
+    out = []
+    for line in lines:
+        out.append("    " + (line if line.endswith("\n") else line + "\n\\ no newline\n"))
+    return "".join(out)
+
+
+def disk_cases(corpus, root):
+    cases = []
+    absolute = os.path.abspath(corpus)
+    display = os.path.relpath(absolute, root)
+    for entry in sorted(os.listdir(absolute)):
+        if not entry.endswith(".expected"):
+            continue
+        name = entry[: -len(".expected")]
+        spec = os.path.join(display, name + ".yaml")
+        args_path = os.path.join(absolute, name + ".args")
+        args = DEFAULT_ARGS
+        if os.path.exists(args_path):
+            with open(args_path, encoding="utf-8") as f:
+                args = f.read().strip()
+        argv = [a.replace("{spec}", spec) for a in shlex.split(args)]
+        with open(os.path.join(absolute, entry), encoding="utf-8", newline="") as f:
+            expected = f.read()
+        cases.append(Case(name, argv, expected, os.path.join(absolute, entry), display, absolute))
+    return cases
+
+
+def generated_cases(tmp):
+    cases = []
+    for name, content, args, expected in GENERATED:
+        path = os.path.join(tmp, name + ".yaml")
+        if content == "directory":
+            os.mkdir(path)
+        elif content is not None:
+            with open(path, "wb") as f:
+                f.write(content)
+        argv = [a.replace("{spec}", path) for a in shlex.split(args)]
+        cases.append(Case(name, argv, expected, None, "CORPUS", tmp))
+    return cases
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Runs nnmem on every bad-input case and checks its diagnostic.")
+    parser.add_argument("binary", help="the nnmem executable")
+    parser.add_argument("corpus", help="the directory of NAME.yaml / NAME.expected / NAME.args cases")
+    parser.add_argument("--update", action="store_true",
+                        help="rewrite the .expected files from the actual output (after deliberate message changes)")
+    parser.add_argument("-k", dest="pattern", default="", help="run only the cases whose name contains PATTERN")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also list the cases that pass")
+    options = parser.parse_args()
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/.. = the repository root
+    binary = os.path.abspath(options.binary)
+    if not os.access(binary, os.X_OK):
+        print("run_bad.py: %s is not an executable" % options.binary, file=sys.stderr)
+        return 2
+    if not os.path.isdir(options.corpus):
+        print("run_bad.py: %s is not a directory" % options.corpus, file=sys.stderr)
+        return 2
+
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="nnmem-bad-") as tmp:
+        cases = disk_cases(options.corpus, root) + generated_cases(tmp)
+        for case in cases:
+            if options.pattern and options.pattern not in case.name:
+                continue
+            r = run(binary, case.argv, root)
+            stderr = r.stderr.replace(case.absolute_dir + os.sep, case.display_dir + "/")
+            trouble = problems(case, r, stderr)
+            if not trouble and stderr == case.expected:
+                passed += 1
+                if options.verbose:
+                    print("ok    %s (%.2f s)" % (case.name, r.seconds))
+                continue
+            if options.update and not trouble:
+                if case.expected_path:
+                    with open(case.expected_path, "w", encoding="utf-8", newline="") as f:
+                        f.write(stderr)
+                    print("UPDATED %s" % case.name)
+                    passed += 1
+                else:
+                    print("UPDATE BY HAND %s: in GENERATED in %s, the expected text is now %r"
+                          % (case.name, os.path.basename(__file__), stderr))
+                    failed += 1
+                continue
+            failed += 1
+            reasons = trouble + (["stderr differs from the expected text"] if stderr != case.expected else [])
+            command = " ".join(shlex.quote(a) for a in ["nnmem"] + case.argv)
+            if case.display_dir == "CORPUS":
+                command = command.replace(case.absolute_dir + os.sep, "CORPUS/")
+            print("FAIL  %s: %s   [%s]" % (case.name, "; ".join(reasons), command))
+            if stderr != case.expected:
+                sys.stdout.write(diff(case.expected, stderr))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

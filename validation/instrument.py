@@ -41,7 +41,7 @@ class ModuleTracker:
 
     def _pre(self, name):
         def hook(mod, inp):
-            mk = Marker("module::" + (name or "<root>")) if self.markers else None
+            mk = Marker("module::" + (name or FUNCTIONAL)) if self.markers else None
             if mk:
                 mk.__enter__()
             self.stack.append((name, mk))

@@ -113,14 +113,14 @@ def run(args):
                     with rec.hooks():
                         with Marker("nnmem::forward"):
                             out = model(x)
-                        with Marker("nnmem::loss"):
+                        with Marker("nnmem::loss"), Marker("module::<loss>"):
                             loss = loss_fn(net.loss, out, y)
                     with Marker("nnmem::inspect"):
                         graph_map = graph_saved(loss.grad_fn)
                 else:
                     with Marker("nnmem::forward"):
                         out = model(x)
-                    with Marker("nnmem::loss"):
+                    with Marker("nnmem::loss"), Marker("module::<loss>"):
                         loss = loss_fn(net.loss, out, y)
                 with Marker("nnmem::backward"):
                     loss.backward()

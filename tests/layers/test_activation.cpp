@@ -1,1 +1,166 @@
+// Element-wise activations and the softmax family (layers/activation.cpp). What each keeps for
+// backward was read in PyTorch 1.13 (CPU) with torch.autograd.graph.saved_tensors_hooks on
+// nn.<Type>() applied to a [2, 3, 4] tensor that needs a gradient (a non-leaf, so in-place
+// variants are legal); the int64 behaviour by running the module on an int64 tensor.
 #include "../helpers.hpp"
+#include "checks.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+namespace {
+struct Case {
+  const char* type;
+  const char* keeps;  // what out-of-place backward keeps, per the hooks
+};
+// PyTorch 1.13: ReluBackward0.result, HardtanhBackward0.self, LeakyReluBackward0.self,
+// EluBackward0.self, GeluBackward0.self, SiluBackward0.self, MishBackward0.self,
+// HardswishBackward0.self, HardsigmoidBackward0.self, SoftplusBackward0.self,
+// SigmoidBackward0.result, TanhBackward0.result, SoftmaxBackward0.result, LogSoftmaxBackward0.result
+const Case kCases[] = {
+    {"ReLU", "output0"},      {"ReLU6", "input0"},     {"LeakyReLU", "input0"}, {"ELU", "input0"},
+    {"GELU", "input0"},       {"SiLU", "input0"},      {"Mish", "input0"},      {"Hardswish", "input0"},
+    {"Hardsigmoid", "input0"}, {"Softplus", "input0"}, {"Sigmoid", "output0"},  {"Tanh", "output0"},
+    {"Softmax", "output0"},   {"LogSoftmax", "output0"},
+};
+std::string yaml(const std::string& type, const std::string& extra = "") { return "{type: " + type + extra + "}"; }
+}  // namespace
+
+TEST_CASE("Activations: shape; no parameters; what backward keeps") {
+  for (const Case& c : kCases) {
+    CAPTURE(c.type);
+    const auto r = run_rule(yaml(c.type), {tensor({2, 3, 4})});
+    CHECK(out_shape(r) == "[2, 3, 4]");
+    CHECK(r.outputs[0].dtype == DType::Float32);
+    CHECK(r.params.empty());
+    CHECK(r.buffers.empty());
+    CHECK(r.alias == Alias::None);
+    CHECK_FALSE(r.grad_passthrough);
+    CHECK(saved_of(r) == c.keeps);
+    // no gradient needed: no node, nothing kept; evaluation: nothing kept
+    CHECK(saved_of(run_rule(yaml(c.type), {tensor({2, 3, 4}, false)})).empty());
+    CHECK(saved_of(run_rule(yaml(c.type), {tensor({2, 3, 4})}, kEval)).empty());
+    // the output keeps a 16-bit input's dtype
+    CHECK(run_rule(yaml(c.type), {tensor({2, 3, 4}, true, DType::Float16)}).outputs[0].dtype == DType::Float16);
+  }
+}
+
+TEST_CASE("Activations: in-place variants that keep their result") {
+  // ReLU(inplace=True): ReluBackward0.result; LeakyReLU/ELU(inplace=True): LeakyReluBackward1 /
+  // EluBackward1 .result — the output, which is the input's storage
+  for (const std::string type : {"ReLU", "LeakyReLU", "ELU"}) {
+    CAPTURE(type);
+    const auto r = run_rule(yaml(type, ", inplace: true"), {tensor({2, 3, 4})});
+    CHECK(out_shape(r) == "[2, 3, 4]");
+    CHECK(r.alias == Alias::InPlace);
+    CHECK(saved_of(r) == "output0");
+    CHECK(saved_of(run_rule(yaml(type, ", inplace: true"), {tensor({2, 3, 4}, false)})).empty());
+    CHECK(run_rule(yaml(type, ", inplace: false"), {tensor({2, 3, 4})}).alias == Alias::None);
+  }
+}
+
+// PyTorch 1.13: relu6_/hardtanh_ need the original input (HardtanhBackward0.self), so autograd
+// clones the input before the in-place op and keeps the clone — a new [2, 3, 4] float32 tensor,
+// not the output (saved_tensors_hooks: a storage that is neither the input nor the output).
+TEST_CASE("Activations: ReLU6(inplace) keeps a clone of its input" * doctest::may_fail()) {
+  const auto r = run_rule(yaml("ReLU6", ", inplace: true"), {tensor({2, 3, 4})});
+  CHECK(r.alias == Alias::InPlace);
+  CHECK(saved_of(r) == "extra[2, 3, 4]:float32");
+}
+
+// PyTorch 1.13: nn.SiLU, nn.Mish, nn.Hardswish and nn.Hardsigmoid take inplace=False too; with
+// inplace=True the output is the input's storage and autograd keeps a clone of the input
+// (SiluBackward0.self, MishBackward0.self, HardswishBackward0.self, HardsigmoidBackward0.self).
+TEST_CASE("Activations: SiLU / Mish / Hardswish / Hardsigmoid accept inplace" * doctest::may_fail()) {
+  for (const std::string type : {"SiLU", "Mish", "Hardswish", "Hardsigmoid"}) {
+    CAPTURE(type);
+    CHECK_NOTHROW(graph_from(one_layer_spec(yaml(type, ", inplace: true"), {3, 4})));
+    LayerResult r;
+    try {
+      r = run_rule(yaml(type, ", inplace: true"), {tensor({2, 3, 4})});
+    } catch (const std::exception& e) {
+      FAIL_CHECK(std::string(e.what()));
+      continue;
+    }
+    CHECK(r.alias == Alias::InPlace);
+    CHECK(saved_of(r) == "extra[2, 3, 4]:float32");
+  }
+}
+
+TEST_CASE("Activations: attributes") {
+  // LeakyReLU(negative_slope), ELU(alpha), GELU(approximate), Softplus(beta, threshold)
+  CHECK(out_shape(run_rule("{type: LeakyReLU, negative_slope: 0.2}", {tensor({2, 3})})) == "[2, 3]");
+  CHECK(out_shape(run_rule("{type: ELU, alpha: 2}", {tensor({2, 3})})) == "[2, 3]");
+  CHECK(saved_of(run_rule("{type: GELU, approximate: tanh}", {tensor({2, 3})})) == "input0");  // GELU('tanh'): self
+  CHECK(out_shape(run_rule("{type: Softplus, beta: 2, threshold: 10}", {tensor({2, 3})})) == "[2, 3]");
+  // PyTorch: "approximate argument must be either none or tanh"
+  CHECK(one_layer_error("{type: GELU, approximate: tan}", {3}) ==
+        "test.yaml:4:31: error: GELU '0': approximate must be one of none, tanh; found the string 'tan' (did you mean 'tanh'?)");
+  CHECK(one_layer_error("{type: ReLU, in_place: true}", {3}) ==
+        "test.yaml:4:18: error: ReLU '0': unknown attribute 'in_place'; did you mean 'inplace'?");
+  CHECK(one_layer_error("{type: Sigmoid, inplace: true}", {3}) ==
+        "test.yaml:4:21: error: Sigmoid '0': unknown attribute 'inplace'; Sigmoid takes no attributes");
+  CHECK_HAS(one_layer_error("{type: LeakyReLU, negative_slope: steep}", {3}),
+            "test.yaml:4:39: error: LeakyReLU '0': negative_slope must be a number, found");
+  CHECK_HAS(one_layer_error("{type: ReLU, inplace: 1}", {3}), "test.yaml:4:27: error: ReLU '0': inplace must be true or false, found");
+}
+
+TEST_CASE("Activations: int64 inputs that PyTorch rejects") {
+  // PyTorch: "leaky_relu_cpu" / "elu_cpu" / "GeluKernelImpl" / "silu_cpu" / "mish_cpu" /
+  // "hardswish_cpu" / "hardsigmoid_cpu" / "softplus_cpu" / "softmax_lastdim_kernel_impl" /
+  // "log_softmax_lastdim_kernel_impl" not implemented for 'Long'
+  for (const std::string type : {"LeakyReLU", "ELU", "GELU", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "Softplus", "Softmax",
+                           "LogSoftmax"}) {
+    CAPTURE(type);
+    CHECK(rule_error(yaml(type), {tensor({2, 3}, false, DType::Int64)}) == "expected a floating-point input, found int64");
+  }
+  CHECK(rule_error("{type: ReLU}", {tensor({2, 3}, false, DType::Bool)}) == "expected a floating-point input, found bool");
+}
+
+// PyTorch 1.13 (CPU and CUDA): relu and hardtanh (ReLU6) are clamps and accept integer tensors,
+// returning int64; sigmoid and tanh accept them and return float32.
+TEST_CASE("Activations: int64 inputs that PyTorch accepts" * doctest::may_fail()) {
+  for (const std::string type : {"ReLU", "ReLU6"}) {
+    CAPTURE(type);
+    CHECK(rule_error(yaml(type), {tensor({2, 3}, false, DType::Int64)}) == "");
+  }
+  for (const std::string type : {"Sigmoid", "Tanh"}) {
+    CAPTURE(type);
+    CHECK(rule_error(yaml(type), {tensor({2, 3}, false, DType::Int64)}) == "");
+  }
+}
+
+TEST_CASE("Softmax / LogSoftmax: dim") {
+  // any dim in [-rank, rank - 1]; the shape is unchanged
+  CHECK(out_shape(run_rule("{type: Softmax, dim: -1}", {tensor({2, 3, 4})})) == "[2, 3, 4]");
+  CHECK(out_shape(run_rule("{type: Softmax, dim: -3}", {tensor({2, 3, 4})})) == "[2, 3, 4]");
+  CHECK(out_shape(run_rule("{type: LogSoftmax, dim: 2}", {tensor({2, 3, 4})})) == "[2, 3, 4]");
+  // without dim: PyTorch's legacy choice (0 for 1-D and 3-D inputs, else 1) — the shape is the same
+  CHECK(out_shape(run_rule("{type: Softmax}", {tensor({2, 3, 4, 5})})) == "[2, 3, 4, 5]");
+  // PyTorch: "Dimension out of range (expected to be in range of [-3, 2], but got 3)"
+  CHECK(rule_error("{type: Softmax, dim: 3}", {tensor({2, 3, 4})}) == "dim must be in [-3, 2] for a 3-D input, found 3");
+  CHECK(rule_error("{type: LogSoftmax, dim: -4}", {tensor({2, 3, 4})}) == "dim must be in [-3, 2] for a 3-D input, found -4");
+  CHECK(one_layer_error("{type: Softmax, dim: 3}", {3, 4}) ==
+        "test.yaml:4:26: error: Softmax '0': dim must be in [-3, 2] for a 3-D input, found 3");
+  CHECK_HAS(one_layer_error("{type: Softmax, dim: last}", {3, 4}), "test.yaml:4:26: error: Softmax '0': dim must be an integer");
+}
+
+TEST_CASE("Activations: autocast policy") {
+  // under autocast, softmax and log_softmax run in float32; element-wise activations inherit
+  CHECK(find_layer("Softmax")->autocast == Autocast::Float32);
+  CHECK(find_layer("LogSoftmax")->autocast == Autocast::Float32);
+  for (const std::string type : {"ReLU", "ReLU6", "GELU", "SiLU", "Sigmoid", "Tanh"}) {
+    CAPTURE(type);
+    CHECK(find_layer(type)->autocast == Autocast::Inherit);
+  }
+}
+
+TEST_CASE("Activations: one-layer estimate through the graph") {
+  // (evaluation: a model without parameters has nothing to train)
+  // an in-place ReLU adds no output memory; an out-of-place one adds its output
+  Estimate e = one_layer("{type: ReLU, inplace: true}", {3, 4}, 2, Mode::Eval);
+  CHECK(e.layers[0].output_bytes == 0);
+  e = one_layer("{type: ReLU}", {3, 4}, 2, Mode::Eval);
+  CHECK(e.layers[0].output_bytes == 2 * 3 * 4 * 4);
+  CHECK(e.layers[0].params == 0);
+}

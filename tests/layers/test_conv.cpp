@@ -13,13 +13,14 @@ LayerResult conv(const std::string& yaml, const Shape& in, bool input_grad = tru
 }
 }  // namespace
 
-TEST_CASE("Conv2d: shapes, parameters and MACs") {
+TEST_CASE("Conv2d: shapes; parameters and MACs") {
   SUBCASE("plain 3x3") {  // Conv2d(3, 8, 3) on [2, 3, 32, 32] -> [2, 8, 30, 30], 224 params
     const auto r = conv("{type: Conv2d, out_channels: 8, kernel_size: 3}", {2, 3, 32, 32});
     CHECK(out_shape(r) == "[2, 8, 30, 30]");
     CHECK(params_of(r) == "weight[8, 3, 3, 3] bias[8]");
     CHECK(param_count(r) == 224);
-    CHECK(r.macs == 2 * 8 * 30 * 30 * (3 * 9));  // 388,800: out elements × in/groups × kernel
+    // 388,800: out elements × in/groups × kernel (torch.profiler(with_flops=True): 777,600 FLOPs = 2 × MACs)
+    CHECK(r.macs == 2 * 8 * 30 * 30 * (3 * 9));
     CHECK(r.alias == Alias::None);
     CHECK(r.buffers.empty());
     CHECK(r.outputs[0].dtype == DType::Float32);
@@ -69,7 +70,7 @@ TEST_CASE("Conv2d: shapes, parameters and MACs") {
     CHECK(out_shape(r) == "[1, 8, 89, 9]");
     CHECK(params_of(r) == "weight[8, 1, 40, 1] bias[8]");
     CHECK(param_count(r) == 328);
-    CHECK(r.macs == 8 * 89 * 9 * 40);
+    CHECK(r.macs == 8 * 89 * 9 * 40);  // profiler: 512,640 FLOPs
     // Conv2d(1, 8, (40, 1), stride=(2, 1)) -> [1, 8, 45, 9]
     CHECK(out_shape(conv("{type: Conv2d, out_channels: 8, kernel_size: [40, 1], stride: [2, 1]}", {1, 1, 128, 9})) ==
           "[1, 8, 45, 9]");
@@ -144,6 +145,18 @@ TEST_CASE("Conv2d: padding_mode reflect / replicate / circular") {
   CHECK(out_shape(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 8, padding_mode: circular}", {1, 3, 8, 8})) ==
         "[1, 4, 22, 22]");
 
+  // per-dimension padding and other ranks: reflect (0, 1) -> padded [1, 3, 8, 10]; Conv1d reflect 2 ->
+  // [1, 3, 12]; Conv3d replicate 1 on [1, 2, 4, 5, 6] -> [1, 2, 6, 7, 8]
+  r = conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: [0, 1], padding_mode: reflect}", {1, 3, 8, 8});
+  CHECK(out_shape(r) == "[1, 4, 6, 8]");
+  CHECK(saved_of(r) == "extra[1, 3, 8, 10]:float32 input0");
+  r = conv("{type: Conv1d, out_channels: 4, kernel_size: 3, padding: 2, padding_mode: reflect}", {1, 3, 8});
+  CHECK(out_shape(r) == "[1, 4, 10]");
+  CHECK(saved_of(r) == "extra[1, 3, 12]:float32 input0");
+  r = conv("{type: Conv3d, out_channels: 4, kernel_size: 3, padding: 1, padding_mode: replicate}", {1, 2, 4, 5, 6});
+  CHECK(out_shape(r) == "[1, 4, 4, 5, 6]");
+  CHECK(saved_of(r) == "extra[1, 2, 6, 7, 8]:float32 input0");
+
   // zeros (the default) keeps the input itself
   CHECK(saved_of(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 1, padding_mode: zeros}", {1, 3, 8, 8})) == "input0");
 }
@@ -158,13 +171,18 @@ TEST_CASE("Conv2d: circular padding larger than the input is an error" * doctest
   CHECK_HAS(msg, "2");
 }
 
-// PyTorch 1.13 always runs F.pad for a non-zeros padding_mode, even with padding 0 or 'same':
-// reflect + padding 0 keeps the input and an unpadded copy [1, 3, 8, 8]; reflect + 'same' (kernel
-// 3) keeps the input and [1, 3, 10, 10]; circular + 'same' (kernel 4) keeps [1, 3, 11, 11].
+// PyTorch 1.13 always runs F.pad for a non-zeros padding_mode, even with padding 0, 'valid' or
+// 'same': reflect/replicate + padding 0 or 'valid' keep the input and an unpadded copy [1, 3, 8, 8]
+// (circular: the copy only); reflect + 'same' (kernel 3) keeps the input and [1, 3, 10, 10];
+// circular + 'same' (kernel 4) keeps [1, 3, 11, 11].
 TEST_CASE("Conv2d: non-zeros padding_mode with padding 0 or 'same' keeps a padded copy" * doctest::may_fail()) {
   auto r = conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 0, padding_mode: reflect}", {1, 3, 8, 8});
   CHECK(out_shape(r) == "[1, 4, 6, 6]");
   CHECK(saved_of(r) == "extra[1, 3, 8, 8]:float32 input0");
+  CHECK(saved_of(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: valid, padding_mode: replicate}", {1, 3, 8, 8})) ==
+        "extra[1, 3, 8, 8]:float32 input0");
+  CHECK(saved_of(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 0, padding_mode: circular}", {1, 3, 8, 8})) ==
+        "extra[1, 3, 8, 8]:float32");
   r = conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: same, padding_mode: reflect}", {1, 3, 8, 8});
   CHECK(out_shape(r) == "[1, 4, 8, 8]");
   CHECK(saved_of(r) == "extra[1, 3, 10, 10]:float32 input0");
@@ -217,7 +235,7 @@ TEST_CASE("Conv1d and Conv3d") {
   CHECK(param_count(r) == 220);
 }
 
-TEST_CASE("ConvTranspose: shapes, output_padding, groups") {
+TEST_CASE("ConvTranspose: shapes; output_padding; groups") {
   // ConvTranspose2d(16, 33, 3, stride=2) on [1, 16, 12, 12] -> [1, 33, 25, 25], 4,785
   auto r = conv("{type: ConvTranspose2d, out_channels: 33, kernel_size: 3, stride: 2}", {1, 16, 12, 12});
   CHECK(out_shape(r) == "[1, 33, 25, 25]");

@@ -1,1 +1,116 @@
+// Linear (layers/linear.cpp). Shapes and parameter counts printed by PyTorch 1.13 (CPU) for
+// nn.Linear run on a tensor of the same shape; what backward keeps was read with
+// torch.autograd.graph.saved_tensors_hooks (the transposed weight it keeps is a view of the
+// parameter and costs nothing).
 #include "../helpers.hpp"
+#include "checks.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+namespace {
+LayerResult linear(const std::string& yaml, const Shape& in, bool input_grad = true, bool trainable = true) {
+  return run_rule(yaml, {tensor(in, input_grad)}, kCpu, trainable);
+}
+}  // namespace
+
+TEST_CASE("Linear: shapes; parameters and MACs") {
+  SUBCASE("2-D input") {  // Linear(20, 30) on [128, 20] -> [128, 30], 630 params
+    const auto r = linear("{type: Linear, out_features: 30}", {128, 20});
+    CHECK(out_shape(r) == "[128, 30]");
+    CHECK(params_of(r) == "weight[30, 20] bias[30]");
+    CHECK(param_count(r) == 630);
+    CHECK(r.macs == 128 * 20 * 30);
+    CHECK(r.alias == Alias::None);
+    CHECK(r.buffers.empty());
+    CHECK_FALSE(r.grad_passthrough);
+  }
+  SUBCASE("no bias") {  // Linear(20, 30, bias=False) -> 600 params
+    const auto r = linear("{type: Linear, out_features: 30, bias: false}", {128, 20});
+    CHECK(params_of(r) == "weight[30, 20]");
+    CHECK(param_count(r) == 600);
+    CHECK(r.macs == 128 * 20 * 30);
+  }
+  SUBCASE("3-D input: over the last dimension") {  // Linear(64, 10) on [4, 16, 64] -> [4, 16, 10], 650
+    const auto r = linear("{type: Linear, in_features: 64, out_features: 10}", {4, 16, 64});
+    CHECK(out_shape(r) == "[4, 16, 10]");
+    CHECK(param_count(r) == 650);
+    CHECK(r.macs == 4 * 16 * 64 * 10);  // torch.profiler(with_flops=True): addmm 81,920 FLOPs = 2 × MACs
+  }
+  SUBCASE("4-D input") {  // Linear(8, 3) on [2, 3, 4, 8] -> [2, 3, 4, 3], 27
+    const auto r = linear("{type: Linear, out_features: 3}", {2, 3, 4, 8});
+    CHECK(out_shape(r) == "[2, 3, 4, 3]");
+    CHECK(param_count(r) == 27);
+    CHECK(r.macs == 2 * 3 * 4 * 8 * 3);
+  }
+  SUBCASE("the output keeps the input's float dtype") {
+    const auto r = run_rule("{type: Linear, out_features: 3}", {tensor({2, 8}, true, DType::Float16)});
+    CHECK(r.outputs[0].dtype == DType::Float16);
+  }
+  SUBCASE("a large layer") {  // Linear(3136, 1000): 3,137,000 params (VGG-like classifier head)
+    const auto r = linear("{type: Linear, out_features: 1000}", {2, 3136});
+    CHECK(param_count(r) == 3137000);
+    CHECK(r.macs == std::int64_t{2} * 3136 * 1000);
+  }
+}
+
+TEST_CASE("Linear: what backward keeps") {
+  const std::string yaml = "{type: Linear, out_features: 30}";
+  // addmm keeps mat1 (the input) when the weight needs a grad, mat2 (the weight, a parameter)
+  // when the input does. PyTorch 1.13: [weight, input] / [input] / [weight] / [].
+  CHECK(saved_of(linear(yaml, {128, 20}, true, true)) == "input0");
+  CHECK(saved_of(linear(yaml, {128, 20}, false, true)) == "input0");
+  CHECK(saved_of(linear(yaml, {128, 20}, true, false)).empty());   // frozen: only the weight
+  CHECK(saved_of(linear(yaml, {128, 20}, false, false)).empty());
+  // Without bias (mm) and for 3-D/4-D inputs (a view of the input as [rows, in]): the same.
+  CHECK(saved_of(linear("{type: Linear, out_features: 30, bias: false}", {128, 20})) == "input0");
+  CHECK(saved_of(linear("{type: Linear, out_features: 30, bias: false}", {128, 20}, true, false)).empty());
+  CHECK(saved_of(linear("{type: Linear, out_features: 10}", {4, 16, 64})) == "input0");
+  CHECK(saved_of(linear("{type: Linear, out_features: 10}", {4, 16, 64}, true, false)).empty());
+  CHECK(saved_of(linear("{type: Linear, out_features: 3}", {2, 3, 4, 8})) == "input0");
+  // Evaluation keeps nothing.
+  CHECK(saved_of(run_rule(yaml, {tensor({128, 20})}, kEval)).empty());
+}
+
+TEST_CASE("Linear: errors name the expected and the actual value") {
+  // PyTorch: "mat1 and mat2 shapes cannot be multiplied (2x3200 and 3136x10)"
+  auto msg = rule_error("{type: Linear, in_features: 3136, out_features: 10}", {tensor({2, 3200})});
+  CHECK(msg == "in_features is 3,136, but the input [2, 3200] has 3,200 features in its last dimension");
+  CHECK_HAS(msg, "3,136");
+  CHECK_HAS(msg, "3,200");
+  // PyTorch: "mat1 and mat2 must have the same dtype" (an int64 input)
+  msg = rule_error("{type: Linear, out_features: 10}", {tensor({2, 4}, false, DType::Int64)});
+  CHECK(msg == "expected a floating-point input, found int64");
+  // nnmem shapes include the batch, so a Linear input has at least 2 dimensions
+  msg = rule_error("{type: Linear, out_features: 10}", {tensor({4})});
+  CHECK(msg == "expected a 2-D to 64-D input [N, *, in_features], found 1-D [4]");
+}
+
+TEST_CASE("Linear: located errors in a spec") {
+  CHECK(one_layer_error("{type: Linear, in_features: 3136, out_features: 10}", {3200}) ==
+        "test.yaml:4:33: error: Linear '0': in_features is 3,136, but the input [1, 3200] has 3,200 features in its last dimension");
+  CHECK(one_layer_error("{type: Linear, out_feature: 10}", {64}) ==
+        "test.yaml:4:20: error: Linear '0': unknown attribute 'out_feature'; did you mean 'out_features'?");
+  CHECK(one_layer_error("{type: Linear, out_features: 0}", {64}) ==
+        "test.yaml:4:34: error: Linear '0': out_features must be at least 1, found 0");
+  auto msg = one_layer_error("{type: Linear, out_features: 10, bias: 1}", {64});
+  CHECK_HAS(msg, "test.yaml:4:44: error: Linear '0': bias must be true or false, found");
+  msg = one_layer_error("{type: Linear, out_features: ten}", {64});
+  CHECK_HAS(msg, "test.yaml:4:34: error: Linear '0': out_features must be an integer, found");
+  CHECK(one_layer_error("{type: Linear}", {64}) ==
+        "test.yaml:4:5: error: Linear '0': needs attribute 'out_features' (int >= 1; required)");
+  // in_features: null means "not given"
+  CHECK(one_layer_error("{type: Linear, in_features: null, out_features: 10}", {64}).empty());
+}
+
+TEST_CASE("Linear: one-layer estimate through the graph") {
+  // per-sample [16, 64], batch 4: Linear(64, 10) -> [4, 16, 10], 650 params
+  const Estimate e = one_layer("{type: Linear, out_features: 10}", {16, 64}, 4);
+  REQUIRE(e.layers.size() == 1);
+  CHECK(to_string(e.layers[0].outputs[0].shape) == "[4, 16, 10]");
+  CHECK(e.layers[0].params == 650);
+  CHECK(e.layers[0].trainable_params == 650);
+  CHECK(e.layers[0].param_bytes == 650 * 4);
+  CHECK(e.layers[0].macs == 4 * 16 * 64 * 10);
+  CHECK(e.layers[0].output_bytes == 4 * 16 * 10 * 4);
+}

@@ -1,1 +1,228 @@
+// MaxPool/AvgPool 1d/2d/3d (layers/pool.cpp) and AdaptiveAvgPool/AdaptiveMaxPool 1d/2d/3d
+// (layers/adaptive_pool.cpp). Every shape was printed by PyTorch 1.13 (CPU) running the same
+// module on a tensor of the input's shape; what backward keeps was read with
+// torch.autograd.graph.saved_tensors_hooks.
 #include "../helpers.hpp"
+#include "checks.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+namespace {
+LayerResult pool(const std::string& yaml, const Shape& in, bool input_grad = true) {
+  return run_rule(yaml, {tensor(in, input_grad)});
+}
+std::string pooled(const std::string& yaml, const Shape& in) { return out_shape(pool(yaml, in)); }
+}  // namespace
+
+TEST_CASE("MaxPool2d: shapes; stride defaulting to kernel_size; what backward keeps") {
+  // MaxPool2d(2) on [1, 8, 7, 7] -> [1, 8, 3, 3]: stride defaults to the kernel size
+  auto r = pool("{type: MaxPool2d, kernel_size: 2}", {1, 8, 7, 7});
+  CHECK(out_shape(r) == "[1, 8, 3, 3]");
+  CHECK(r.params.empty());
+  CHECK(r.buffers.empty());
+  CHECK(r.macs == 0);
+  CHECK(r.alias == Alias::None);
+  // max_pool2d_with_indices keeps the input and int64 indices of the output's shape
+  CHECK(saved_of(r) == "input0 extra[1, 8, 3, 3]:int64");
+  REQUIRE(r.saved.size() == 2);
+  CHECK(r.saved[1].what == "indices");
+  CHECK(saved_of(pool("{type: MaxPool2d, kernel_size: 2}", {1, 8, 7, 7}, false)).empty());  // no grad: no node
+  CHECK(saved_of(run_rule("{type: MaxPool2d, kernel_size: 2}", {tensor({1, 8, 7, 7})}, kEval)).empty());
+  // ResNet stem: MaxPool2d(3, 2, 1) on [2, 64, 112, 112] -> [2, 64, 56, 56]
+  r = pool("{type: MaxPool2d, kernel_size: 3, stride: 2, padding: 1}", {2, 64, 112, 112});
+  CHECK(out_shape(r) == "[2, 64, 56, 56]");
+  CHECK(saved_of(r) == "input0 extra[2, 64, 56, 56]:int64");
+  // dilation: MaxPool2d(3, 2, dilation=2) on 9x9 -> [1, 2, 3, 3]; dilation (2, 1), stride 1 -> [1, 2, 5, 7]
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 3, stride: 2, dilation: 2}", {1, 2, 9, 9}) == "[1, 2, 3, 3]");
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 3, stride: 1, dilation: [2, 1]}", {1, 2, 9, 9}) == "[1, 2, 5, 7]");
+  // lists: MaxPool2d((2, 3), (1, 2), (1, 1)) on [1, 2, 6, 9] -> [1, 2, 7, 5]
+  CHECK(pooled("{type: MaxPool2d, kernel_size: [2, 3], stride: [1, 2], padding: [1, 1]}", {1, 2, 6, 9}) == "[1, 2, 7, 5]");
+  // padding exactly half the kernel: MaxPool2d(4, padding=2) on 6x6 -> [1, 2, 2, 2]
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 4, padding: 2}", {1, 2, 6, 6}) == "[1, 2, 2, 2]");
+  // the window may start in the padding: MaxPool2d(3, padding=1) on 1x1 -> [1, 1, 1, 1]
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 3, padding: 1}", {1, 1, 1, 1}) == "[1, 1, 1, 1]");
+}
+
+TEST_CASE("Pooling: ceil_mode") {
+  // MaxPool2d(2, ceil_mode=True) on 7x7 -> [1, 8, 4, 4] (floor: 3)
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 2, ceil_mode: true}", {1, 8, 7, 7}) == "[1, 8, 4, 4]");
+  // MaxPool2d(3, 2, ceil_mode=True) on 6x6 -> [1, 1, 3, 3] (floor: 2)
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 3, stride: 2, ceil_mode: true}", {1, 1, 6, 6}) == "[1, 1, 3, 3]");
+  // MaxPool2d(3, 2, 1, ceil_mode=True) on 6x6 -> [1, 1, 4, 4]
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 3, stride: 2, padding: 1, ceil_mode: true}", {1, 1, 6, 6}) == "[1, 1, 4, 4]");
+  // PyTorch drops a last window that would start in the right padding:
+  // MaxPool2d(2, 2, 1, ceil_mode=True) on 5x5 -> [1, 1, 3, 3] (ceil alone would give 4; floor gives 3)
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 2, stride: 2, padding: 1, ceil_mode: true}", {1, 1, 5, 5}) == "[1, 1, 3, 3]");
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 2, stride: 2, padding: 1}", {1, 1, 5, 5}) == "[1, 1, 3, 3]");
+  // MaxPool2d(3, 3, 1, ceil_mode=True) on 5x5 -> [1, 1, 2, 2] (dropped from 3); on 4x4 -> [1, 1, 2, 2] (kept)
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 3, stride: 3, padding: 1, ceil_mode: true}", {1, 1, 5, 5}) == "[1, 1, 2, 2]");
+  CHECK(pooled("{type: MaxPool2d, kernel_size: 3, stride: 3, padding: 1, ceil_mode: true}", {1, 1, 4, 4}) == "[1, 1, 2, 2]");
+  // AvgPool2d(3, 2, 1, ceil_mode=True) on 6x6 -> [1, 1, 4, 4]; AvgPool2d(2, 2, 1, ceil_mode=True) on 5x5 -> [1, 1, 3, 3]
+  CHECK(pooled("{type: AvgPool2d, kernel_size: 3, stride: 2, padding: 1, ceil_mode: true}", {1, 1, 6, 6}) == "[1, 1, 4, 4]");
+  CHECK(pooled("{type: AvgPool2d, kernel_size: 2, stride: 2, padding: 1, ceil_mode: true}", {1, 1, 5, 5}) == "[1, 1, 3, 3]");
+  // MaxPool1d(3, 2, ceil_mode=True) on [2, 4, 10] -> [2, 4, 5]; MaxPool3d(3, 2, 1, ceil_mode=True) on 5x6x7 -> 3x4x4
+  CHECK(pooled("{type: MaxPool1d, kernel_size: 3, stride: 2, ceil_mode: true}", {2, 4, 10}) == "[2, 4, 5]");
+  CHECK(pooled("{type: MaxPool3d, kernel_size: 3, stride: 2, padding: 1, ceil_mode: true}", {1, 2, 5, 6, 7}) == "[1, 2, 3, 4, 4]");
+}
+
+// PyTorch 1.13 computes ceil((L + 2p - d(k-1) - 1) / s) + 1 without first requiring the window to
+// fit: MaxPool2d(3, 2, ceil_mode=True) on 2x2 -> [1, 1, 1, 1]; MaxPool2d(2, 2, ceil_mode=True) on
+// 1x1 -> [1, 1, 1, 1]; AvgPool2d(3, 2, ceil_mode=True) on 2x2 -> [1, 1, 1, 1]. (Without ceil_mode,
+// or with stride 1, the same windows are errors: see the error test case.)
+TEST_CASE("Pooling: ceil_mode accepts a window larger than the input" * doctest::may_fail()) {
+  CHECK(rule_error("{type: MaxPool2d, kernel_size: 3, stride: 2, ceil_mode: true}", {tensor({1, 1, 2, 2})}) == "");
+  CHECK(rule_error("{type: MaxPool2d, kernel_size: 2, stride: 2, ceil_mode: true}", {tensor({1, 1, 1, 1})}) == "");
+  CHECK(rule_error("{type: AvgPool2d, kernel_size: 3, stride: 2, ceil_mode: true}", {tensor({1, 1, 2, 2})}) == "");
+}
+
+TEST_CASE("AvgPool: shapes and what backward keeps") {
+  // AvgPool2d(2) on [1, 8, 7, 7] -> [1, 8, 3, 3]; avg_pool2d keeps its input (no indices)
+  auto r = pool("{type: AvgPool2d, kernel_size: 2}", {1, 8, 7, 7});
+  CHECK(out_shape(r) == "[1, 8, 3, 3]");
+  CHECK(saved_of(r) == "input0");
+  CHECK(saved_of(pool("{type: AvgPool2d, kernel_size: 2}", {1, 8, 7, 7}, false)).empty());
+  // AvgPool2d(3, padding=1, count_include_pad=False, divisor_override=2) on 6x6 -> [1, 2, 2, 2]
+  CHECK(pooled("{type: AvgPool2d, kernel_size: 3, padding: 1, count_include_pad: false, divisor_override: 2}", {1, 2, 6, 6}) ==
+        "[1, 2, 2, 2]");
+  // AvgPool1d(4, 3, 2) on [1, 3, 20] -> [1, 3, 7]
+  r = pool("{type: AvgPool1d, kernel_size: 4, stride: 3, padding: 2}", {1, 3, 20});
+  CHECK(out_shape(r) == "[1, 3, 7]");
+  CHECK(saved_of(r) == "input0");
+  // AvgPool3d((2, 3, 3), (1, 2, 2)) on [1, 2, 5, 6, 7] -> [1, 2, 4, 2, 3]
+  CHECK(pooled("{type: AvgPool3d, kernel_size: [2, 3, 3], stride: [1, 2, 2]}", {1, 2, 5, 6, 7}) == "[1, 2, 4, 2, 3]");
+}
+
+TEST_CASE("MaxPool1d and MaxPool3d") {
+  // MaxPool1d(3, 2) on [2, 4, 11] -> [2, 4, 5], keeps the input and [2, 4, 5] indices
+  auto r = pool("{type: MaxPool1d, kernel_size: 3, stride: 2}", {2, 4, 11});
+  CHECK(out_shape(r) == "[2, 4, 5]");
+  CHECK(saved_of(r) == "input0 extra[2, 4, 5]:int64");
+  // MaxPool3d(2) on [1, 2, 5, 6, 7] -> [1, 2, 2, 3, 3]
+  r = pool("{type: MaxPool3d, kernel_size: 2}", {1, 2, 5, 6, 7});
+  CHECK(out_shape(r) == "[1, 2, 2, 3, 3]");
+  CHECK(saved_of(r) == "input0 extra[1, 2, 2, 3, 3]:int64");
+}
+
+TEST_CASE("Pooling: errors name the expected and the actual value") {
+  // PyTorch: "pad should be at most half of kernel size, but got pad=2 and kernel_size=2"
+  auto msg = rule_error("{type: MaxPool2d, kernel_size: 2, padding: 2}", {tensor({1, 2, 6, 6})});
+  CHECK(msg == "padding must be at most half the kernel size (1), found 2");
+  msg = rule_error("{type: MaxPool2d, kernel_size: 3, padding: 2}", {tensor({1, 2, 6, 6})});
+  CHECK(msg == "padding must be at most half the kernel size (1), found 2");
+  // ... half the kernel, not of its dilated extent (PyTorch: same error with dilation=3)
+  msg = rule_error("{type: MaxPool2d, kernel_size: 3, dilation: 3, padding: 2}", {tensor({1, 2, 6, 6})});
+  CHECK(msg == "padding must be at most half the kernel size (1), found 2");
+  msg = rule_error("{type: AvgPool2d, kernel_size: 2, padding: 2}", {tensor({1, 2, 6, 6})});
+  CHECK(msg == "padding must be at most half the kernel size (1), found 2");
+  msg = rule_error("{type: MaxPool1d, kernel_size: 2, padding: 2}", {tensor({2, 4, 10})});
+  CHECK(msg == "padding must be at most half the kernel size (1), found 2");
+  // PyTorch: "Given input size: (1x2x2). Calculated output size: (1x0x0). Output size is too small"
+  msg = rule_error("{type: MaxPool2d, kernel_size: 3}", {tensor({1, 1, 2, 2})});
+  CHECK_HAS(msg, "the input height is 2 (2 with padding), smaller than the kernel's extent 3");
+  msg = rule_error("{type: MaxPool2d, kernel_size: 3, stride: 1, ceil_mode: true}", {tensor({1, 1, 2, 2})});
+  CHECK_HAS(msg, "smaller than the kernel's extent 3");
+  msg = rule_error("{type: AvgPool2d, kernel_size: 5}", {tensor({1, 2, 4, 4})});
+  CHECK_HAS(msg, "the input height is 4 (4 with padding), smaller than the kernel's extent 5");
+  msg = rule_error("{type: MaxPool1d, kernel_size: 5}", {tensor({1, 1, 3})});
+  CHECK_HAS(msg, "the input length is 3 (3 with padding), smaller than the kernel's extent 5");
+  msg = rule_error("{type: MaxPool2d, kernel_size: [1, 4]}", {tensor({1, 1, 5, 3})});
+  CHECK_HAS(msg, "the input width is 3");
+  // PyTorch: "max_pool2d" not implemented for 'Long'
+  msg = rule_error("{type: MaxPool2d, kernel_size: 2}", {tensor({1, 2, 4, 4}, false, DType::Int64)});
+  CHECK(msg == "expected a floating-point input, found int64");
+  // nnmem shapes include the batch
+  msg = rule_error("{type: MaxPool2d, kernel_size: 2}", {tensor({1, 2, 2, 4, 4})});
+  CHECK(msg == "expected a 4-D input [N, C, H, W], found 5-D [1, 2, 2, 4, 4]");
+  msg = rule_error("{type: AvgPool1d, kernel_size: 2}", {tensor({2, 4})});
+  CHECK(msg == "expected a 3-D input [N, C, L], found 2-D [2, 4]");
+}
+
+TEST_CASE("Pooling: located errors in a spec") {
+  CHECK(one_layer_error("{type: MaxPool2d, kernel_size: 2, padding: 2}", {2, 6, 6}) ==
+        "test.yaml:4:48: error: MaxPool2d '0': padding must be at most half the kernel size (1), found 2");
+  CHECK(one_layer_error("{type: MaxPool2d, kernel_size: 3}", {1, 2, 2}).rfind(
+            "test.yaml:4:5: error: MaxPool2d '0': the input height is 2 (2 with padding)", 0) == 0);
+  // AvgPool has no dilation, AvgPool1d no divisor_override (as in PyTorch)
+  auto msg = one_layer_error("{type: AvgPool2d, kernel_size: 2, dilation: 2}", {2, 6, 6});
+  CHECK(msg == "test.yaml:4:39: error: AvgPool2d '0': unknown attribute 'dilation'; AvgPool2d takes: kernel_size stride "
+               "padding ceil_mode count_include_pad divisor_override");
+  msg = one_layer_error("{type: AvgPool1d, kernel_size: 2, divisor_override: 2}", {2, 6});
+  CHECK_HAS(msg, "test.yaml:4:39: error: AvgPool1d '0': unknown attribute 'divisor_override'");
+  msg = one_layer_error("{type: MaxPool2d, kernel_size: 2, ceil_mod: true}", {2, 6, 6});
+  CHECK(msg == "test.yaml:4:39: error: MaxPool2d '0': unknown attribute 'ceil_mod'; did you mean 'ceil_mode'?");
+  msg = one_layer_error("{type: MaxPool2d, kernel_size: 2, stride: 0}", {2, 6, 6});
+  CHECK(msg == "test.yaml:4:47: error: MaxPool2d '0': stride must be at least 1, found 0");
+  msg = one_layer_error("{type: MaxPool3d, kernel_size: [2, 2]}", {2, 6, 6, 6});
+  CHECK_HAS(msg, "test.yaml:4:36: error: MaxPool3d '0': kernel_size must be an integer or a list of 3 integers, found");
+  msg = one_layer_error("{type: MaxPool2d, kernel_size: 2, ceil_mode: yes please}", {2, 6, 6});
+  CHECK_HAS(msg, "test.yaml:4:50: error: MaxPool2d '0': ceil_mode must be true or false, found");
+  msg = one_layer_error("{type: AvgPool2d, kernel_size: 2, divisor_override: 0}", {2, 6, 6});
+  CHECK(msg == "test.yaml:4:57: error: AvgPool2d '0': divisor_override must be at least 1, found 0");
+  CHECK(one_layer_error("{type: MaxPool2d}", {2, 6, 6}) ==
+        "test.yaml:4:5: error: MaxPool2d '0': needs attribute 'kernel_size' (int or list of 2 ints >= 1; required)");
+}
+
+TEST_CASE("Adaptive pooling: shapes and what backward keeps") {
+  // AdaptiveAvgPool2d(3) on [2, 3, 10, 9] -> [2, 3, 3, 3], keeps the input
+  auto r = pool("{type: AdaptiveAvgPool2d, output_size: 3}", {2, 3, 10, 9});
+  CHECK(out_shape(r) == "[2, 3, 3, 3]");
+  CHECK(saved_of(r) == "input0");
+  CHECK(r.params.empty());
+  // AdaptiveAvgPool2d((1, 3)) -> [2, 3, 1, 3], keeps the input (not a global mean)
+  r = pool("{type: AdaptiveAvgPool2d, output_size: [1, 3]}", {2, 3, 10, 9});
+  CHECK(out_shape(r) == "[2, 3, 1, 3]");
+  CHECK(saved_of(r) == "input0");
+  // VGG: AdaptiveAvgPool2d((7, 7)) on [1, 512, 14, 14] and on [1, 512, 7, 7] -> [1, 512, 7, 7]
+  CHECK(pooled("{type: AdaptiveAvgPool2d, output_size: [7, 7]}", {1, 512, 14, 14}) == "[1, 512, 7, 7]");
+  CHECK(pooled("{type: AdaptiveAvgPool2d, output_size: 7}", {1, 512, 7, 7}) == "[1, 512, 7, 7]");
+  // an output larger than the input is allowed: AdaptiveAvgPool2d(16) on 10x9 -> [2, 3, 16, 16]
+  CHECK(pooled("{type: AdaptiveAvgPool2d, output_size: 16}", {2, 3, 10, 9}) == "[2, 3, 16, 16]");
+  CHECK(pooled("{type: AdaptiveMaxPool1d, output_size: 16}", {1, 3, 10}) == "[1, 3, 16]");
+  // AdaptiveMaxPool2d((2, 3)) on [1, 4, 8, 9] -> [1, 4, 2, 3], keeps the input and int64 indices
+  r = pool("{type: AdaptiveMaxPool2d, output_size: [2, 3]}", {1, 4, 8, 9});
+  CHECK(out_shape(r) == "[1, 4, 2, 3]");
+  CHECK(saved_of(r) == "input0 extra[1, 4, 2, 3]:int64");
+  // adaptive max pooling keeps indices even for output 1
+  CHECK(saved_of(pool("{type: AdaptiveMaxPool2d, output_size: 1}", {2, 3, 10, 9})) == "input0 extra[2, 3, 1, 1]:int64");
+  CHECK(saved_of(pool("{type: AdaptiveMaxPool1d, output_size: 3}", {1, 3, 10})) == "input0 extra[1, 3, 3]:int64");
+  // 3-D
+  r = pool("{type: AdaptiveAvgPool3d, output_size: 1}", {1, 3, 6, 5, 4});
+  CHECK(out_shape(r) == "[1, 3, 1, 1, 1]");
+  CHECK(saved_of(r) == "input0");
+  r = pool("{type: AdaptiveMaxPool3d, output_size: 3}", {1, 3, 6, 5, 4});
+  CHECK(out_shape(r) == "[1, 3, 3, 3, 3]");
+  CHECK(saved_of(r) == "input0 extra[1, 3, 3, 3, 3]:int64");
+  CHECK(out_shape(pool("{type: AdaptiveAvgPool1d, output_size: 3}", {1, 3, 10})) == "[1, 3, 3]");
+  // nothing without a gradient or in evaluation
+  CHECK(saved_of(pool("{type: AdaptiveMaxPool2d, output_size: 1}", {2, 3, 10, 9}, false)).empty());
+  CHECK(saved_of(pool("{type: AdaptiveAvgPool3d, output_size: 3}", {1, 3, 6, 5, 4}, false)).empty());
+  CHECK(saved_of(run_rule("{type: AdaptiveAvgPool2d, output_size: 3}", {tensor({2, 3, 10, 9})}, kEval)).empty());
+}
+
+// Global average pooling: AdaptiveAvgPool1d/2d(1) run input.mean(spatial dims) in PyTorch 1.13,
+// and its MeanBackward1 node keeps `self` (grad_fn._saved_self; saved_tensors_hooks reports the
+// input) — so it is not free in 1.13: the input is kept, as for any other output size.
+TEST_CASE("Adaptive pooling: global average pooling keeps the input (PyTorch 1.13)") {
+  CHECK(out_shape(pool("{type: AdaptiveAvgPool2d, output_size: 1}", {2, 3, 10, 9})) == "[2, 3, 1, 1]");
+  CHECK(saved_of(pool("{type: AdaptiveAvgPool2d, output_size: 1}", {2, 3, 10, 9})) == "input0");
+  CHECK(saved_of(pool("{type: AdaptiveAvgPool2d, output_size: [1, 1]}", {2, 3, 10, 9})) == "input0");
+  CHECK(out_shape(pool("{type: AdaptiveAvgPool1d, output_size: 1}", {1, 3, 10})) == "[1, 3, 1]");
+  CHECK(saved_of(pool("{type: AdaptiveAvgPool1d, output_size: 1}", {1, 3, 10})) == "input0");
+}
+
+TEST_CASE("Adaptive pooling: errors") {
+  // PyTorch: "adaptive_max_pool2d" not implemented for 'Long'; mean(): could not infer output dtype
+  CHECK(rule_error("{type: AdaptiveMaxPool2d, output_size: 1}", {tensor({1, 2, 4, 4}, false, DType::Int64)}) ==
+        "expected a floating-point input, found int64");
+  CHECK(rule_error("{type: AdaptiveAvgPool2d, output_size: 1}", {tensor({1, 2, 4, 4}, false, DType::Int64)}) ==
+        "expected a floating-point input, found int64");
+  CHECK(rule_error("{type: AdaptiveAvgPool3d, output_size: 1}", {tensor({1, 2, 4, 4})}) ==
+        "expected a 5-D input [N, C, D, H, W], found 4-D [1, 2, 4, 4]");
+  CHECK(one_layer_error("{type: AdaptiveAvgPool2d, output_size: 0}", {3, 8, 8}) ==
+        "test.yaml:4:44: error: AdaptiveAvgPool2d '0': output_size must be at least 1, found 0");
+  CHECK_HAS(one_layer_error("{type: AdaptiveAvgPool2d, output_size: [7, 7, 7]}", {3, 8, 8}),
+            "test.yaml:4:44: error: AdaptiveAvgPool2d '0': output_size must be an integer or a list of 2 integers, found");
+  CHECK(one_layer_error("{type: AdaptiveAvgPool2d, output_sizes: 1}", {3, 8, 8}) ==
+        "test.yaml:4:31: error: AdaptiveAvgPool2d '0': unknown attribute 'output_sizes'; did you mean 'output_size'?");
+}
