@@ -1,48 +1,68 @@
 // Element-wise activations and the softmax family. They add no parameters; what they keep for
 // backward is what their derivative formula reads (derivatives.yaml):
-//   the output — ReLU, Sigmoid, Tanh, Softmax, LogSoftmax, and every in-place variant;
+//   the output — ReLU, Sigmoid, Tanh, Softmax, LogSoftmax;
 //   the input  — out-of-place ReLU6 (hardtanh), LeakyReLU, ELU, GELU, SiLU, Mish, Hardswish,
 //                Hardsigmoid, Softplus.
-// An in-place activation's output is its input's storage, so it costs no new memory.
+// An in-place activation's output is its input's storage, so it costs no new memory — but what
+// its backward keeps depends on the formula (PyTorch 1.13, saved_tensors_hooks):
+//   relu_, leaky_relu_, elu_ have formulas in terms of the result, and keep it;
+//   hardtanh_ (ReLU6), silu_, mish_, hardswish_, hardsigmoid_ need the input's old values, so
+//   autograd clones the input before overwriting it and keeps the clone: a new input-sized tensor.
 #include "common.hpp"
 
 namespace nnmem::layers {
 namespace {
 
 enum class Keeps { Input, Output };
+enum class InPlace { No, KeepsResult, KeepsClone };  // whether `inplace` exists, and what it keeps
+enum class Dtypes {
+  Float,       // floating point only ("not implemented for 'Long'")
+  FloatOrInt,  // clamps (relu, hardtanh): integers too, in their own dtype; not bool
+  AnyToFloat,  // sigmoid, tanh: integers and bool give the default dtype, float32
+};
 
 struct Activation {
   const char* type;
   const char* summary;
   Keeps keeps;
-  bool has_inplace;
+  InPlace inplace;
+  Dtypes dtypes;
   std::vector<AttrDef> extra_attrs;
 };
 
-LayerResult infer_activation(const LayerCall& call, Keeps keeps, bool has_inplace) {
-  require_float(call);
-  const bool inplace = has_inplace && call.attrs.flag("inplace");
+TensorType activation_output(const LayerCall& call, Dtypes dtypes) {
+  TensorType out = call.input();
+  if (dtypes == Dtypes::Float) require_float(call);
+  if (dtypes == Dtypes::FloatOrInt && out.dtype == DType::Bool)
+    throw LayerError("expected a floating-point or integer input, found bool");
+  // torch.get_default_dtype(), whatever the model's dtype: .half() does not change it.
+  if (dtypes == Dtypes::AnyToFloat && !is_floating(out.dtype)) out.dtype = DType::Float32;
+  return out;
+}
+
+LayerResult infer_activation(const LayerCall& call, Keeps keeps, InPlace kind, Dtypes dtypes) {
+  const bool inplace = kind != InPlace::No && call.attrs.flag("inplace");
   LayerResult res;
-  res.outputs.push_back(call.input());
+  res.outputs.push_back(activation_output(call, dtypes));
   res.alias = inplace ? Alias::InPlace : Alias::None;
   if (call.training() && call.input_requires_grad()) {
-    // An in-place op cannot keep its input's old values; PyTorch's in-place variants keep the result.
-    if (keeps == Keeps::Output || inplace) res.save_output(0);
-    else res.save_input(0);
+    if (!inplace) keeps == Keeps::Output ? res.save_output(0) : res.save_input(0);
+    else if (kind == InPlace::KeepsResult) res.save_output(0);
+    else res.save_extra(call.input(), "input clone");
   }
   return res;
 }
 
 LayerDef activation_def(Activation a) {
   std::vector<AttrDef> attrs = std::move(a.extra_attrs);
-  if (a.has_inplace) attrs.push_back(AttrDef::flag("inplace", false, "overwrite the input instead of allocating"));
-  const Keeps keeps = a.keeps;
-  const bool has_inplace = a.has_inplace;
+  if (a.inplace != InPlace::No) attrs.push_back(AttrDef::flag("inplace", false, "overwrite the input instead of allocating"));
   return LayerDef{
       .type = a.type,
       .summary = a.summary,
       .attrs = std::move(attrs),
-      .infer = [keeps, has_inplace](const LayerCall& call) { return infer_activation(call, keeps, has_inplace); },
+      .infer = [keeps = a.keeps, kind = a.inplace, dtypes = a.dtypes](const LayerCall& call) {
+        return infer_activation(call, keeps, kind, dtypes);
+      },
   };
 }
 
@@ -69,23 +89,26 @@ LayerDef softmax_def(const char* type, const char* summary) {
 }
 
 const bool registered = [] {
+  using enum Keeps;
+  using enum InPlace;
+  using enum Dtypes;
   const std::vector<Activation> table = {
-      {"ReLU", "max(0, x)", Keeps::Output, true, {}},
-      {"ReLU6", "min(max(0, x), 6)", Keeps::Input, true, {}},
-      {"LeakyReLU", "x if x > 0 else negative_slope * x", Keeps::Input, true,
+      {"ReLU", "max(0, x)", Output, KeepsResult, FloatOrInt, {}},
+      {"ReLU6", "min(max(0, x), 6)", Input, KeepsClone, FloatOrInt, {}},
+      {"LeakyReLU", "x if x > 0 else negative_slope * x", Input, KeepsResult, Float,
        {AttrDef::real("negative_slope", "slope for x < 0").or_else_real(0.01)}},
-      {"ELU", "x if x > 0 else alpha * (exp(x) - 1)", Keeps::Input, true,
+      {"ELU", "x if x > 0 else alpha * (exp(x) - 1)", Input, KeepsResult, Float,
        {AttrDef::real("alpha", "scale of the negative part").or_else_real(1.0)}},
-      {"GELU", "x * Phi(x)", Keeps::Input, false,
+      {"GELU", "x * Phi(x)", Input, No, Float,
        {AttrDef::word("approximate", {"none", "tanh"}, "exact, or the tanh approximation")}},
-      {"SiLU", "x * sigmoid(x) (a.k.a. swish)", Keeps::Input, false, {}},
-      {"Mish", "x * tanh(softplus(x))", Keeps::Input, false, {}},
-      {"Hardswish", "x * relu6(x + 3) / 6", Keeps::Input, false, {}},
-      {"Hardsigmoid", "relu6(x + 3) / 6", Keeps::Input, false, {}},
-      {"Softplus", "log(1 + exp(beta * x)) / beta", Keeps::Input, false,
+      {"SiLU", "x * sigmoid(x) (a.k.a. swish)", Input, KeepsClone, Float, {}},
+      {"Mish", "x * tanh(softplus(x))", Input, KeepsClone, Float, {}},
+      {"Hardswish", "x * relu6(x + 3) / 6", Input, KeepsClone, Float, {}},
+      {"Hardsigmoid", "relu6(x + 3) / 6", Input, KeepsClone, Float, {}},
+      {"Softplus", "log(1 + exp(beta * x)) / beta", Input, No, Float,
        {AttrDef::real("beta", "sharpness").or_else_real(1.0), AttrDef::real("threshold", "linear above this").or_else_real(20.0)}},
-      {"Sigmoid", "1 / (1 + exp(-x))", Keeps::Output, false, {}},
-      {"Tanh", "hyperbolic tangent", Keeps::Output, false, {}},
+      {"Sigmoid", "1 / (1 + exp(-x))", Output, No, AnyToFloat, {}},
+      {"Tanh", "hyperbolic tangent", Output, No, AnyToFloat, {}},
   };
   for (const auto& a : table) register_layer(activation_def(a));
   register_layer(softmax_def("Softmax", "exp(x) / sum(exp(x)) along dim"));

@@ -3,6 +3,8 @@
 // each) and the int64 scalar num_batches_tracked when tracking running statistics.
 // Backward (derivatives.yaml, `native_batch_norm`): keeps the input and the per-channel
 // save_mean and save_invstd (float32 on CUDA for 16-bit inputs, the input's dtype on CPU).
+#include <limits>
+
 #include "common.hpp"
 
 namespace nnmem::layers {
@@ -32,10 +34,13 @@ LayerResult infer_batchnorm(const LayerCall& call, int rank) {
     res.buffers.push_back({"num_batches_tracked", {}, DType::Int64});
   }
   res.macs = numel(in);
-  // Training normalises with batch statistics (so does evaluation without running statistics).
-  if (call.training() && numel(in) / channels == 1)
-    throw LayerError("needs more than 1 value per channel when training, but the input " + to_string(in) +
-                     " has one; use a batch larger than 1");
+  // _BatchNorm.forward normalises with batch statistics when training, and in evaluation too
+  // when it has no running statistics (bn_training = running_mean is None); F.batch_norm then
+  // refuses a single value per channel ("Expected more than 1 value per channel when training").
+  if ((call.training() || !tracking) && numel(in) / channels == 1)
+    throw LayerError("needs more than 1 value per channel " +
+                     std::string(call.training() ? "when training" : "in evaluation without running statistics") +
+                     ", but the input " + to_string(in) + " has one; use a batch larger than 1");
   if (call.training() && (call.input_requires_grad() || (call.trainable && a.flag("affine")))) {
     res.save_input(0);
     const bool widen = call.ctx.device == Device::Cuda && dtype_size(dtype) < 4;
@@ -53,8 +58,12 @@ LayerDef batchnorm_def(int rank) {
                  std::to_string(rank + 2) + "-D input",
       .attrs = {
           AttrDef::integer("num_features", "channels; inferred, checked when given").optional().at_least(1),
-          AttrDef::real("eps", "added to the variance").or_else_real(1e-5).between(0, 1e300),
-          AttrDef::real("momentum", "running statistics update factor").or_else_real(0.1).between(0, 1),
+          // No upper bound: 1e300 as a stand-in would show in `nnmem layers`.
+          AttrDef::real("eps", "added to the variance").or_else_real(1e-5)
+              .between(0, std::numeric_limits<double>::infinity()),
+          // null is PyTorch's momentum=None: a cumulative moving average instead of an exponential one.
+          AttrDef::real("momentum", "running statistics update factor; null: cumulative average")
+              .optional().or_else_real(0.1).between(0, 1),
           AttrDef::flag("affine", true, "learnable per-channel scale and shift"),
           AttrDef::flag("track_running_stats", true, "keep running mean and variance buffers"),
       },

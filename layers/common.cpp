@@ -48,19 +48,22 @@ std::string dim_name(std::size_t index, std::size_t rank) {
 }
 
 std::int64_t window_output(const Window& w, const std::string& dim) {
+  // PyTorch's pooling_output_shape (Pool.h): div_rtn((L + 2p - d(k-1) - 1 [+ s - 1 in ceil mode]), s) + 1,
+  // then, in ceil mode, drop a last window that would start in the right padding; only a size
+  // below 1 is an error. So ceil mode lets a window overhang a small input: MaxPool2d(3, 2,
+  // ceil_mode=True) on 2x2 gives 1x1. Without ceil mode (always, for convolutions) a size below
+  // 1 means exactly that the kernel's extent exceeds the padded input, which is how PyTorch's
+  // convolutions put it ("Kernel size can't be greater than actual input size").
   const std::int64_t effective = checked_add(checked_mul(w.dilation, w.kernel - 1), 1);
   const std::int64_t padded = checked_add(w.input, checked_mul(2, w.padding));
-  if (effective > padded)
+  const std::int64_t span = checked_sub(padded, effective) + (w.ceil_mode ? w.stride - 1 : 0);
+  const std::int64_t floor_div = span / w.stride - (span % w.stride < 0 ? 1 : 0);  // div_rtn
+  std::int64_t out = floor_div + 1;
+  if (w.ceil_mode && (out - 1) * w.stride >= w.input + w.padding) --out;
+  if (out < 1)
     throw LayerError("the input " + dim + " is " + std::to_string(w.input) + " (" + std::to_string(padded) +
                      " with padding), smaller than the kernel's extent " + std::to_string(effective) +
                      "; the output would be empty");
-  const std::int64_t span = padded - effective;
-  std::int64_t out = span / w.stride + 1;
-  if (w.ceil_mode) {
-    out = (span + w.stride - 1) / w.stride + 1;
-    // PyTorch: the last window must start inside the input or the left padding.
-    if ((out - 1) * w.stride >= w.input + w.padding) --out;
-  }
   return out;
 }
 

@@ -32,7 +32,8 @@ struct Window {
 };
 
 /// Output length of a convolution or pooling window: floor((L + 2p - d(k-1) - 1) / s) + 1,
-/// with PyTorch's ceil_mode rule. Throws (naming `dim`) when the window does not fit.
+/// with PyTorch's ceil_mode rule (pooling_output_shape). Throws (naming `dim`) when the length
+/// is below 1.
 std::int64_t window_output(const Window& w, const std::string& dim);
 
 /// "height" / "width" / "length" / "depth" for a spatial index out of `rank` dimensions.

@@ -1,6 +1,9 @@
 // Convolutions: Conv1d/2d/3d and ConvTranspose1d/2d/3d.
 // Backward (derivatives.yaml, `convolution`): one formula computes the grads of input, weight
-// and bias, so the node keeps its input and weight whenever any of them needs a gradient.
+// and bias, so the node keeps its input and weight whenever any of them needs a gradient — the
+// input, or the padded copy it convolves instead (non-zeros padding_mode; odd 'same' padding).
+#include <algorithm>
+
 #include "common.hpp"
 
 namespace nnmem::layers {
@@ -26,6 +29,55 @@ std::vector<AttrDef> conv_attrs(int rank, bool transposed) {
   return attrs;
 }
 
+// Padding before and after each spatial dimension. 'same' needs d(k - 1) in all, split as
+// PyTorch splits it (Conv._ConvNd.__init__ and ATen's pooling_same_mode_padding_lr agree): the
+// smaller half first, so an odd total puts the extra row or column at the end.
+struct Padding {
+  std::vector<std::int64_t> before, after;
+};
+
+Padding padding_of(const Attrs& a, std::size_t rank) {
+  Padding pad{std::vector<std::int64_t>(rank, 0), std::vector<std::int64_t>(rank, 0)};
+  if (a.is("padding", "valid")) return pad;
+  if (a.is("padding", "same")) {
+    const auto kernel = a.tuple("kernel_size");
+    const auto dilation = a.tuple("dilation");
+    for (std::size_t d = 0; d < rank; ++d) {
+      const std::int64_t total = checked_mul(dilation[d], kernel[d] - 1);
+      pad.before[d] = total / 2;
+      pad.after[d] = total - total / 2;
+    }
+    return pad;
+  }
+  pad.before = pad.after = a.tuple("padding");
+  return pad;
+}
+
+// F.pad's limits for the non-zeros modes (torch 1.13): reflect needs each side's padding below
+// the input's size ("Padding size should be less than the corresponding input dimension");
+// circular may wrap around at most once ("Padding value causes wrapping around more than once").
+void check_pad_mode(const std::string& mode, const Padding& pad, const Shape& in, std::size_t rank) {
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t len = in[2 + d];
+    const std::int64_t widest = std::max(pad.before[d], pad.after[d]);
+    if (mode == "reflect" && widest >= len)
+      throw LayerError("reflect padding " + std::to_string(widest) + " must be smaller than the input " +
+                           dim_name(d, rank) + " " + std::to_string(len), "padding");
+    if (mode == "circular" && widest > len)
+      throw LayerError("circular padding " + std::to_string(widest) + " must be at most the input " +
+                           dim_name(d, rank) + " " + std::to_string(len) + " (it would wrap around more than once)",
+                       "padding");
+  }
+}
+
+// The tensor the convolution itself runs on, when it is not the input: `input` grown by
+// `grow` (per spatial dimension).
+TensorType grown(const TensorType& input, const std::vector<std::int64_t>& grow) {
+  TensorType t = input;
+  for (std::size_t d = 0; d < grow.size(); ++d) t.shape[2 + d] = checked_add(t.shape[2 + d], grow[d]);
+  return t;
+}
+
 LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
   const auto r = static_cast<std::size_t>(rank);
   require_rank(call, r + 2, r + 2, rank == 1 ? "[N, C, L]" : rank == 2 ? "[N, C, H, W]" : "[N, C, D, H, W]");
@@ -47,12 +99,15 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
   const auto stride = a.tuple("stride");
   const auto dilation = a.tuple("dilation");
   const bool same = a.is("padding", "same");
-  std::vector<std::int64_t> padding = a.is("padding", "valid") || same ? std::vector<std::int64_t>(r, 0) : a.tuple("padding");
+  const Padding pad = padding_of(a, r);
+  const std::string mode = transposed ? "zeros" : a.text("padding_mode");
   if (same)
     for (std::size_t d = 0; d < r; ++d)
       if (stride[d] != 1)
         throw LayerError("padding 'same' needs stride 1 (PyTorch does not support it for strided convolutions), found stride " +
                              std::to_string(stride[d]), "padding");
+
+  check_pad_mode(mode, pad, in, r);  // F.pad runs before the convolution looks at sizes
 
   LayerResult res;
   Shape out = {in[0], out_channels};
@@ -66,20 +121,17 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
         throw LayerError("output_padding must be smaller than stride or dilation, found " + std::to_string(output_padding[d]),
                          "output_padding");
       // (L - 1)s - 2p + d(k - 1) + output_padding + 1
-      const std::int64_t grown = checked_add(checked_mul(len - 1, stride[d]),
-                                             checked_add(checked_mul(dilation[d], kernel[d] - 1), output_padding[d] + 1));
-      const std::int64_t size = checked_sub(grown, checked_mul(2, padding[d]));
+      const std::int64_t grown_len = checked_add(checked_mul(len - 1, stride[d]),
+                                                 checked_add(checked_mul(dilation[d], kernel[d] - 1), output_padding[d] + 1));
+      const std::int64_t size = checked_sub(grown_len, checked_mul(2, pad.before[d]));
       if (size < 1)
         throw LayerError("the output " + dim_name(d, r) + " would be " + std::to_string(size) + " (padding " +
-                             std::to_string(padding[d]) + " removes more than the " + std::to_string(grown) + " produced)",
-                         "padding");
+                             std::to_string(pad.before[d]) + " removes more than the " + std::to_string(grown_len) +
+                             " produced)", "padding");
       out.push_back(size);
     } else {
-      out.push_back(window_output({len, kernel[d], stride[d], padding[d], dilation[d]}, dim_name(d, r)));
+      out.push_back(window_output({len, kernel[d], stride[d], pad.before[d], dilation[d]}, dim_name(d, r)));
     }
-    if (!transposed && a.is("padding_mode", "reflect") && padding[d] >= len)
-      throw LayerError("reflect padding " + std::to_string(padding[d]) + " must be smaller than the input " +
-                           dim_name(d, r) + " " + std::to_string(len), "padding");
   }
   res.outputs.push_back({out, call.input().dtype});
 
@@ -93,19 +145,25 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
   res.macs = transposed ? checked_mul(checked_mul(numel(in), out_channels / groups), checked_product(kernel))
                         : checked_mul(numel(out), per_element);
 
-  if (call.training() && (call.input_requires_grad() || call.trainable)) {
-    const bool explicit_pad = !transposed && !a.is("padding_mode", "zeros") &&
-                              std::any_of(padding.begin(), padding.end(), [](std::int64_t p) { return p > 0; });
-    if (explicit_pad) {
-      // reflect/replicate/circular: F.pad makes a padded copy, which the convolution keeps;
-      // the pad op itself keeps its input when that needs a gradient.
-      Shape padded = in;
-      for (std::size_t d = 0; d < r; ++d) padded[2 + d] = checked_add(in[2 + d], checked_mul(2, padding[d]));
-      res.save_extra({padded, call.input().dtype}, "padded input");
-      if (call.input_requires_grad() && !a.is("padding_mode", "circular")) res.save_input(0);
-    } else {
+  // The convolution keeps the tensor it runs on whenever any of its grads is needed.
+  if (!call.training() || !(call.input_requires_grad() || call.trainable)) return res;
+  std::vector<std::int64_t> grow(r, 0);
+  if (mode != "zeros") {
+    // Conv._conv_forward runs F.pad for every non-zeros padding_mode, even padding 0 or 'valid',
+    // and convolves the padded copy. reflection/replication_padNd keep their input for backward
+    // (when it needs a grad); circular padding is cat and slices, which keep nothing.
+    for (std::size_t d = 0; d < r; ++d) grow[d] = checked_add(pad.before[d], pad.after[d]);
+    res.save_extra(grown(call.input(), grow), "padded input");
+    if (call.input_requires_grad() && mode != "circular") res.save_input(0);
+  } else {
+    // zeros: ATen pads symmetrically inside the convolution. Only 'same' with an odd total
+    // (an even kernel, odd dilation) is lopsided; convolution_same then pads the extra row or
+    // column itself with constant_pad_nd (which keeps nothing) and convolves that copy.
+    for (std::size_t d = 0; d < r; ++d) grow[d] = pad.after[d] - pad.before[d];
+    if (std::any_of(grow.begin(), grow.end(), [](std::int64_t g) { return g > 0; }))
+      res.save_extra(grown(call.input(), grow), "padded input");
+    else
       res.save_input(0);
-    }
   }
   return res;
 }

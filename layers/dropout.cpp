@@ -3,6 +3,7 @@
 //   CUDA, 0 < p < 1, not in place: the fused native_dropout keeps a bool mask (1 byte/element);
 //   otherwise (CPU, or in place): the mask is a tensor of the input's dtype, kept by the multiply.
 // The mask is kept only when the input needs a gradient. Channel dropout's mask is [N, C, 1…].
+// p = 1 keeps no mask, only a 0-dim zero of the input's dtype.
 #include "common.hpp"
 
 namespace nnmem::layers {
@@ -23,10 +24,17 @@ LayerResult infer_dropout(const LayerCall& call, int channel_rank) {
   }
   res.alias = inplace ? Alias::InPlace : Alias::None;
   if (!call.input_requires_grad()) return res;
+  // _dropout_impl: `if (p == 1) return multiply<inplace>(input, at::zeros({}, input.options()))`,
+  // before any noise is drawn (and never fused: p < 1 is a condition of the fused kernel). The
+  // multiply keeps only that 0-dim zero, whatever the input's shape or device.
+  if (p == 1.0) {
+    res.save_extra({{}, call.input().dtype}, "zero scalar");
+    return res;
+  }
   Shape mask = call.shape();
   if (channel_rank > 0)
     for (std::size_t d = 2; d < mask.size(); ++d) mask[d] = 1;
-  const bool fused = call.ctx.device == Device::Cuda && !inplace && channel_rank == 0 && p < 1.0;
+  const bool fused = call.ctx.device == Device::Cuda && !inplace && channel_rank == 0;
   res.save_extra({mask, fused ? DType::Bool : call.input().dtype}, "mask");
   return res;
 }

@@ -6,12 +6,23 @@
 namespace nnmem::layers {
 namespace {
 
-// PyTorch's type promotion for the cases a network meets.
+// PyTorch's type promotion (c10::promoteTypes) for nnmem's dtypes, checked against torch 1.13
+// on every pair: bool yields to anything; a float beats an integer; of two floats or two
+// integers the wider wins, except that float16 with bfloat16 needs float32 and uint8 with int8
+// needs int16 (neither holds the other's range).
 DType promote(DType a, DType b) {
-  if (a == b) return a;
+  if (a == b || b == DType::Bool) return a;
+  if (a == DType::Bool) return b;
   if (is_floating(a) != is_floating(b)) return is_floating(a) ? a : b;
   if (dtype_size(a) != dtype_size(b)) return dtype_size(a) > dtype_size(b) ? a : b;
-  return is_floating(a) ? DType::Float32 : (a == DType::Bool ? b : a);  // float16 + bfloat16 -> float32
+  return is_floating(a) ? DType::Float32 : DType::Int16;  // {float16, bfloat16} or {int8, uint8}
+}
+
+// Whether an in-place op may store a result of type `from` in a tensor of type `to`
+// (c10::canCast): not a float into an integer, nor anything but bool into bool.
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  return to != DType::Bool || from == DType::Bool;
 }
 
 std::string input_shapes(const LayerCall& call) {
@@ -48,9 +59,17 @@ LayerResult infer_add(const LayerCall& call) {
   res.grad_passthrough = std::all_of(call.inputs.begin(), call.inputs.end(),
                                      [&](const InputTensor& in) { return in.type.shape == res.outputs[0].shape; });
   if (call.attrs.flag("inplace")) {
-    if (res.outputs[0] != call.input(0))
-      throw LayerError("in place, the result " + to_string(res.outputs[0].shape) +
-                       " must have the first input's shape and dtype " + to_string(call.shape(0)), "inplace");
+    // `a += b` writes into a: the broadcast shape must be a's, and the promoted type is cast
+    // back to a's dtype (float16 += float32 stays float16) when PyTorch allows the cast.
+    const TensorType& first = call.input(0);
+    if (res.outputs[0].shape != first.shape)
+      throw LayerError("in place, the result " + to_string(res.outputs[0].shape) + " must have the first input's shape " +
+                       to_string(first.shape), "inplace");
+    if (!can_cast(res.outputs[0].dtype, first.dtype))
+      throw LayerError("in place, the result's dtype " + std::string(dtype_name(res.outputs[0].dtype)) +
+                       " cannot be stored in the first input's dtype " + std::string(dtype_name(first.dtype)) +
+                       " (PyTorch casts no float into an integer, nor anything into bool)", "inplace");
+    res.outputs[0].dtype = first.dtype;
     res.alias = Alias::InPlace;
   }
   return res;

@@ -17,6 +17,15 @@ LayerResult infer_pool(const LayerCall& call, int rank, bool max) {
   const auto stride = a.given("stride") ? a.tuple("stride") : kernel;  // PyTorch: stride defaults to kernel_size
   const auto padding = a.tuple("padding");
   const auto dilation = max ? a.tuple("dilation") : std::vector<std::int64_t>(r, 1);
+  // avg_pool3d's shape check (pool3d_shape_check with check_input_size, CPU and CUDA alike) also
+  // wants the unpadded input to hold a whole kernel, even when padding or ceil_mode would give
+  // an output: AvgPool3d(3, padding=1) on 2x2x2 fails, MaxPool3d and AvgPool1d/2d run.
+  if (rank == 3 && !max)
+    for (std::size_t d = 0; d < r; ++d)
+      if (in[2 + d] < kernel[d])
+        throw LayerError("the input " + dim_name(d, r) + " is " + std::to_string(in[2 + d]) +
+                         ", smaller than the kernel size " + std::to_string(kernel[d]) +
+                         " (AvgPool3d does not count padding here)");
   Shape out = {in[0], in[1]};
   for (std::size_t d = 0; d < r; ++d) {
     if (padding[d] > kernel[d] / 2)

@@ -62,7 +62,7 @@ TEST_CASE("Activations: in-place variants that keep their result") {
 // PyTorch 1.13: relu6_/hardtanh_ need the original input (HardtanhBackward0.self), so autograd
 // clones the input before the in-place op and keeps the clone — a new [2, 3, 4] float32 tensor,
 // not the output (saved_tensors_hooks: a storage that is neither the input nor the output).
-TEST_CASE("Activations: ReLU6(inplace) keeps a clone of its input" * doctest::may_fail()) {
+TEST_CASE("Activations: ReLU6(inplace) keeps a clone of its input") {
   const auto r = run_rule(yaml("ReLU6", ", inplace: true"), {tensor({2, 3, 4})});
   CHECK(r.alias == Alias::InPlace);
   CHECK(saved_of(r) == "extra[2, 3, 4]:float32");
@@ -71,7 +71,7 @@ TEST_CASE("Activations: ReLU6(inplace) keeps a clone of its input" * doctest::ma
 // PyTorch 1.13: nn.SiLU, nn.Mish, nn.Hardswish and nn.Hardsigmoid take inplace=False too; with
 // inplace=True the output is the input's storage and autograd keeps a clone of the input
 // (SiluBackward0.self, MishBackward0.self, HardswishBackward0.self, HardsigmoidBackward0.self).
-TEST_CASE("Activations: SiLU / Mish / Hardswish / Hardsigmoid accept inplace" * doctest::may_fail()) {
+TEST_CASE("Activations: SiLU / Mish / Hardswish / Hardsigmoid accept inplace") {
   for (const std::string type : {"SiLU", "Mish", "Hardswish", "Hardsigmoid"}) {
     CAPTURE(type);
     CHECK_NOTHROW(graph_from(one_layer_spec(yaml(type, ", inplace: true"), {3, 4})));
@@ -114,12 +114,14 @@ TEST_CASE("Activations: int64 inputs that PyTorch rejects") {
     CAPTURE(type);
     CHECK(rule_error(yaml(type), {tensor({2, 3}, false, DType::Int64)}) == "expected a floating-point input, found int64");
   }
-  CHECK(rule_error("{type: ReLU}", {tensor({2, 3}, false, DType::Bool)}) == "expected a floating-point input, found bool");
+  // PyTorch: "Boolean inputs not supported for relu", "Bool inputs not supported for hardtanh"
+  CHECK(rule_error("{type: ReLU}", {tensor({2, 3}, false, DType::Bool)}) == "expected a floating-point or integer input, found bool");
+  CHECK(rule_error("{type: ReLU6}", {tensor({2, 3}, false, DType::Bool)}) == "expected a floating-point or integer input, found bool");
 }
 
 // PyTorch 1.13 (CPU and CUDA): relu and hardtanh (ReLU6) are clamps and accept integer tensors,
 // returning int64; sigmoid and tanh accept them and return float32.
-TEST_CASE("Activations: int64 inputs that PyTorch accepts" * doctest::may_fail()) {
+TEST_CASE("Activations: int64 inputs that PyTorch accepts") {
   for (const std::string type : {"ReLU", "ReLU6"}) {
     CAPTURE(type);
     CHECK(rule_error(yaml(type), {tensor({2, 3}, false, DType::Int64)}) == "");
@@ -127,6 +129,53 @@ TEST_CASE("Activations: int64 inputs that PyTorch accepts" * doctest::may_fail()
   for (const std::string type : {"Sigmoid", "Tanh"}) {
     CAPTURE(type);
     CHECK(rule_error(yaml(type), {tensor({2, 3}, false, DType::Int64)}) == "");
+  }
+}
+
+// PyTorch 1.13, every integer dtype (ReLU and ReLU6 in place too): relu / hardtanh return the
+// input's dtype; sigmoid / tanh return float32 for integers and bool alike.
+TEST_CASE("Activations: the output dtype of integer inputs") {
+  for (const DType dtype : {DType::Int64, DType::Int32, DType::Int16, DType::Int8, DType::UInt8}) {
+    CAPTURE(dtype_name(dtype));
+    for (const std::string type : {"ReLU", "ReLU6"}) {
+      CAPTURE(type);
+      CHECK(run_rule(yaml(type), {tensor({2, 3}, false, dtype)}).outputs[0].dtype == dtype);
+      const auto r = run_rule(yaml(type, ", inplace: true"), {tensor({2, 3}, false, dtype)});
+      CHECK(r.outputs[0].dtype == dtype);
+      CHECK(r.alias == Alias::InPlace);
+      CHECK(saved_of(r).empty());
+    }
+    for (const std::string type : {"Sigmoid", "Tanh"}) {
+      CAPTURE(type);
+      CHECK(run_rule(yaml(type), {tensor({2, 3}, false, dtype)}).outputs[0].dtype == DType::Float32);
+    }
+  }
+  // float32 even when the model runs in float16: an integer input gets torch's default dtype
+  const Context half{Mode::Train, Device::Cpu, DType::Float16};
+  CHECK(run_rule("{type: Sigmoid}", {tensor({2, 3}, false, DType::Bool)}, half).outputs[0].dtype == DType::Float32);
+  CHECK(run_rule("{type: Tanh}", {tensor({2, 3}, false, DType::Bool)}).outputs[0].dtype == DType::Float32);
+  // through the graph: an int64 input, ReLU keeps it int64, Sigmoid makes float32
+  const std::string spec = "inputs: {x: {shape: [3], dtype: int64}}\nlayers:\n  - {type: ReLU}\n  - {type: Sigmoid}\n";
+  const Graph g = graph_from(spec);
+  REQUIRE(g.nodes.size() == 2);
+  CHECK(g.nodes[0].result.outputs[0].dtype == DType::Int64);
+  CHECK(g.nodes[1].result.outputs[0].dtype == DType::Float32);
+}
+
+TEST_CASE("Activations: what in-place variants keep, by who needs a gradient") {
+  // hooks: nothing without a gradient (no node); the clone is of the input's dtype (bfloat16 here)
+  for (const std::string type : {"ReLU6", "SiLU", "Mish", "Hardswish", "Hardsigmoid"}) {
+    CAPTURE(type);
+    auto r = run_rule(yaml(type, ", inplace: true"), {tensor({2, 3, 4}, false)});
+    CHECK(r.alias == Alias::InPlace);
+    CHECK(saved_of(r).empty());
+    CHECK(saved_of(run_rule(yaml(type, ", inplace: true"), {tensor({2, 3, 4})}, kEval)).empty());
+    r = run_rule(yaml(type, ", inplace: true"), {tensor({2, 3, 4}, true, DType::BFloat16)});
+    CHECK(saved_of(r) == "extra[2, 3, 4]:bfloat16");
+    REQUIRE(r.saved.size() == 1);
+    CHECK(r.saved[0].what == "input clone");
+    // out of place: the input itself (SiluBackward0.self, HardtanhBackward0.self, …)
+    CHECK(saved_of(run_rule(yaml(type, ", inplace: false"), {tensor({2, 3, 4})})) == "input0");
   }
 }
 

@@ -2,6 +2,8 @@
 // PyTorch 1.13 (CPU) for the same module on a tensor of the input's shape; what backward keeps
 // was read with torch.autograd.graph.saved_tensors_hooks: the input, the weight, the running
 // statistics (buffers, already counted) and save_mean / save_invstd (C values each).
+#include <limits>
+
 #include "../helpers.hpp"
 #include "checks.hpp"
 
@@ -13,6 +15,15 @@ LayerResult bn(const std::string& yaml, const Shape& in, bool input_grad = true,
   return run_rule(yaml, {tensor(in, input_grad)}, kCpu, trainable);
 }
 const char* const kStats = "input0 extra[16]:float32 extra[16]:float32";
+// The LayerError a rule raises in context `ctx`, "" if none.
+std::string rule_error_in(const std::string& yaml, const Shape& in, const Context& ctx) {
+  try {
+    run_rule(yaml, {tensor(in, false)}, ctx);
+  } catch (const LayerError& e) {
+    return e.what();
+  }
+  return "";
+}
 }  // namespace
 
 TEST_CASE("BatchNorm2d: parameters; buffers; MACs and what backward keeps") {
@@ -136,7 +147,7 @@ TEST_CASE("BatchNorm: more than 1 value per channel when training") {
 // eval() too (bn_training = True), and F.batch_norm then raises the same error: eval()
 // BatchNorm2d(16, track_running_stats=False) on [1, 16, 1, 1] -> "Expected more than 1 value
 // per channel when training, got input size torch.Size([1, 16, 1, 1])".
-TEST_CASE("BatchNorm: without running stats eval needs more than 1 value per channel too" * doctest::may_fail()) {
+TEST_CASE("BatchNorm: without running stats eval needs more than 1 value per channel too") {
   try {
     run_rule("{type: BatchNorm2d, track_running_stats: false}", {tensor({1, 16, 1, 1})}, kEval);
     FAIL("no error for [1, 16, 1, 1] in eval without running statistics");
@@ -146,8 +157,35 @@ TEST_CASE("BatchNorm: without running stats eval needs more than 1 value per cha
 }
 
 // PyTorch 1.13: BatchNorm2d(4, momentum=None) is valid (a cumulative moving average).
-TEST_CASE("BatchNorm: momentum null is accepted" * doctest::may_fail()) {
+TEST_CASE("BatchNorm: momentum null is accepted") {
   CHECK(one_layer_error("{type: BatchNorm2d, momentum: null}", {4, 3, 3}) == "");
+  // momentum=None changes only how running statistics are averaged: the same buffers and saves
+  // (PyTorch 1.13, hooks: input + 2 x [4] on [2, 4, 3, 3])
+  const auto r = bn("{type: BatchNorm2d, momentum: null}", {2, 4, 3, 3});
+  CHECK(buffers_of(r) == "running_mean[4]:float32 running_var[4]:float32 num_batches_tracked[]:int64");
+  CHECK(saved_of(r) == "input0 extra[4]:float32 extra[4]:float32");
+  // still a number in [0, 1] when given
+  CHECK(one_layer_error("{type: BatchNorm2d, momentum: 2}", {4, 3, 3}) ==
+        "test.yaml:4:35: error: BatchNorm2d '0': momentum must be between 0 and 1, found 2");
+}
+
+TEST_CASE("BatchNorm: the exact message without running statistics, and what runs") {
+  CHECK(rule_error_in("{type: BatchNorm2d, track_running_stats: false}", {1, 16, 1, 1}, kEval) ==
+        "needs more than 1 value per channel in evaluation without running statistics, but the input [1, 16, 1, 1] has "
+        "one; use a batch larger than 1");
+  // two values per channel are enough (PyTorch: eval() on [2, 16, 1, 1] runs)
+  CHECK(rule_error_in("{type: BatchNorm2d, track_running_stats: false}", {2, 16, 1, 1}, kEval) == "");
+  CHECK(rule_error_in("{type: BatchNorm1d, track_running_stats: false}", {1, 10}, kEval) != "");
+}
+
+// eps has a lower bound only: no stand-in upper bound to show or to enforce.
+TEST_CASE("BatchNorm: eps has no upper bound") {
+  CHECK(one_layer_error("{type: BatchNorm2d, eps: 1e308}", {4, 3, 3}) == "");
+  for (const auto& a : find_layer("BatchNorm2d")->attrs)
+    if (a.name == "eps") {
+      CHECK(a.min_real == 0);
+      CHECK(a.max_real == std::numeric_limits<double>::infinity());
+    }
 }
 
 TEST_CASE("BatchNorm: errors name the expected and the actual value") {

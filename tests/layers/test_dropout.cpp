@@ -85,11 +85,28 @@ TEST_CASE("Dropout: evaluation and p = 0 return the input itself") {
 // PyTorch 1.13 _dropout_impl: `if (p == 1) return multiply<inplace>(input, at::zeros({}, …))` — the
 // multiply keeps a 0-dim float32 zero (4 bytes), not a full mask; the same on CUDA (p = 1 is not
 // fused). Hooks: Dropout(1.0) on [4, 10] -> saved float32 []; Dropout2d(1.0) -> saved float32 [].
-TEST_CASE("Dropout: p = 1 keeps only a scalar" * doctest::may_fail()) {
+TEST_CASE("Dropout: p = 1 keeps only a scalar") {
   CHECK(saved_of(drop("{type: Dropout, p: 1}", {4, 10})) == "extra[]:float32");
   CHECK(saved_of(drop("{type: Dropout, p: 1, inplace: true}", {4, 10})) == "extra[]:float32");
   CHECK(saved_of(drop("{type: Dropout, p: 1}", {4, 10}, kCuda)) == "extra[]:float32");
   CHECK(saved_of(drop("{type: Dropout2d, p: 1}", {2, 3, 4, 5})) == "extra[]:float32");
+}
+
+// More of the same, from the hooks: the scalar has the input's dtype (bfloat16 -> bfloat16 []);
+// nothing without a gradient; in place the output is still the input; Dropout1d/3d alike.
+TEST_CASE("Dropout: p = 1 in detail") {
+  auto r = drop("{type: Dropout, p: 1}", {4, 10}, kCpu, true, DType::BFloat16);
+  CHECK(saved_of(r) == "extra[]:bfloat16");
+  REQUIRE(r.saved.size() == 1);
+  CHECK(r.saved[0].what == "zero scalar");
+  CHECK(r.alias == Alias::None);
+  CHECK(drop("{type: Dropout, p: 1, inplace: true}", {4, 10}).alias == Alias::InPlace);
+  CHECK(saved_of(drop("{type: Dropout, p: 1}", {4, 10}, kCpu, false)).empty());
+  CHECK(saved_of(drop("{type: Dropout, p: 1}", {4, 10}, kCuda, false)).empty());
+  CHECK(saved_of(drop("{type: Dropout1d, p: 1}", {2, 3, 4})) == "extra[]:float32");
+  CHECK(saved_of(drop("{type: Dropout3d, p: 1, inplace: true}", {2, 3, 4, 5, 6})) == "extra[]:float32");
+  // evaluation ignores p
+  CHECK(drop("{type: Dropout, p: 1}", {4, 10}, kEval).alias == Alias::View);
 }
 
 TEST_CASE("Dropout1d/2d/3d: a mask per channel") {
