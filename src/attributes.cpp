@@ -1,6 +1,7 @@
 // Attribute schemas: builders for rules, the one-line descriptions shown by `nnmem layers`, and
 // the checks that turn a spec's attributes into typed, validated Attrs (or a located error).
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "nnmem/layer.hpp"
@@ -126,9 +127,16 @@ void check_value(const LayerSpec& layer, const AttrDef& def, const Value& v) {
       if (v.kind != Value::Kind::Int && v.kind != Value::Kind::Float)
         bad(layer, v.loc, name + " must be a number, found " + v.describe());
       const double x = v.kind == Value::Kind::Int ? static_cast<double>(v.integer) : v.real;
-      if (x < def.min_real || x > def.max_real) {
+      // Written so that NaN (which compares false with everything) fails the check too.
+      if (!(x >= def.min_real && x <= def.max_real)) {
+        const bool low = std::isfinite(def.min_real), high = std::isfinite(def.max_real);
         std::ostringstream os;
-        os << name << " must be between " << def.min_real << " and " << def.max_real << ", found " << v.str();
+        os << name;
+        if (low && high) os << " must be between " << def.min_real << " and " << def.max_real;
+        else if (low) os << " must be at least " << def.min_real;
+        else if (high) os << " must be at most " << def.max_real;
+        else os << " must be a number";
+        os << ", found " << v.str();
         bad(layer, v.loc, os.str());
       }
       return;
@@ -172,11 +180,11 @@ void check_value(const LayerSpec& layer, const AttrDef& def, const Value& v) {
 }  // namespace
 
 Attrs::Attrs(const std::vector<AttrDef>& defs, const LayerSpec& layer) : defs_(&defs), values_(defs.size(), nullptr) {
-  std::vector<std::string> names;
-  for (const auto& d : defs) names.push_back(d.name);
   for (const auto& attr : layer.attrs) {
-    const auto it = std::find(names.begin(), names.end(), attr.name);
-    if (it == names.end()) {
+    const auto it = std::find_if(defs.begin(), defs.end(), [&](const AttrDef& d) { return d.name == attr.name; });
+    if (it == defs.end()) {
+      std::vector<std::string> names;
+      for (const auto& d : defs) names.push_back(d.name);
       std::string msg = "unknown attribute '" + attr.name + "'";
       if (auto near = nearest_name(attr.name, names); !near.empty()) msg += "; did you mean '" + near + "'?";
       else if (names.empty()) msg += "; " + layer.type + " takes no attributes";
@@ -186,7 +194,7 @@ Attrs::Attrs(const std::vector<AttrDef>& defs, const LayerSpec& layer) : defs_(&
       }
       bad(layer, attr.key_loc, msg);
     }
-    const std::size_t i = static_cast<std::size_t>(it - names.begin());
+    const std::size_t i = static_cast<std::size_t>(it - defs.begin());
     check_value(layer, defs[i], attr.value);
     values_[i] = &attr.value;
   }

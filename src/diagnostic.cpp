@@ -7,8 +7,7 @@
 namespace nnmem {
 
 void throw_overflow(const char* op, std::int64_t a, std::int64_t b) {
-  throw OverflowError("size overflow: " + std::to_string(a) + " " + op + " " + std::to_string(b) +
-                      " does not fit in 64 bits");
+  throw OverflowError(std::to_string(a) + " " + op + " " + std::to_string(b));
 }
 
 std::string SourceLoc::str() const {

@@ -41,6 +41,31 @@ constexpr Names<Phase, 3> kPhases{{{
 
 std::int64_t sum(std::int64_t a, std::int64_t b) { return checked_add(a, b); }
 
+// "Squeeze 'score'", or "input 'x'" for a model input returned as it is.
+std::string producer_of(const Graph& graph, int value) {
+  const TensorValue& v = graph.values[static_cast<std::size_t>(value)];
+  if (v.producer < 0) return "input '" + v.name + "'";
+  const LayerSpec& layer = graph.layer(graph.nodes[static_cast<std::size_t>(v.producer)]);
+  return layer.type + " '" + layer.name + "'";
+}
+
+// torchsummary 1.5 counts 4 bytes per element whatever the dtype, and reads each hooked
+// module's first output.
+TorchSummaryFigures torchsummary_of(const Estimate& e) {
+  TorchSummaryFigures f;
+  for (const auto& in : e.inputs) f.input_bytes = checked_add(f.input_bytes, checked_mul(in.type.numel(), 4));
+  std::int64_t outputs = 0, params = 0;
+  for (const auto& l : e.layers) {
+    if (l.functional) continue;
+    outputs = checked_add(outputs, l.outputs.front().numel());
+    params = checked_add(params, l.params);
+  }
+  f.forward_backward_bytes = checked_mul(checked_mul(outputs, 4), 2);
+  f.params_bytes = checked_mul(params, 4);
+  f.total_bytes = checked_add(checked_add(f.input_bytes, f.forward_backward_bytes), f.params_bytes);
+  return f;
+}
+
 }  // namespace
 
 std::string_view name_of(OptimizerKind kind) { return kOptimizers.name(kind); }
@@ -61,13 +86,20 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
   e.loss = options.loss.value_or(graph.spec.loss ? *parse_loss(*graph.spec.loss) : LossKind::Mean);
   Totals& t = e.totals;
 
+  // Counted first, so that a count too large is reported as a count, not as memory.
+  try {
+    for (const Node& node : graph.nodes) t.params = sum(t.params, node.param_count);
+  } catch (const OverflowError& err) {
+    throw Error(graph.spec.loc, std::string("the model's parameter count does not fit in 64 bits: ") + err.what());
+  }
+
   try {
     if (training && graph.outputs.size() != 1)
       throw Error(graph.spec.output_locs.at(1), "training needs a single output for its loss; this model returns " +
                                                     std::to_string(graph.outputs.size()));
     const TensorType& output = graph.values[static_cast<std::size_t>(graph.outputs.front())].type;
     const SourceLoc loss_loc = graph.spec.loss ? graph.spec.loss_loc : graph.spec.loc;
-    const detail::LossTensors loss = detail::loss_tensors(e.loss, output, loss_loc);
+    const detail::LossTensors loss = detail::loss_tensors(e.loss, output, loss_loc, producer_of(graph, graph.outputs.front()));
 
     // What backward keeps: each storage once, attributed to the first layer that keeps it.
     std::set<int> kept_storages;
@@ -105,7 +137,6 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
       }
       if (training && node.trainable)
         for (const auto& p : node.result.params) trainable_params.push_back({p.shape, p.dtype});
-      t.params = sum(t.params, l.params);
       t.trainable_params = sum(t.trainable_params, l.trainable_params);
       t.param_bytes = sum(t.param_bytes, l.param_bytes);
       if (l.trainable) t.trainable_param_bytes = sum(t.trainable_param_bytes, l.param_bytes);
@@ -123,6 +154,8 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
     }
 
     if (training) {
+      if (t.params == 0)
+        throw Error(graph.spec.loc, "nothing to train: no layer has parameters; use --mode eval for inference");
       if (t.trainable_params == 0)
         throw Error(graph.spec.loc, "nothing to train: every layer with parameters is frozen (trainable: false); "
                                     "use --mode eval for inference");
@@ -147,8 +180,10 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
     if (graph.options.device == Device::Cuda) {
       t.reserved_bytes = step.reserved;
       t.overhead_bytes = options.overhead_bytes;
+      t.device_bytes = sum(t.reserved_bytes, t.overhead_bytes);
     }
     e.timeline = std::move(step.timeline);
+    e.torchsummary = torchsummary_of(e);
   } catch (const OverflowError& err) {
     throw Error(graph.spec.loc, std::string("the model's memory does not fit in 64 bits: ") + err.what());
   }

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <vector>
 
 #include "nnmem/checked.hpp"
@@ -13,8 +14,10 @@ std::string describe(const Scalar& value) {
   struct Visitor {
     std::string operator()(std::int64_t v) const { return "the integer " + std::to_string(v); }
     std::string operator()(double v) const {
-      std::string s = std::to_string(v);
-      return "the number " + s;
+      if (std::isnan(v)) return "nan";
+      std::ostringstream os;
+      os << v;
+      return "the number " + os.str();
     }
     std::string operator()(bool v) const { return v ? "true" : "false"; }
     std::string operator()(const std::string& v) const { return "the string '" + v + "'"; }
@@ -71,20 +74,47 @@ std::vector<Token> tokenize(const std::string& s) {
   return out;
 }
 
+// For messages: "the end of the expression", "')'", "the string 'same'".
+std::string spell(const Token& t) {
+  switch (t.kind) {
+    case Tok::End: return "the end of the expression";
+    case Tok::String: return "the string '" + t.text + "'";
+    default: return "'" + t.text + "'";
+  }
+}
+
 // A Pratt parser that evaluates as it parses (expressions are tiny and evaluated once).
 class Parser {
  public:
   Parser(std::vector<Token> tokens, const Lookup& lookup) : toks_(std::move(tokens)), lookup_(lookup) {}
 
   Scalar parse_all() {
-    Scalar v = parse(0);
-    if (peek().kind != Tok::End) throw ExprError("unexpected '" + peek().text + "'", peek().offset);
+    if (peek().kind == Tok::End) throw ExprError("the expression is empty", 0);
+    Scalar v = parse(0, "");
+    if (peek().kind != Tok::End)
+      throw ExprError("expected an operator or the end of the expression, found " + spell(peek()), peek().offset);
     return v;
   }
 
  private:
+  // Counts the parser's recursion; the limit is checked on the way in.
+  class Depth {
+   public:
+    explicit Depth(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxExpressionDepth)
+        throw ExprError("the expression nests more than " + std::to_string(kMaxExpressionDepth) + " levels deep",
+                        p_.peek().offset);
+    }
+    ~Depth() { --p_.depth_; }
+    Depth(const Depth&) = delete;
+    Depth& operator=(const Depth&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
   const Token& peek() const { return toks_[pos_]; }
-  const Token& next() { return toks_[pos_++]; }
+  const Token& next() { return pos_ + 1 < toks_.size() ? toks_[pos_++] : toks_.back(); }  // End stays put
   bool accept(const char* op) {
     if (peek().kind == Tok::Op && peek().text == op) { ++pos_; return true; }
     return false;
@@ -101,8 +131,10 @@ class Parser {
     return 0;
   }
 
-  Scalar parse(int min_prec) {
-    Scalar left = parse_unary();
+  // `after` names what precedes the operand ("'*'", "'('"), for "expected a value after …".
+  Scalar parse(int min_prec, const std::string& after) {
+    const Depth depth(*this);
+    Scalar left = parse_unary(after);
     while (peek().kind == Tok::Op) {
       const Token op = peek();
       const int prec = precedence(op.text);
@@ -110,19 +142,20 @@ class Parser {
       ++pos_;
       if (op.text == "?") {
         const bool cond = as_bool(left, op.offset);
-        Scalar a = parse(0);
-        if (!accept(":")) throw ExprError("expected ':' in 'a ? b : c'", peek().offset);
-        Scalar b = parse(0);
+        Scalar a = parse(0, "'?'");
+        if (!accept(":"))
+          throw ExprError("expected ':' in 'a ? b : c', found " + spell(peek()), peek().offset);
+        Scalar b = parse(0, "':'");
         left = cond ? std::move(a) : std::move(b);
         continue;
       }
-      Scalar right = parse(prec);
+      Scalar right = parse(prec, "'" + op.text + "'");
       left = binary(op, left, right);
     }
     return left;
   }
 
-  Scalar parse_unary() {
+  Scalar parse_unary(const std::string& after) {
     const Token t = next();
     switch (t.kind) {
       case Tok::Int: {
@@ -143,26 +176,27 @@ class Parser {
         if (t.text == "true") return true;
         if (t.text == "false") return false;
         if (auto v = lookup_(t.text)) return *v;
-        throw ExprError("unknown variable '" + t.text + "'", t.offset);
+        throw ExprError("unknown variable '" + t.text + "'", t.offset, t.text);
       }
       case Tok::Op:
         if (t.text == "(") {
-          Scalar v = parse(0);
-          if (!accept(")")) throw ExprError("expected ')'", peek().offset);
+          Scalar v = parse(0, "'('");
+          if (!accept(")")) throw ExprError("expected ')', found " + spell(peek()), peek().offset);
           return v;
         }
         if (t.text == "-") {
-          Scalar v = parse(8);
+          Scalar v = parse(8, "'-'");
           if (auto* i = std::get_if<std::int64_t>(&v)) return checked_sub(0, *i);
           if (auto* r = std::get_if<double>(&v)) return -*r;
           throw ExprError("'-' needs a number, found " + describe(v), t.offset);
         }
-        if (t.text == "!") return !as_bool(parse(8), t.offset);
+        if (t.text == "!") return !as_bool(parse(8, "'!'"), t.offset);
         [[fallthrough]];
       case Tok::End:
         break;
     }
-    throw ExprError(t.kind == Tok::End ? "expression ends too early" : "unexpected '" + t.text + "'",
+    throw ExprError("expected a value" + (after.empty() ? std::string() : " after " + after) + ", found " +
+                        spell(t),
                     t.offset);
   }
 
@@ -234,6 +268,7 @@ class Parser {
   std::vector<Token> toks_;
   const Lookup& lookup_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
@@ -242,7 +277,7 @@ Scalar evaluate(const std::string& text, const Lookup& lookup) {
   try {
     return Parser(tokenize(text), lookup).parse_all();
   } catch (const OverflowError& e) {
-    throw ExprError(std::string("integer overflow: ") + e.what(), 0);
+    throw ExprError("integer overflow: " + e.operation() + " does not fit in 64 bits", 0);
   }
 }
 

@@ -17,21 +17,31 @@ using Scalar = std::variant<std::int64_t, double, bool, std::string>;
 /// "the integer 3", "the string 'same'"
 std::string describe(const Scalar& value);
 
+/// How deeply an expression may nest (parentheses, unary operators, `?:` chains). The parser
+/// recurses once per level, so the bound keeps a hostile spec from exhausting the stack; no
+/// real expression comes near it.
+inline constexpr int kMaxExpressionDepth = 500;
+
 /// A problem in an expression; `offset` is the 0-based character position within it.
 class ExprError : public std::runtime_error {
  public:
-  ExprError(const std::string& message, std::size_t offset)
-      : std::runtime_error(message), offset_(offset) {}
+  ExprError(const std::string& message, std::size_t offset, std::string unknown_variable = {})
+      : std::runtime_error(message), offset_(offset), unknown_variable_(std::move(unknown_variable)) {}
   std::size_t offset() const { return offset_; }
+  /// The name that is not a variable, when that is the problem (for "did you mean" hints).
+  const std::string& unknown_variable() const { return unknown_variable_; }
 
  private:
   std::size_t offset_;
+  std::string unknown_variable_;
 };
 
-/// Looks a variable up; std::nullopt when it is not defined.
+/// Looks a variable up; std::nullopt when it is not defined. It may throw ExprError (e.g. for a
+/// variable that holds a list, which arithmetic cannot use).
 using Lookup = std::function<std::optional<Scalar>(const std::string&)>;
 
-/// Evaluates `text` (without the leading `$`). Throws ExprError.
+/// Evaluates `text` (without the leading `$`). Throws ExprError, never OverflowError: integer
+/// arithmetic is checked and an overflow is reported as "integer overflow: … does not fit".
 Scalar evaluate(const std::string& text, const Lookup& lookup);
 
 }  // namespace nnmem::expr

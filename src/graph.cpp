@@ -1,10 +1,12 @@
 // Builds the layer graph: resolves each layer's rule, checks its attributes, infers shapes layer
 // by layer, assigns storages (in-place ops and views share their input's), and checks what only
 // the whole graph can show (unused inputs and layers, in-place writes over saved tensors).
+// Every check is O(1) per layer (or per tensor dimension, bounded by kMaxRank), so a spec of
+// 100,000 layers builds in well under a second.
 #include "nnmem/graph.hpp"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 namespace nnmem {
 
@@ -26,6 +28,9 @@ class Builder {
     const ModelSpec& spec = graph_.spec;
     if (graph_.options.batch < 1)
       throw Error(spec.loc, "the batch size must be at least 1, found " + std::to_string(graph_.options.batch));
+    graph_.nodes.reserve(spec.layers.size());
+    graph_.values.reserve(spec.inputs.size() + spec.layers.size());
+    graph_.storages.reserve(spec.inputs.size() + spec.layers.size());
     for (const auto& in : spec.inputs) add_input(in);
     for (std::size_t i = 0; i < spec.layers.size(); ++i) add_layer(static_cast<int>(i));
     for (std::size_t i = 0; i < spec.outputs.size(); ++i) graph_.outputs.push_back(value_of(spec.outputs[i]));
@@ -36,12 +41,22 @@ class Builder {
  private:
   int value_of(const std::string& name) const { return by_name_.at(name); }
 
-  int new_value(std::string name, TensorType type, int producer, const SourceLoc& at, const std::string& who) {
+  // Why a tensor cannot exist in nnmem ("would have 65 dimensions; …", "[…] is too large (…)"),
+  // or "" when it can. Messages are built only for an error: this runs for every tensor.
+  static std::string unfit(const TensorType& type) {
+    if (type.shape.size() > kMaxRank)
+      return "would have " + std::to_string(type.shape.size()) + " dimensions; nnmem supports at most " +
+             std::to_string(kMaxRank);
     try {
-      (void)type.bytes();  // every tensor's size must fit
+      (void)type.bytes();
     } catch (const OverflowError& e) {
-      throw Error(at, who + ": the tensor " + to_string(type.shape) + " is too large (" + e.what() + ")");
+      return to_string(type.shape) + " is too large (" + e.what() + ")";
     }
+    return {};
+  }
+
+  // The tensor must fit (unfit() is empty): every caller has checked.
+  int new_value(std::string name, TensorType type, int producer) {
     TensorValue v;
     v.name = std::move(name);
     v.type = std::move(type);
@@ -54,6 +69,7 @@ class Builder {
 
   int new_storage(int value) {
     graph_.storages.push_back({graph_.values[value].type.bytes(), value});
+    first_saver_.emplace_back(-1, -1);
     return static_cast<int>(graph_.storages.size()) - 1;
   }
 
@@ -62,7 +78,8 @@ class Builder {
     type.shape.push_back(graph_.options.batch);
     type.shape.insert(type.shape.end(), in.shape.begin(), in.shape.end());
     type.dtype = is_floating(in.dtype) ? ctx_.float_dtype : in.dtype;
-    const int id = new_value(in.name, std::move(type), -1, in.loc, "input '" + in.name + "'");
+    if (const std::string why = unfit(type); !why.empty()) throw Error(in.loc, "input '" + in.name + "': the tensor " + why);
+    const int id = new_value(in.name, std::move(type), -1);
     graph_.values[id].storage = new_storage(id);
     graph_.inputs.push_back(id);
   }
@@ -82,7 +99,8 @@ class Builder {
       const std::string expected = def->min_inputs == def->max_inputs ? std::to_string(def->min_inputs)
                                    : def->max_inputs < 0 ? "at least " + std::to_string(def->min_inputs)
                                                          : std::to_string(def->min_inputs) + " to " + std::to_string(def->max_inputs);
-      throw Error(layer.loc, title(layer) + ": takes " + expected + " input(s), found " + std::to_string(n));
+      throw Error(layer.loc, title(layer) + ": takes " + expected + " input(s), found " + std::to_string(n) +
+                                 std::string(layer.chained ? kChainedInputsNote : ""));
     }
     const Attrs attrs(def->attrs, layer);
 
@@ -99,17 +117,18 @@ class Builder {
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};
     try {
       node.result = def->infer(call);
-      for (const auto& p : node.result.params) node.param_count = checked_add(node.param_count, numel(p.shape));
-      node.param_bytes = checked_mul(node.param_count, dtype_size(ctx_.float_dtype));
-      for (auto& p : node.result.params) p.dtype = ctx_.float_dtype;
-      for (const auto& b : node.result.buffers)
-        node.buffer_bytes = checked_add(node.buffer_bytes, TensorType{b.shape, b.dtype}.bytes());
     } catch (const LayerError& e) {
       const Attribute* attr = e.attribute().empty() ? nullptr : layer.find_attr(e.attribute());
       throw Error(attr ? attr->value.loc : layer.loc, title(layer) + ": " + e.what());
     } catch (const OverflowError& e) {
-      throw Error(layer.loc, title(layer) + ": a size is too large (" + e.what() + ")");
+      // The rule's own arithmetic (an output size, its multiply-accumulates) overflowed; which
+      // tensor would have been too large is the rule's to say, so name what it started from.
+      std::string from;
+      for (const auto& in : inputs) from += (from.empty() ? "" : ", ") + to_string(in.type.shape);
+      throw Error(layer.loc, title(layer) + ": the sizes it computes from the input" + (inputs.size() > 1 ? "s " : " ") +
+                                 from + " do not fit in 64 bits (" + e.what() + ")");
     }
+    count_parameters(layer, node);
 
     const bool has_trainable_params = layer.trainable && !node.result.params.empty();
     const bool requires_grad =
@@ -117,12 +136,15 @@ class Builder {
     const int node_index = static_cast<int>(graph_.nodes.size());
     for (std::size_t k = 0; k < node.result.outputs.size(); ++k) {
       const TensorType& out = node.result.outputs[k];
+      if (const std::string why = unfit(out); !why.empty())
+        throw Error(layer.loc, title(layer) + ": " +
+                                   (node.result.outputs.size() == 1 ? "the output " : "output " + std::to_string(k) + " ") + why);
       for (std::int64_t d : out.shape)
         if (d < 1)
           throw Error(layer.loc, title(layer) + ": the output shape " + to_string(out.shape) +
                                      " has a size below 1 (the input " + to_string(call.shape()) + " is too small)");
       const std::string name = k == 0 ? layer.name : layer.name + ":" + std::to_string(k);
-      const int v = new_value(name, out, node_index, layer.loc, title(layer));
+      const int v = new_value(name, out, node_index);
       graph_.values[v].requires_grad = requires_grad;
       const bool aliased = k == 0 && node.result.alias != Alias::None;
       graph_.values[v].storage = aliased ? graph_.values[node.inputs[0]].storage : new_storage(v);
@@ -130,41 +152,68 @@ class Builder {
     }
     if (node.result.alias == Alias::InPlace && ctx_.mode == Mode::Train) check_inplace(layer, node);
     for (int v : node.inputs) graph_.values[v].readers.push_back(node_index);
+    for (std::size_t k = 0; k < node.result.saved.size(); ++k) {
+      const Saved& s = node.result.saved[k];
+      if (s.of == Saved::Of::Extra) continue;
+      const int v = s.of == Saved::Of::Input ? node.inputs[s.index] : node.outputs[s.index];
+      auto& saver = first_saver_[graph_.values[v].storage];
+      if (saver.first < 0) saver = {node_index, static_cast<int>(k)};
+    }
     graph_.nodes.push_back(std::move(node));
   }
 
-  // PyTorch refuses, in backward, a tensor that an in-place op overwrote after another op saved
-  // it ("one of the variables needed for gradient computation has been modified by an inplace
-  // operation"). Catch that here, where it can be pointed at.
-  void check_inplace(const LayerSpec& layer, const Node& node) const {
-    const int storage = graph_.values[node.inputs[0]].storage;
-    for (const Node& earlier : graph_.nodes) {
-      for (const Saved& s : earlier.result.saved) {
-        if (s.of == Saved::Of::Extra) continue;
-        const int v = s.of == Saved::Of::Input ? earlier.inputs[s.index] : earlier.outputs[s.index];
-        if (graph_.values[v].storage != storage) continue;
-        const LayerSpec& saver = graph_.layer(earlier);
-        throw Error(layer.loc,
-                    title(layer) + " works in place, but it would overwrite the " + s.what + " that " + title(saver) +
-                        " keeps for its backward pass; PyTorch would fail in backward. Set inplace: false",
-                    {{saver.loc, title(saver) + " is here"}});
+  // Parameters and buffers: each tensor's size, and their totals, must fit.
+  void count_parameters(const LayerSpec& layer, Node& node) const {
+    for (auto& p : node.result.params) {
+      p.dtype = ctx_.float_dtype;
+      if (const std::string why = unfit({p.shape, p.dtype}); !why.empty())  // so its numel fits too
+        throw Error(layer.loc, title(layer) + ": the " + p.name + " " + why);
+      try {
+        node.param_count = checked_add(node.param_count, numel(p.shape));
+        node.param_bytes = checked_mul(node.param_count, dtype_size(ctx_.float_dtype));
+      } catch (const OverflowError& e) {
+        throw Error(layer.loc, title(layer) + ": its parameters do not fit in 64 bits (" + e.what() + ")");
+      }
+    }
+    for (const auto& b : node.result.buffers) {
+      const TensorType buffer{b.shape, b.dtype};
+      if (const std::string why = unfit(buffer); !why.empty())
+        throw Error(layer.loc, title(layer) + ": the buffer " + b.name + " " + why);
+      try {
+        node.buffer_bytes = checked_add(node.buffer_bytes, buffer.bytes());
+      } catch (const OverflowError& e) {
+        throw Error(layer.loc, title(layer) + ": its buffers do not fit in 64 bits (" + e.what() + ")");
       }
     }
   }
 
+  // PyTorch refuses, in backward, a tensor that an in-place op overwrote after another op saved
+  // it ("one of the variables needed for gradient computation has been modified by an inplace
+  // operation"). Catch that here, where it can be pointed at: first_saver_ says, per storage,
+  // which earlier layer saved it first.
+  void check_inplace(const LayerSpec& layer, const Node& node) const {
+    const auto [saver_node, saved] = first_saver_[graph_.values[node.inputs[0]].storage];
+    if (saver_node < 0) return;
+    const Node& earlier = graph_.nodes[saver_node];
+    const LayerSpec& saver = graph_.layer(earlier);
+    throw Error(layer.loc,
+                title(layer) + " works in place, but it would overwrite the " + earlier.result.saved[saved].what +
+                    " that " + title(saver) + " keeps for its backward pass; PyTorch would fail in backward. Set inplace: false",
+                {{saver.loc, title(saver) + " is here"}});
+  }
+
   void check_everything_used() const {
+    std::vector<bool> returned(graph_.values.size());  // a spec may list every layer in 'outputs'
+    for (int v : graph_.outputs) returned[v] = true;
     for (int id : graph_.inputs)
-      if (graph_.values[id].readers.empty() &&
-          std::find(graph_.outputs.begin(), graph_.outputs.end(), id) == graph_.outputs.end()) {
+      if (graph_.values[id].readers.empty() && !returned[id]) {
         const auto& in = *std::find_if(graph_.spec.inputs.begin(), graph_.spec.inputs.end(),
                                        [&](const InputSpec& s) { return s.name == graph_.values[id].name; });
         throw Error(in.loc, "input '" + in.name + "' is never read by any layer");
       }
     for (const Node& node : graph_.nodes) {
-      const bool used = std::any_of(node.outputs.begin(), node.outputs.end(), [&](int v) {
-        return !graph_.values[v].readers.empty() ||
-               std::find(graph_.outputs.begin(), graph_.outputs.end(), v) != graph_.outputs.end();
-      });
+      const bool used = std::any_of(node.outputs.begin(), node.outputs.end(),
+                                    [&](int v) { return !graph_.values[v].readers.empty() || returned[v]; });
       if (!used) {
         const LayerSpec& layer = graph_.layer(node);
         throw Error(layer.loc, "the output of " + title(layer) +
@@ -175,7 +224,8 @@ class Builder {
 
   Graph graph_;
   Context ctx_;
-  std::map<std::string, int> by_name_;
+  std::unordered_map<std::string, int> by_name_;
+  std::vector<std::pair<int, int>> first_saver_;  // per storage: (node, its Saved index), or (-1, -1)
 };
 
 }  // namespace

@@ -1,17 +1,17 @@
 // YAML text -> RawSpec. The only file that includes yaml-cpp: it checks the document's
 // structure (which keys exist, which are maps or lists) and keeps every position; meaning is
-// given later by expand.cpp (names, blocks) and the graph (attribute types, shapes).
+// given later by expand.cpp (names, blocks) and the graph (attribute types, shapes). Bytes,
+// encodings and character columns are source_text.cpp's business.
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <set>
+#include <map>
 #include <sstream>
 
+#include "nnmem/layer.hpp"
 #include "raw_spec.hpp"
+#include "source_text.hpp"
 
 namespace nnmem {
 namespace raw {
@@ -22,59 +22,61 @@ const std::vector<std::string> kTopLevelKeys = {"nnmem", "name",   "description"
 const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
-// Finds the first byte that is not valid UTF-8 and reports its line and column.
-void check_utf8(const std::string& text, const std::string& file) {
-  int line = 1, column = 1;
-  for (std::size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = len > 0 && i + len <= text.size();
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
-    if (ok && len == 2) ok = c >= 0xC2;  // no overlong encodings
-    if (!ok) {
-      std::ostringstream msg;
-      msg << "the file is not valid UTF-8: byte 0x" << std::hex << static_cast<int>(c) << " cannot appear here";
-      throw Error({file, line, column}, msg.str());
-    }
-    if (c == '\n') { ++line; column = 1; } else { ++column; }
-    if (c == 0) throw Error({file, line, column - 1}, "the file contains a NUL byte; a spec is a text file");
-    i += len;
-  }
-}
+// A scalar's text for messages, cut short when long.
+std::string excerpt(const std::string& s) { return s.size() <= 40 ? s : s.substr(0, 37) + "..."; }
 
 class Reader {
  public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
+  explicit Reader(const SourceText& source) : src_(source) {}
 
   SourceLoc loc(const YAML::Node& node, const SourceLoc& fallback) const {
     const YAML::Mark m = node.Mark();
     if (m.is_null() || node.IsNull()) return fallback;
-    return {file_, m.line + 1, m.column + 1};
+    return src_.loc(m.line, m.column);
   }
-  SourceLoc loc(const YAML::Node& node) const { return loc(node, {file_, 0, 0}); }
 
   [[noreturn]] void fail(const SourceLoc& at, const std::string& message) const { throw Error(at, message); }
 
-  static const char* kind(const YAML::Node& n) {
+  // What a node is, for "found …" in messages.
+  static std::string kind(const YAML::Node& n) {
     if (n.IsMap()) return "a mapping";
     if (n.IsSequence()) return "a list";
     if (n.IsNull()) return "nothing (null)";
-    return "a scalar";
+    if (n.Scalar().empty()) return "an empty string";
+    return "the scalar '" + excerpt(n.Scalar()) + "'";
   }
 
-  // Iterates a mapping, rejecting duplicate keys and keys that are not plain strings.
+  // yaml-cpp 0.7 runs a quoted string whose closing quote is missing to the end of the file,
+  // swallowing the rest of the spec; say so where the string opens.
+  void check_scalar(const YAML::Node& n) const {
+    if (!n.IsScalar() || n.Tag() != "!") return;
+    const YAML::Mark m = n.Mark();
+    if (const char quote = src_.unclosed_quote(m.line, m.column))
+      fail(src_.loc(m.line, m.column), "invalid YAML: the string opened by this '" + std::string(1, quote) +
+                                           "' is never closed");
+  }
+
+  // Iterates a mapping, rejecting duplicate keys, keys that are not plain strings, and YAML
+  // merge keys. `who` prefixes errors about a layer ("Conv2d 'conv1': ").
   template <typename F>
-  void each_key(const YAML::Node& map, const SourceLoc& where, const std::string& what, F&& f) const {
+  void each_key(const YAML::Node& map, const SourceLoc& where, const std::string& what, F&& f,
+                const std::string& who = {}) const {
     if (!map.IsMap()) fail(loc(map, where), what + " must be a mapping (key: value), found " + kind(map));
     std::map<std::string, SourceLoc> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
       const YAML::Node key = it->first;
       const SourceLoc key_loc = loc(key, where);
-      if (!key.IsScalar()) fail(key_loc, "keys in " + what + " must be names, found " + kind(key));
+      check_scalar(key);
+      check_scalar(it->second);
+      if (!key.IsScalar()) fail(key_loc, who + "keys in " + what + " must be names, found " + kind(key));
       const std::string name = key.Scalar();
+      // yaml-cpp 0.7 does not merge: `<<` would arrive as an ordinary key holding a mapping.
+      if (name == "<<" && key.Tag() == "?")
+        fail(key_loc, std::string("YAML merge keys ('<<') are not supported; write ") +
+                          (who.empty() ? "the mapping" : "the layer's attributes") + " out in full");
       if (auto [pos, fresh] = seen.emplace(name, key_loc); !fresh)
-        fail(key_loc, "duplicate key '" + name + "' in " + what + " (first given at line " +
-                          std::to_string(pos->second.line) + ")");
+        fail(key_loc, who + "duplicate key '" + name + "'" + (who.empty() ? " in " + what : "") +
+                          " (first given at line " + std::to_string(pos->second.line) + ")");
       f(name, it->second, key_loc);
     }
   }
@@ -92,53 +94,47 @@ class Reader {
     fail(at, msg);
   }
 
-  Value literal(const YAML::Node& node, const SourceLoc& at) const {
-    Value v;
-    v.loc = at;
-    if (node.IsNull()) return v;
-    const std::string& s = node.Scalar();
-    if (node.Tag() == "!") {  // quoted: always a string
-      v.kind = Value::Kind::String;
-      v.text = s;
-      return v;
-    }
-    return parse_literal(s, at);
-  }
-
-  // A scalar starting with `$` is an expression, quoted or not (quotes let an expression hold
+  // A scalar beginning with `$` is an expression, quoted or not (quotes let an expression hold
   // YAML's own characters, as in "$index == 0 ? 2 : 1"); `$$` stands for a literal `$`.
-  RawValue scalar_or_expr(const YAML::Node& node, const SourceLoc& at) const {
+  // `who` prefixes errors ("Linear 'fc1': out_features: ").
+  RawValue scalar_or_expr(const YAML::Node& node, const SourceLoc& at, const std::string& who) const {
+    check_scalar(node);
     RawValue r;
     r.loc = at;
-    const bool dollar = node.IsScalar() && !node.Scalar().empty() && node.Scalar()[0] == '$';
-    if (dollar && node.Scalar().rfind("$$", 0) != 0) {
-      r.expression = node.Scalar().substr(1);
+    r.literal.loc = at;
+    if (node.IsNull()) return r;
+    const std::string& s = node.Scalar();
+    if (!s.empty() && s[0] == '$' && s.rfind("$$", 0) != 0) {
+      r.expression = s.substr(1);
+    } else if (node.Tag() == "!") {  // quoted: always a string
+      r.literal.kind = Value::Kind::String;
+      r.literal.text = s[0] == '$' ? s.substr(1) : s;
     } else {
-      r.literal = literal(node, at);
-      if (dollar) r.literal.text.erase(0, 1);
+      try {
+        r.literal = parse_literal(s[0] == '$' ? s.substr(1) : s, at);
+      } catch (const Error& e) {
+        fail(e.loc(), who + e.message());
+      }
     }
     return r;
   }
 
-  // A scalar, or a flat list of scalars.
-  RawValue value(const YAML::Node& node, const SourceLoc& fallback) const {
+  // A scalar, a list (of values or lists), or a mapping (its contents dropped).
+  RawValue value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who = {}) const {
     const SourceLoc at = loc(node, fallback);
-    if (node.IsMap()) fail(at, "expected a value or a list of values, found a mapping");
-    if (!node.IsSequence()) return scalar_or_expr(node, at);
+    if (!node.IsSequence() && !node.IsMap()) return scalar_or_expr(node, at, who);
     RawValue r;
     r.loc = at;
-    r.is_list = true;
-    for (const auto& item : node) {
-      const SourceLoc item_loc = loc(item, at);
-      if (!item.IsScalar() && !item.IsNull())
-        fail(item_loc, "expected a list of single values, found " + std::string(kind(item)) + " inside it");
-      r.items.push_back(scalar_or_expr(item, item_loc));
-    }
+    r.is_map = node.IsMap();
+    r.is_list = node.IsSequence();
+    if (r.is_list)
+      for (const auto& item : node) r.items.push_back(value(item, at, who));
     return r;
   }
 
   Named name(const YAML::Node& node, const SourceLoc& fallback, const std::string& what) const {
     const SourceLoc at = loc(node, fallback);
+    check_scalar(node);
     if (!node.IsScalar() || node.Scalar().empty())
       fail(at, what + " must be a non-empty name, found " + kind(node));
     return {node.Scalar(), at};
@@ -155,47 +151,63 @@ class Reader {
     return out;
   }
 
-  RawEntry entry(const YAML::Node& node, const SourceLoc& fallback) const {
+  // How errors found while reading a layer name it, before its name and type are validated:
+  // "Conv2d 'conv1'", "Residual 'res'" (a block instance), "layer 'fc1'" while its type is not
+  // a plain name; " in block 'Down'" for a layer of a block's definition. Unnamed layers are
+  // named by their position, as expand.cpp names them.
+  std::string entry_title(const YAML::Node& node, std::size_t index, const std::string& block) const {
+    std::string name = std::to_string(index), type = "layer";
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (!it->first.IsScalar() || !it->second.IsScalar() || it->second.Scalar().empty()) continue;
+      const std::string& key = it->first.Scalar();
+      const std::string& text = it->second.Scalar();
+      if (key == "name") name = text;
+      if ((key == "type" || (key == "block" && type == "layer")) && text[0] != '$') type = text;
+    }
+    return type + " '" + name + "'" + (block.empty() ? "" : " in block '" + block + "'");
+  }
+
+  RawEntry entry(const YAML::Node& node, const SourceLoc& fallback, std::size_t index, const std::string& block) const {
     RawEntry e;
     e.loc = loc(node, fallback);
-    if (!node.IsMap())
-      fail(e.loc, "each layer must be a mapping such as {type: Conv2d, out_channels: 64, ...}, found " +
-                      std::string(kind(node)));
+    if (!node.IsMap()) {
+      std::string msg = "each layer must be a mapping such as {type: Conv2d, out_channels: 64, ...}, found " + kind(node);
+      if (node.IsScalar() && find_layer(node.Scalar())) msg += " (did you mean {type: " + node.Scalar() + "}?)";
+      fail(e.loc, msg);
+    }
+    const std::string who = entry_title(node, index, block) + ": ";
     std::optional<SourceLoc> input_key;
     each_key(node, e.loc, "a layer", [&](const std::string& key, const YAML::Node& v, const SourceLoc& key_loc) {
       if (key == "name") {
         e.name = name(v, key_loc, "a layer's name");
       } else if (key == "type") {
-        e.type = value(v, key_loc);
+        e.type = value(v, key_loc, who + "type: ");
       } else if (key == "block") {
-        e.block = name(v, key_loc, "block");
+        e.block = name(v, key_loc, who + "block");
       } else if (key == "input" || key == "inputs") {
-        if (input_key) fail(key_loc, "give either 'input' or 'inputs', not both");
+        if (input_key) fail(key_loc, who + "give either 'input' or 'inputs', not both");
         input_key = key_loc;
-        e.inputs = names(v, key_loc, "'" + key + "'");
-      } else if (key == "repeat") {
-        e.repeat = value(v, key_loc);
-      } else if (key == "when") {
-        e.when = value(v, key_loc);
-      } else if (key == "trainable") {
-        e.trainable = value(v, key_loc);
-      } else if (key == "functional") {
-        e.functional = value(v, key_loc);
+        e.inputs = names(v, key_loc, who + "'" + key + "'");
+      } else if (key == "repeat" || key == "when" || key == "trainable" || key == "functional") {
+        auto& field = key == "repeat" ? e.repeat : key == "when" ? e.when : key == "trainable" ? e.trainable : e.functional;
+        field = value(v, key_loc, who + "'" + key + "': ");
       } else {
-        e.attrs.push_back({key, key_loc, value(v, key_loc)});
+        e.attrs.push_back({key, key_loc, value(v, key_loc, who + key + ": ")});
       }
-    });
-    if (e.type && e.block) fail(e.block->loc, "a layer has either 'type' (a layer type) or 'block' (a block name), not both");
+    }, who);
+    if (e.type && e.block)
+      fail(e.block->loc, who + "give either 'type' (a layer type) or 'block' (a block name), not both");
     if (!e.type && !e.block)
-      fail(e.loc, "this layer has no 'type'; give a layer type (type: Conv2d) or a block (block: MyBlock)");
+      fail(e.loc, who + "has no 'type'; give a layer type (type: Conv2d) or a block (block: MyBlock)");
     return e;
   }
 
-  std::vector<RawEntry> entries(const YAML::Node& node, const SourceLoc& at, const std::string& what) const {
+  std::vector<RawEntry> entries(const YAML::Node& node, const SourceLoc& at, const std::string& what,
+                                const std::string& block = {}) const {
     if (!node.IsSequence())
       fail(loc(node, at), what + " must be a list of layers (- {type: ...}), found " + kind(node));
     std::vector<RawEntry> out;
-    for (const auto& item : node) out.push_back(entry(item, loc(node, at)));
+    for (const auto& item : node) out.push_back(entry(item, loc(node, at), out.size(), block));
     if (out.empty()) fail(loc(node, at), what + " is empty; a model needs at least one layer");
     return out;
   }
@@ -205,8 +217,9 @@ class Reader {
     b.name = block_name;
     b.loc = at;
     bool has_layers = false;
-    each_key(node, at, "block '" + block_name + "'", [&](const std::string& key, const YAML::Node& v, const SourceLoc& key_loc) {
-      check_known(key, key_loc, kBlockKeys, "block '" + block_name + "'");
+    const std::string where = "block '" + block_name + "'";
+    each_key(node, at, where, [&](const std::string& key, const YAML::Node& v, const SourceLoc& key_loc) {
+      check_known(key, key_loc, kBlockKeys, where);
       if (key == "params") {
         if (v.IsSequence()) {
           for (const auto& p : v) {
@@ -214,10 +227,10 @@ class Reader {
             b.params.push_back({n.name, n.loc, std::nullopt});
           }
         } else {
-          each_key(v, key_loc, "the params of block '" + block_name + "'",
+          each_key(v, key_loc, "the params of " + where,
                    [&](const std::string& p, const YAML::Node& dv, const SourceLoc& p_loc) {
                      RawParam param{p, p_loc, std::nullopt};
-                     if (!dv.IsNull()) param.fallback = value(dv, p_loc);
+                     if (!dv.IsNull()) param.fallback = value(dv, p_loc, where + ": " + p + ": ");
                      b.params.push_back(std::move(param));
                    });
         }
@@ -227,10 +240,10 @@ class Reader {
         b.output = name(v, key_loc, "a block's output");
       } else if (key == "layers") {
         has_layers = true;
-        b.layers = entries(v, key_loc, "the layers of block '" + block_name + "'");
+        b.layers = entries(v, key_loc, "the layers of " + where, block_name);
       }
     });
-    if (!has_layers) fail(at, "block '" + block_name + "' has no 'layers'");
+    if (!has_layers) fail(at, where + " has no 'layers'");
     if (b.inputs.empty()) b.inputs.push_back({"in", at});
     return b;
   }
@@ -238,20 +251,21 @@ class Reader {
   RawInput input(const std::string& input_name, const YAML::Node& node, const SourceLoc& key_loc) const {
     RawInput in;
     in.name = {input_name, key_loc};
+    const std::string who = "input '" + input_name + "': ";
     if (node.IsMap()) {
       bool has_shape = false;
       each_key(node, key_loc, "input '" + input_name + "'", [&](const std::string& key, const YAML::Node& v, const SourceLoc& k) {
         check_known(key, k, kInputKeys, "input '" + input_name + "'");
         if (key == "shape") {
           has_shape = true;
-          in.shape = value(v, k);
+          in.shape = value(v, k, who);
         } else {
           in.dtype = name(v, k, "dtype");
         }
       });
       if (!has_shape) fail(key_loc, "input '" + input_name + "' needs a 'shape', e.g. shape: [3, 224, 224]");
     } else {
-      in.shape = value(node, key_loc);
+      in.shape = value(node, key_loc, who);
     }
     if (!in.shape.is_list)
       fail(in.shape.loc, "the shape of input '" + input_name +
@@ -261,16 +275,17 @@ class Reader {
 
   RawSpec document(const YAML::Node& root) const {
     RawSpec spec;
-    spec.file = file_;
-    spec.loc = {file_, 1, 1};
+    spec.file = src_.file();
+    spec.loc = {spec.file, 1, 1};
     if (!root.IsMap())
-      fail(loc(root, spec.loc), "a spec must be a mapping with 'inputs' and 'layers', found " + std::string(kind(root)));
+      fail(loc(root, spec.loc), "a spec must be a mapping with 'inputs' and 'layers', found " + kind(root));
     bool has_inputs = false, has_layers = false;
     each_key(root, spec.loc, "the spec", [&](const std::string& key, const YAML::Node& v, const SourceLoc& key_loc) {
       check_known(key, key_loc, kTopLevelKeys, "the spec");
       if (key == "nnmem") {
         if (!v.IsScalar() || v.Scalar() != "1")
-          fail(loc(v, key_loc), "this is nnmem spec format 1; 'nnmem:' must be 1");
+          fail(loc(v, key_loc), "this is nnmem spec format 1; 'nnmem:' must be 1, found " +
+                                    (v.IsScalar() && !v.Scalar().empty() ? excerpt(v.Scalar()) : kind(v)));
       } else if (key == "name") {
         spec.name = name(v, key_loc, "the model's name");
       } else if (key == "description") {
@@ -280,8 +295,9 @@ class Reader {
       } else if (key == "variables") {
         spec.variables_loc = key_loc;
         each_key(v, key_loc, "variables", [&](const std::string& var, const YAML::Node& vv, const SourceLoc& k) {
-          if (vv.IsSequence() || vv.IsMap()) fail(loc(vv, k), "variable '" + var + "' must be a single value");
-          spec.variables.push_back({{var, k}, value(vv, k)});
+          if (vv.IsSequence() || vv.IsMap())
+            fail(loc(vv, k), "variable '" + var + "' must be a single value, found " + kind(vv));
+          spec.variables.push_back({{var, k}, value(vv, k, "variable '" + var + "': ")});
         });
       } else if (key == "inputs") {
         has_inputs = true;
@@ -308,29 +324,73 @@ class Reader {
   }
 
  private:
-  std::string file_;
+  const SourceText& src_;
 };
+
+// Replays a parse that yaml-cpp refused for nesting too deep, to find the deepest collection it
+// opened: the node that failed is that collection's first child.
+class DeepestCollection : public YAML::EventHandler {
+ public:
+  YAML::Mark mark;
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { mark = m; }
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { mark = m; }
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceEnd() override {}
+  void OnMapEnd() override {}
+};
+
+// yaml-cpp 0.7 refuses a node nested 500 levels deep (its parser's DepthGuard<500>, counting the
+// document's root as level 1) and calls it a "bad file", placed wherever its scanner had read to.
+Error too_deep(const SourceText& source, const std::string& text, const YAML::DeepRecursion& e) {
+  DeepestCollection deepest;
+  std::istringstream stream(text);
+  try {
+    YAML::Parser parser(stream);
+    while (parser.HandleNextDocument(deepest)) {
+    }
+  } catch (const YAML::ParserException&) {
+    // Expected: the same refusal, now with the events that led to it.
+  }
+  const std::string message = "invalid YAML: the document nests more than " + std::to_string(e.depth() - 1) + " levels deep";
+  if (deepest.mark.is_null()) return Error(source.loc(e.mark.line, e.mark.column), message);
+  // A block mapping's mark is its first key, which is the child itself; otherwise the child is
+  // the first token after the '[', '{' or '-' that opens the collection.
+  const int line = deepest.mark.line, column = deepest.mark.column;
+  return Error(source.opens_collection(line, column) ? source.next_token(line, column) : source.loc(line, column), message);
+}
+
+// Where a second document starts: at its content, or at the '---' that opens an empty one.
+SourceLoc second_document(const SourceText& source, const YAML::Node& doc) {
+  const YAML::Mark m = doc.Mark();
+  if (m.is_null()) return {source.file(), 1, 1};
+  if (doc.IsNull())
+    for (int line = m.line; line >= 0; --line)
+      if (source.starts_document(line)) return source.loc(line, 0);
+  return source.loc(m.line, m.column);
+}
 
 }  // namespace
 
 RawSpec read(const std::string& text, const std::string& file, const LoadOptions& options) {
-  if (static_cast<std::int64_t>(text.size()) > options.max_file_bytes)
-    throw Error({file, 0, 0}, "the file is " + with_commas(static_cast<long long>(text.size())) +
-                                  " bytes; specs larger than " + with_commas(options.max_file_bytes) +
-                                  " bytes are refused");
-  check_utf8(text, file);
+  const SourceText source(text, file, options.max_file_bytes);
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    throw too_deep(source, text, e);
   } catch (const YAML::ParserException& e) {
-    throw Error({file, e.mark.line + 1, e.mark.column + 1}, "invalid YAML: " + e.msg);
+    if (auto clearer = source.explain_syntax_error(e.mark.line, e.mark.column)) throw *clearer;
+    throw Error(source.loc(e.mark.line, e.mark.column), "invalid YAML: " + e.msg);
   }
-  const Reader reader(file);
   if (docs.empty() || docs[0].IsNull())
     throw Error({file, 1, 1}, "the file is empty; a spec needs 'inputs' and 'layers'");
   if (docs.size() > 1)
-    throw Error(reader.loc(docs[1], {file, 1, 1}), "the file holds several YAML documents; a spec is one document");
-  return reader.document(docs[0]);
+    throw Error(second_document(source, docs[1]), "the file holds several YAML documents; a spec is one document");
+  return Reader(source).document(docs[0]);
 }
 
 }  // namespace raw
@@ -340,21 +400,7 @@ ModelSpec parse_spec(const std::string& text, const std::string& file, const Loa
 }
 
 ModelSpec load_spec_file(const std::string& path, const LoadOptions& options) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error({path, 0, 0}, "is a directory, not a spec file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error({path, 0, 0}, "cannot open the file");
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) throw Error({path, 0, 0}, "cannot read the file");
-  if (size > options.max_file_bytes)
-    throw Error({path, 0, 0}, "the file is " + with_commas(size) + " bytes; specs larger than " +
-                                  with_commas(options.max_file_bytes) + " bytes are refused");
-  in.seekg(0);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), size);
-  if (!in) throw Error({path, 0, 0}, "cannot read the file");
-  return parse_spec(text, path, options);
+  return parse_spec(raw::read_spec_file(path, options.max_file_bytes), path, options);
 }
 
 }  // namespace nnmem

@@ -9,13 +9,15 @@
 
 namespace nnmem::detail {
 
-LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where) {
+LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where, const std::string& producer) {
   LossTensors t;
   switch (loss) {
     case LossKind::CrossEntropy: {
       if (output.shape.size() < 2 || !is_floating(output.dtype))
         throw Error(where, "cross_entropy needs a floating-point output of shape [N, C] or [N, C, d1, …] (classes in "
-                           "dimension 1); the model's output is " + to_string(output.shape));
+                           "dimension 1); the model's output" + (producer.empty() ? "" : ", " + producer + ",") +
+                               " is " + to_string(output.shape) +
+                               (is_floating(output.dtype) ? "" : " " + std::string(dtype_name(output.dtype))));
       Shape target = {output.shape[0]};
       target.insert(target.end(), output.shape.begin() + 2, output.shape.end());
       t.target = TensorType{target, DType::Int64};

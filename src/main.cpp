@@ -1,7 +1,10 @@
 // The nnmem command line: parses flags, calls the library, prints. One options struct per
-// subcommand; every library error arrives as nnmem::Error and exits with code 1.
+// subcommand; every library error arrives as nnmem::Error and exits with code 1, and so does
+// every command-line mistake, in words that say what was expected and what was found.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstdlib>
 #include <iostream>
 
 #include "nnmem/estimate.hpp"
@@ -12,6 +15,68 @@ namespace {
 
 using namespace nnmem;
 
+/// A command-line mistake that CLI11 does not catch, or that it words unclearly.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// --- validators: CLI11 prints "--option: <what they return>" ---------------------------------
+
+std::optional<std::int64_t> to_integer(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0') return std::nullopt;
+  return v;
+}
+
+// "0" as it is, anything that is not an integer quoted: "'abc'".
+std::string found(const std::string& text) { return to_integer(text) ? text : "'" + text + "'"; }
+
+CLI::Validator integer_between(std::int64_t lo, std::int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        const auto v = to_integer(text);
+        if (v && *v >= lo && *v <= hi) return {};
+        return "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", found " + found(text);
+      },
+      "INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
+}
+
+CLI::Validator positive_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto v = to_integer(text);
+        return v && *v >= 1 ? std::string() : "expected a positive integer, found " + found(text);
+      },
+      "POSITIVE");
+}
+
+CLI::Validator one_of(std::vector<std::string> words) {
+  std::string set;
+  for (const auto& w : words) set += (set.empty() ? "" : ",") + w;
+  return CLI::Validator(
+      [words, set](std::string& text) -> std::string {
+        if (std::find(words.begin(), words.end(), text) != words.end()) return {};
+        const std::string near = nearest_name(text, words);
+        return text + " not in {" + set + "}" + (near.empty() ? "" : "; did you mean '" + near + "'?");
+      },
+      "{" + set + "}");
+}
+
+// The closest of `candidates` to a mistyped `word`: one that starts the other ("--batch" for
+// "--batchsize"), else the nearest by edit distance.
+std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  for (const auto& c : candidates)
+    if ((word.rfind(c, 0) == 0 || c.rfind(word, 0) == 0) && c.size() > best.size()) best = c;
+  return best.empty() ? nearest_name(word, candidates) : best;
+}
+
+// --- subcommands ------------------------------------------------------------------------------
+
 struct SpecArgs {
   std::string path;
   std::vector<std::string> sets;
@@ -20,8 +85,7 @@ struct SpecArgs {
   void add_to(CLI::App& app) {
     app.add_option("SPEC", path, "the model spec (YAML)")->required();
     app.add_option("--set", sets, "override a spec variable: NAME=VALUE (repeatable)");
-    app.add_option("--max-layers", max_layers, "refuse specs that expand to more layers than this")
-        ->check(CLI::PositiveNumber);
+    app.add_option("--max-layers", max_layers, "refuse specs that expand to more layers than this")->check(positive_integer());
   }
 
   ModelSpec load() const {
@@ -37,11 +101,10 @@ struct SpecArgs {
   }
 };
 
-struct EstimateArgs {
-  SpecArgs spec;
+// What a step is: shared by `estimate` and `check`, so that `check` catches everything
+// `estimate` would with the same flags.
+struct StepArgs {
   std::int64_t batch = 1;
-  std::string format = "table";
-  std::string convention;
   std::string mode = "train";
   std::string device = "cuda";
   std::string dtype;
@@ -52,60 +115,72 @@ struct EstimateArgs {
   bool foreach = false;
   bool rmsprop_momentum = false;
   bool rmsprop_centered = false;
+
+  void add_to(CLI::App& app) {
+    app.add_option("-b,--batch", batch, "batch size")->check(integer_between(1, std::int64_t{1} << 40));
+    app.add_option("--mode", mode, "a training step, or inference (no gradients)")->check(one_of({"train", "eval"}));
+    app.add_option("--device", device, "whose kernels' conventions to follow")->check(one_of({"cuda", "cpu"}));
+    app.add_option("--dtype", dtype, "parameters and activations dtype (default: the spec's, else float32)")
+        ->check(one_of({"float32", "float16", "bfloat16", "float64"}));
+    app.add_option("--optimizer", optimizer, "optimizer whose state and temporaries are counted")
+        ->check(one_of({"none", "sgd", "momentum", "nesterov", "adam", "adamw", "amsgrad", "rmsprop", "adagrad", "adam8bit"}));
+    app.add_option("--loss", loss, "loss (default: the spec's, else mean)")->check(one_of({"cross_entropy", "mse", "mean"}));
+    app.add_option("--overhead", overhead, "framework overhead added on CUDA, e.g. 500MiB (the CUDA context)");
+    app.add_flag("--keep-grads", keep_grads, "zero_grad(set_to_none=False): gradients persist between steps");
+    app.add_flag("--foreach", foreach, "the optimizer's multi-tensor (foreach) implementation");
+    app.add_flag("--rmsprop-momentum", rmsprop_momentum, "RMSprop with momentum > 0");
+    app.add_flag("--rmsprop-centered", rmsprop_centered, "RMSprop with centered=True");
+  }
+
+  EstimateOptions options() const {
+    EstimateOptions o;
+    o.graph.batch = batch;
+    o.graph.mode = mode == "eval" ? Mode::Eval : Mode::Train;
+    o.graph.device = device == "cpu" ? Device::Cpu : Device::Cuda;
+    if (!dtype.empty()) o.graph.float_dtype = parse_dtype(dtype);
+    o.step.optimizer = *parse_optimizer(optimizer);
+    o.step.rmsprop_momentum = rmsprop_momentum;
+    o.step.rmsprop_centered = rmsprop_centered;
+    if (!loss.empty()) o.step.loss = parse_loss(loss);
+    o.step.keep_grads = keep_grads;
+    o.step.foreach = foreach;
+    SizeProblem problem = SizeProblem::None;
+    const auto bytes = parse_bytes(overhead, &problem);
+    if (problem == SizeProblem::TooLarge)
+      throw CLI::ValidationError("--overhead", "'" + overhead + "' is too large; a size must be below 2^63 bytes (about 9.2 EB)");
+    if (!bytes) throw CLI::ValidationError("--overhead", "expected a size such as 500MiB or 1.2GB, found '" + overhead + "'");
+    o.step.overhead_bytes = *bytes;
+    return o;
+  }
 };
 
-template <typename T>
-std::map<std::string, T> choices(std::initializer_list<std::pair<const std::string, T>> list) {
-  return std::map<std::string, T>(list);
-}
+struct EstimateArgs {
+  SpecArgs spec;
+  StepArgs step;
+  std::string format = "table";
+  std::string convention;
 
-void add_estimate(CLI::App& app, EstimateArgs& a) {
-  a.spec.add_to(app);
-  app.add_option("-b,--batch", a.batch, "batch size")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
-  app.add_option("--format", a.format, "output format")->check(CLI::IsMember({"table", "json"}));
-  app.add_option("--convention", a.convention, "also show another tool's figures")->check(CLI::IsMember({"torchsummary"}));
-  app.add_option("--mode", a.mode, "a training step, or inference (no gradients)")->check(CLI::IsMember({"train", "eval"}));
-  app.add_option("--device", a.device, "whose kernels' conventions to follow")->check(CLI::IsMember({"cuda", "cpu"}));
-  app.add_option("--dtype", a.dtype, "parameters and activations dtype (default: the spec's, else float32)")
-      ->check(CLI::IsMember({"float32", "float16", "bfloat16", "float64"}));
-  app.add_option("--optimizer", a.optimizer, "optimizer whose state and temporaries are counted")
-      ->check(CLI::IsMember({"none", "sgd", "momentum", "nesterov", "adam", "adamw", "amsgrad", "rmsprop", "adagrad", "adam8bit"}));
-  app.add_option("--loss", a.loss, "loss (default: the spec's, else mean)")->check(CLI::IsMember({"cross_entropy", "mse", "mean"}));
-  app.add_option("--overhead", a.overhead, "framework overhead added on CUDA, e.g. 500MiB (the CUDA context)");
-  app.add_flag("--keep-grads", a.keep_grads, "zero_grad(set_to_none=False): gradients persist between steps");
-  app.add_flag("--foreach", a.foreach, "the optimizer's multi-tensor (foreach) implementation");
-  app.add_flag("--rmsprop-momentum", a.rmsprop_momentum, "RMSprop with momentum > 0");
-  app.add_flag("--rmsprop-centered", a.rmsprop_centered, "RMSprop with centered=True");
-}
+  void add_to(CLI::App& app) {
+    spec.add_to(app);
+    step.add_to(app);
+    app.add_option("--format", format, "output format")->check(one_of({"table", "json"}));
+    app.add_option("--convention", convention, "also show another tool's figures")->check(one_of({"torchsummary"}));
+  }
+};
 
 int run_estimate(const EstimateArgs& a) {
-  EstimateOptions o;
-  o.graph.batch = a.batch;
-  o.graph.mode = a.mode == "eval" ? Mode::Eval : Mode::Train;
-  o.graph.device = a.device == "cpu" ? Device::Cpu : Device::Cuda;
-  if (!a.dtype.empty()) o.graph.float_dtype = parse_dtype(a.dtype);
-  o.step.optimizer = *parse_optimizer(a.optimizer);
-  o.step.rmsprop_momentum = a.rmsprop_momentum;
-  o.step.rmsprop_centered = a.rmsprop_centered;
-  if (!a.loss.empty()) o.step.loss = parse_loss(a.loss);
-  o.step.keep_grads = a.keep_grads;
-  o.step.foreach = a.foreach;
-  const auto overhead = parse_bytes(a.overhead);
-  if (!overhead) throw CLI::ValidationError("--overhead", "expected a size such as 500MiB or 1.2GB, found '" + a.overhead + "'");
-  o.step.overhead_bytes = *overhead;
-
-  const Estimate e = estimate(a.spec.load(), o);
+  const EstimateOptions options = a.step.options();  // flag mistakes before reading the spec
+  const Estimate e = estimate(a.spec.load(), options);
   if (a.format == "json") std::cout << render_json(e) << '\n';
   else if (a.convention == "torchsummary") std::cout << render_torchsummary(e);
   else std::cout << render_table(e);
   return 0;
 }
 
-int run_check(const SpecArgs& a) {
-  const Graph g = build_graph(a.load());
-  std::int64_t params = 0;
-  for (const auto& n : g.nodes) params = checked_add(params, n.param_count);
-  std::cout << a.path << ": ok (" << g.nodes.size() << " layers, " << with_commas(params) << " parameters)\n";
+int run_check(const SpecArgs& spec, const StepArgs& step) {
+  const EstimateOptions options = step.options();
+  const Estimate e = estimate(spec.load(), options);
+  std::cout << spec.path << ": ok (" << e.layers.size() << " layers, " << with_commas(e.totals.params) << " parameters)\n";
   return 0;
 }
 
@@ -134,29 +209,72 @@ int run_layers(const std::string& type) {
   return 0;
 }
 
+// --- mistakes CLI11 words unclearly -----------------------------------------------------------
+
+// CLI11 says only "A subcommand is required" for `nnmem estimat spec.yaml`.
+void check_command(int argc, char** argv, const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") return;
+    if (!arg.empty() && arg[0] == '-') continue;  // the global flags (--help, --version) take no value
+    if (std::find(names.begin(), names.end(), arg) != names.end()) return;
+    const std::string near = nearest_name(arg, names);
+    throw UsageError("unknown command '" + arg + "'" +
+                     (near.empty() ? "; expected estimate, check or layers" : " (did you mean '" + near + "'?)"));
+  }
+  if (argc == 1) throw UsageError("a command is required: estimate, check or layers");
+}
+
+// Arguments left over (the apps allow extras so that they can be named here, with a hint).
+void check_extras(const CLI::App& app) {
+  const std::vector<std::string> extras = app.remaining();
+  if (extras.empty()) return;
+  const auto option = std::find_if(extras.begin(), extras.end(), [](const std::string& s) { return s.size() > 1 && s[0] == '-'; });
+  if (option == extras.end()) throw UsageError("unexpected argument '" + extras.front() + "'");
+  const std::string name = option->substr(0, option->find('='));
+  std::vector<std::string> known;
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const auto& l : opt->get_lnames()) known.push_back("--" + l);
+    for (const auto& s : opt->get_snames()) known.push_back("-" + s);
+  }
+  const std::string near = closest(name, known);
+  throw UsageError("unknown option '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"nnmem: how much memory a neural network needs, from a YAML spec, before any framework code exists"};
   app.set_version_flag("--version", "nnmem 0.1.0");
   app.require_subcommand(1);
+  app.allow_extras();
 
   EstimateArgs estimate_args;
   CLI::App* estimate_cmd = app.add_subcommand("estimate", "per-layer shapes, parameters and MACs, and a step's memory");
-  add_estimate(*estimate_cmd, estimate_args);
+  estimate_args.add_to(*estimate_cmd);
 
-  SpecArgs check_args;
-  CLI::App* check_cmd = app.add_subcommand("check", "validate a spec: exit 0, or print the located error and exit 1");
-  check_args.add_to(*check_cmd);
+  SpecArgs check_spec;
+  StepArgs check_step;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check", "validate a spec by estimating it (with estimate's flags): exit 0, or print the located error and exit 1");
+  check_spec.add_to(*check_cmd);
+  check_step.add_to(*check_cmd);
 
   std::string layer_type;
   CLI::App* layers_cmd = app.add_subcommand("layers", "list the layer types, or one type's attributes");
   layers_cmd->add_option("TYPE", layer_type, "a layer type, e.g. Conv2d");
+  for (CLI::App* cmd : {estimate_cmd, check_cmd, layers_cmd}) cmd->allow_extras();
 
   try {
+    check_command(argc, argv, app);
     app.parse(argc, argv);
+    check_extras(app);
+    for (const CLI::App* cmd : {estimate_cmd, check_cmd, layers_cmd})
+      if (*cmd) check_extras(*cmd);
     if (*estimate_cmd) return run_estimate(estimate_args);
-    if (*check_cmd) return run_check(check_args);
+    if (*check_cmd) return run_check(check_spec, check_step);
     return run_layers(layer_type);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -164,11 +282,30 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11 says "--batch: 1 required INT:INT in [1 - 1099511627776] missing".
+    const std::string what = e.what();
+    const std::string message = what.size() > 8 && what.compare(what.size() - 8, 8, " missing") == 0
+                                    ? what.substr(0, what.find(':')) + ": needs a value"
+                                    : what;
+    std::cerr << "nnmem: error: " << message << "\nRun with --help for more information.\n";
+    return 1;
   } catch (const CLI::ParseError& e) {
+    std::cerr << "nnmem: error: " << e.what() << "\nRun with --help for more information.\n";
+    return 1;
+  } catch (const UsageError& e) {
     std::cerr << "nnmem: error: " << e.what() << "\nRun with --help for more information.\n";
     return 1;
   } catch (const nnmem::Error& e) {
     std::cerr << e.format() << '\n';
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "nnmem: error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    // The library turns what it can into located errors; this is the last resort (an
+    // OverflowError it could not place, or a bug), still a clear message and exit code 1.
+    std::cerr << "nnmem: error: " << e.what() << '\n';
     return 1;
   }
 }

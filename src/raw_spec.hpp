@@ -1,6 +1,6 @@
 // The spec as the YAML file wrote it, before expansion: `$expressions` unevaluated, blocks not
 // yet instantiated, names not yet resolved. loader.cpp (the only file that sees yaml-cpp) builds
-// it; expand.cpp turns it into a ModelSpec.
+// it, with source_text.cpp's help for bytes and positions; expand.cpp turns it into a ModelSpec.
 #pragma once
 
 #include <optional>
@@ -11,12 +11,15 @@
 
 namespace nnmem::raw {
 
-/// A scalar or a flat list of scalars; a plain scalar beginning with `$` is an expression.
+/// A scalar, a list (whose items may be lists) or a mapping; a scalar beginning with `$` is an
+/// expression. A mapping keeps no contents: no value may be one, but saying so is left to
+/// whoever knows what was expected (the layer's schema, `repeat`, …).
 struct RawValue {
-  Value literal;                      // when not an expression and not a list
+  Value literal;                      // when not an expression, a list or a mapping
   std::optional<std::string> expression;
   bool is_list = false;
-  std::vector<RawValue> items;
+  bool is_map = false;
+  std::vector<RawValue> items;        // a list's
   SourceLoc loc;
 };
 

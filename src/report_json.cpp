@@ -81,7 +81,7 @@ std::string render_json(const Estimate& e, int indent) {
       {"reserved_bytes", t.reserved_bytes},
       {"overhead_bytes", t.overhead_bytes},
   };
-  const TorchSummaryFigures ts = torchsummary_figures(e);
+  const TorchSummaryFigures& ts = e.torchsummary;
   j["conventions"]["torchsummary"] = {
       {"input_bytes", ts.input_bytes},
       {"forward_backward_bytes", ts.forward_backward_bytes},

@@ -1,6 +1,8 @@
 // The terminal report: a per-layer table in the spirit of torchinfo's summary(), then every
 // component of a step's memory on its own line, in bytes and MiB.
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "nnmem/report.hpp"
 #include "nnmem/units.hpp"
@@ -14,23 +16,43 @@ std::string pad(const std::string& s, std::size_t width, bool right = false) {
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
 
+// A right-aligned column: at least one space before it, so that a value wider than its
+// column (a huge model's bytes) cannot run into the column before.
+std::string column(const std::string& s, std::size_t width) { return pad(s.size() >= width ? " " + s : s, width, true); }
+
 std::string shapes(const LayerEstimate& l) {
   std::string s;
   for (std::size_t i = 0; i < l.outputs.size(); ++i) s += (i ? " " : "") + to_string(l.outputs[i].shape);
   return s;
 }
 
-class Lines {
+// The memory breakdown: one row per component, in bytes and MiB. Rows are collected first so
+// that the columns can widen for a huge model instead of running together.
+class MemoryRows {
  public:
-  void row(const std::string& label, std::int64_t bytes, const std::string& note = {}) {
-    os_ << "  " << pad(label, 38) << pad(with_commas(bytes), 18, true) << pad(mib_truncated(bytes), 14, true) << " MiB";
-    if (!note.empty()) os_ << "   " << note;
-    os_ << '\n';
+  void row(std::string label, std::int64_t bytes, std::string note = {}) {
+    rows_.push_back({std::move(label), with_commas(bytes), mib_truncated(bytes), std::move(note)});
   }
-  std::ostringstream& os() { return os_; }
+
+  void render(std::ostream& os) const {
+    std::size_t bytes_width = 18, mib_width = 14;
+    for (const auto& r : rows_) {
+      bytes_width = std::max(bytes_width, r.bytes.size() + 2);
+      mib_width = std::max(mib_width, r.mib.size() + 2);
+    }
+    os << "Memory" << pad("bytes", 34 + bytes_width, true) << pad("MiB", mib_width + 4, true) << '\n';
+    for (const auto& r : rows_) {
+      os << "  " << pad(r.label, 38) << column(r.bytes, bytes_width) << column(r.mib, mib_width) << " MiB";
+      if (!r.note.empty()) os << "   " << r.note;
+      os << '\n';
+    }
+  }
 
  private:
-  std::ostringstream os_;
+  struct Row {
+    std::string label, bytes, mib, note;
+  };
+  std::vector<Row> rows_;
 };
 
 }  // namespace
@@ -38,8 +60,7 @@ class Lines {
 std::string render_table(const Estimate& e) {
   const bool training = e.mode == Mode::Train;
   const auto& o = e.options;
-  Lines out;
-  std::ostream& os = out.os();
+  std::ostringstream os;
   os << "Model " << e.model << " (" << e.file << "): batch " << o.graph.batch << ", "
      << (training ? "training" : "inference") << ", " << (o.graph.device == Device::Cuda ? "cuda" : "cpu") << ", "
      << dtype_name(e.float_dtype);
@@ -59,9 +80,9 @@ std::string render_table(const Estimate& e) {
      << rule << '\n';
   for (const auto& l : e.layers) {
     os << pad(l.name + " (" + l.type + ")", name_width) << "  " << pad(shapes(l), shape_width)
-       << pad(l.params ? with_commas(l.params) + (l.trainable ? "" : "*") : "--", 16, true)
-       << pad(l.macs ? human_count(l.macs) : "--", 14, true);
-    if (training) os << pad(l.saved_bytes ? human_bytes(l.saved_bytes) : "--", 14, true);
+       << column(l.params ? with_commas(l.params) + (l.trainable ? "" : "*") : "--", 16)
+       << column(l.macs ? human_count(l.macs) : "--", 14);
+    if (training) os << column(l.saved_bytes ? human_bytes(l.saved_bytes) : "--", 14);
     os << '\n';
   }
   const Totals& t = e.totals;
@@ -71,15 +92,16 @@ std::string render_table(const Estimate& e) {
      << "Non-trainable params: " << with_commas(t.non_trainable_params)
      << (t.non_trainable_params ? "   (* frozen layer)" : "") << '\n'
      << "Multiply-accumulates: " << with_commas(t.macs) << " (" << human_count(t.macs) << ")\n"
-     << rule << '\n'
-     << "Memory" << pad("bytes", 52, true) << pad("MiB", 18, true) << '\n';
+     << rule << '\n';
+  MemoryRows out;
   out.row("parameters", t.param_bytes);
   out.row("buffers", t.buffer_bytes);
   if (training) {
     out.row("gradients", t.grad_bytes, o.step.keep_grads ? "kept between steps (--keep-grads)" : "");
     out.row("optimizer state (" + std::string(name_of(o.step.optimizer)) + ")", t.optimizer_state_bytes);
     for (const auto& s : e.optimizer_slots) out.row("  " + s.name, s.bytes);
-    out.row("weights + optimizer state", checked_add(t.param_bytes, t.optimizer_state_bytes));
+    // Cannot overflow: estimate() checked the larger persistent_bytes, which includes both.
+    out.row("weights + optimizer state", t.param_bytes + t.optimizer_state_bytes);
   }
   out.row("input", t.input_bytes);
   if (training) out.row("target", t.target_bytes);
@@ -90,24 +112,10 @@ std::string render_table(const Estimate& e) {
   if (o.graph.device == Device::Cuda) {
     out.row("CUDA allocator reserve at the peak", t.reserved_bytes, "(segments; a lower bound)");
     out.row("framework overhead (--overhead)", t.overhead_bytes);
-    out.row("total on the device", checked_add(t.reserved_bytes, t.overhead_bytes));
+    out.row("total on the device", t.device_bytes);
   }
-  return out.os().str();
-}
-
-TorchSummaryFigures torchsummary_figures(const Estimate& e) {
-  TorchSummaryFigures f;
-  for (const auto& in : e.inputs) f.input_bytes = checked_add(f.input_bytes, checked_mul(in.type.numel(), 4));
-  std::int64_t outputs = 0, params = 0;
-  for (const auto& l : e.layers) {
-    if (l.functional) continue;
-    outputs = checked_add(outputs, l.outputs.front().numel());  // torchsummary reads the first output
-    params = checked_add(params, l.params);
-  }
-  f.forward_backward_bytes = checked_mul(checked_mul(outputs, 4), 2);
-  f.params_bytes = checked_mul(params, 4);
-  f.total_bytes = checked_add(checked_add(f.input_bytes, f.forward_backward_bytes), f.params_bytes);
-  return f;
+  out.render(os);
+  return os.str();
 }
 
 std::string render_torchsummary(const Estimate& e) {
@@ -119,10 +127,10 @@ std::string render_torchsummary(const Estimate& e) {
   for (const auto& l : e.layers) {
     if (l.functional) continue;
     Shape s = l.outputs.front().shape;
-    os << pad(l.type + "-" + std::to_string(++index), 25, true) << pad(to_string(s), 25, true)
-       << pad(with_commas(l.params), 15, true) << '\n';
+    os << column(l.type + "-" + std::to_string(++index), 25) << column(to_string(s), 25)
+       << column(with_commas(l.params), 15) << '\n';
   }
-  const TorchSummaryFigures f = torchsummary_figures(e);
+  const TorchSummaryFigures& f = e.torchsummary;
   os << std::string(64, '=') << '\n'
      << "Input size (MB): " << mib(f.input_bytes) << '\n'
      << "Forward/backward pass size (MB): " << mib(f.forward_backward_bytes) << '\n'

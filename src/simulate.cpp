@@ -20,7 +20,9 @@ namespace {
 class StepSimulator {
  public:
   StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss)
-      : graph_(graph), options_(options), loss_(loss), block_(graph.storages.size(), -1) {}
+      : graph_(graph), options_(options), loss_(loss), block_(graph.storages.size(), -1), returned_(graph.values.size()) {
+    for (int v : graph.outputs) returned_[static_cast<std::size_t>(v)] = true;
+  }
 
   StepResult run(const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& params) {
     const bool training = graph_.options.mode == Mode::Train;
@@ -43,9 +45,7 @@ class StepSimulator {
  private:
   const TensorValue& value(int v) const { return graph_.values[static_cast<std::size_t>(v)]; }
   int& block_of(int v) { return block_[static_cast<std::size_t>(value(v).storage)]; }
-  bool is_output(int v) const {
-    return std::find(graph_.outputs.begin(), graph_.outputs.end(), v) != graph_.outputs.end();
-  }
+  bool is_output(int v) const { return returned_[static_cast<std::size_t>(v)]; }
   // A node is part of the autograd graph when it has something to differentiate.
   bool in_autograd(const Node& node) const {
     return std::any_of(node.outputs.begin(), node.outputs.end(), [&](int v) { return value(v).requires_grad; });
@@ -190,6 +190,7 @@ class StepSimulator {
   LossTensors loss_tensors_ = loss_tensors(loss_, graph_.values[static_cast<std::size_t>(graph_.outputs.front())].type, {});
   MemoryTracker memory_;
   std::vector<int> block_;                  // graph storage -> live block
+  std::vector<bool> returned_;              // value -> whether the model returns it
   std::map<std::size_t, std::vector<int>> kept_;  // node -> blocks its backward keeps
   std::vector<int> loss_kept_;
   std::vector<int> previous_outputs_;

@@ -14,6 +14,7 @@ std::string Value::str() const {
     case Kind::Bool: return boolean ? "true" : "false";
     case Kind::Int: return std::to_string(integer);
     case Kind::Float: {
+      if (std::isnan(real)) return "nan";  // not "-nan": the sign of a NaN means nothing here
       std::ostringstream os;
       os << real;
       return os.str();
@@ -24,6 +25,7 @@ std::string Value::str() const {
       for (std::size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + items[i].str();
       return s + "]";
     }
+    case Kind::Map: return "{…}";
   }
   return {};
 }
@@ -35,7 +37,11 @@ std::string Value::describe() const {
     case Kind::Int: return "the integer " + std::to_string(integer);
     case Kind::Float: return "the number " + str();
     case Kind::String: return "the string '" + text + "'";
-    case Kind::List: return "the list " + str();
+    case Kind::List: {
+      const std::string text = str();  // a machine-written list can be huge: count it instead
+      return text.size() <= 80 ? "the list " + text : "a list of " + std::to_string(items.size()) + " values";
+    }
+    case Kind::Map: return "a mapping";
   }
   return {};
 }

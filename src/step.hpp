@@ -26,8 +26,10 @@ struct LossTensors {
   std::int64_t loss_bytes = 4;        // the storage behind the 0-dim loss tensor
 };
 
-/// Throws Error (at the spec's `loss`, if any) when the output cannot take this loss.
-LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where);
+/// Throws Error (at the spec's `loss`, if any) when the output cannot take this loss; `producer`
+/// names the output in that message ("Squeeze 'score'").
+LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where,
+                         const std::string& producer = {});
 
 /// The whole step, tensor by tensor. `persistent` blocks are allocated first.
 struct StepResult {

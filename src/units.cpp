@@ -9,12 +9,17 @@
 
 namespace nnmem {
 
-std::optional<std::int64_t> parse_bytes(const std::string& text) {
+std::optional<std::int64_t> parse_bytes(const std::string& text, SizeProblem* problem) {
+  const auto refuse = [&](SizeProblem why) -> std::optional<std::int64_t> {
+    if (problem) *problem = why;
+    return std::nullopt;
+  };
+  if (problem) *problem = SizeProblem::None;
   std::size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  if (i == 0) return std::nullopt;
+  if (i == 0) return refuse(SizeProblem::Malformed);
   const std::string number = text.substr(0, i);
-  if (number.find('.') != number.rfind('.')) return std::nullopt;
+  if (number.find('.') != number.rfind('.') || number == ".") return refuse(SizeProblem::Malformed);
   std::string unit;
   for (std::size_t k = i; k < text.size(); ++k)
     if (!std::isspace(static_cast<unsigned char>(text[k]))) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[k])));
@@ -28,10 +33,11 @@ std::optional<std::int64_t> parse_bytes(const std::string& text) {
   for (const auto& u : units) {
     if (unit != u.name) continue;
     const double value = std::strtod(number.c_str(), nullptr) * u.factor;
-    if (!std::isfinite(value) || value < 0 || value >= 9.2e18) return std::nullopt;
+    // 2^63 is exact in a double; anything below it rounds to a value that fits.
+    if (!std::isfinite(value) || value >= 0x1p63) return refuse(SizeProblem::TooLarge);
     return static_cast<std::int64_t>(std::llround(value));
   }
-  return std::nullopt;
+  return refuse(SizeProblem::Malformed);
 }
 
 std::string mib(std::int64_t bytes, int decimals) {

@@ -1,1 +1,159 @@
+// `$expressions` as a spec uses them: arithmetic, comparisons, variables (the spec's, --set
+// overrides, block parameters, `index`), and the errors — each naming the layer and attribute,
+// quoting the expression and saying what was expected and found.
 #include "helpers.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+namespace {
+
+// The value of `out_features` in a one-Linear spec whose variables are `variables` (YAML lines).
+Value out_features(const std::string& expression, const std::string& variables = "", const LoadOptions& options = {}) {
+  const std::string yaml = (variables.empty() ? "" : "variables:\n" + variables) +
+                           "inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: " + expression + "}\n";
+  const ModelSpec spec = parse_spec(yaml, "test.yaml", options);
+  return spec.layers.at(0).find_attr("out_features")->value;
+}
+
+std::int64_t int_of(const std::string& expression, const std::string& variables = "") {
+  const Value v = out_features(expression, variables);
+  REQUIRE(v.kind == Value::Kind::Int);
+  return v.integer;
+}
+
+// The located error that loading the spec raises, "" if none.
+std::string load_error(const std::string& yaml, const LoadOptions& options = {}) {
+  try {
+    parse_spec(yaml, "test.yaml", options);
+  } catch (const Error& e) {
+    return e.format();
+  }
+  return {};
+}
+
+std::string expression_error(const std::string& expression, const std::string& variables = "") {
+  return load_error((variables.empty() ? "" : "variables:\n" + variables) +
+                    "inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: " + expression + "}\n");
+}
+
+}  // namespace
+
+TEST_CASE("arithmetic follows the usual precedence, with floor division on integers") {
+  CHECK(int_of("$2 + 3 * 4") == 14);
+  CHECK(int_of("$(2 + 3) * 4") == 20);
+  CHECK(int_of("$7 // 2") == 3);
+  CHECK(int_of("$7 / 2") == 3);       // sizes are integers: `/` floors too
+  CHECK(int_of("\"$-7 // 2\"") == -4);  // Python's floor, not C's truncation
+  CHECK(int_of("$7 % 3") == 1);
+  CHECK(int_of("$- 3 + 10") == 7);
+  CHECK(int_of("$2 * -3 + 10") == 4);
+  const Value real = out_features("$7.0 / 2");
+  CHECK(real.kind == Value::Kind::Float);
+  CHECK(real.real == 3.5);
+}
+
+TEST_CASE("comparisons, booleans, strings and the conditional") {
+  CHECK(int_of("\"$w > 4 && !(w == 6) ? 1 : 2\"", "  w: 8\n") == 1);
+  CHECK(int_of("\"$w > 4 && !(w == 8) ? 1 : 2\"", "  w: 8\n") == 2);
+  CHECK(int_of("\"$mode == 'same' ? 3 : 5\"", "  mode: same\n") == 3);
+  CHECK(int_of("\"$false || w <= 8 ? 1 : 0\"", "  w: 8\n") == 1);
+  CHECK(int_of("\"$1 == 1.0 ? 1 : 0\"") == 1);  // numbers compare by value
+}
+
+TEST_CASE("variables: each may use the ones above it; --set overrides them, by value or by expression") {
+  const std::string vars = "  width: 64\n  hidden: $width * 4\n";
+  CHECK(int_of("$hidden", vars) == 256);
+  LoadOptions set;
+  set.overrides = {{"width", "32"}};
+  CHECK(out_features("$hidden", vars, set).integer == 128);
+  set.overrides = {{"width", "$16 * 3"}};
+  CHECK(out_features("$hidden", vars, set).integer == 192);
+  set.overrides = {{"hidden", "10"}};
+  CHECK(out_features("$hidden", vars, set).integer == 10);
+}
+
+TEST_CASE("`$$` is a literal dollar; a quoted `$` is still an expression; `$name` alone keeps a list") {
+  const ModelSpec spec = parse_spec(
+      "inputs: {x: [3, 16, 16]}\nblocks:\n  B:\n    params: {k: [3, 5]}\n    layers:\n"
+      "      - {name: c, type: Conv2d, out_channels: \"$2 * 4\", kernel_size: $k, padding_mode: $$zeros}\n"
+      "layers:\n  - {name: b, block: B}\n",
+      "test.yaml");
+  const LayerSpec& c = spec.layers.at(0);
+  CHECK(c.name == "b.c");
+  CHECK(c.find_attr("out_channels")->value.integer == 8);
+  CHECK(c.find_attr("kernel_size")->value.str() == "[3, 5]");
+  CHECK(c.find_attr("padding_mode")->value.kind == Value::Kind::String);
+  CHECK(c.find_attr("padding_mode")->value.text == "$zeros");
+}
+
+TEST_CASE("expression errors name the layer and the attribute, and point at the value") {
+  CHECK(expression_error("$widht", "  width: 8\n") ==
+        "test.yaml:5:44: error: Linear 'fc': out_features: in '$widht': unknown variable 'widht' (did you mean "
+        "'width'?)");
+  CHECK(expression_error("$8 // 0") == "test.yaml:3:44: error: Linear 'fc': out_features: in '$8 // 0': division by zero");
+  CHECK(expression_error("$w * 2", "  w: wide\n") ==
+        "test.yaml:5:44: error: Linear 'fc': out_features: in '$w * 2': '*' needs numbers, found the string 'wide' "
+        "and the integer 2");
+  CHECK(expression_error("$4294967296 * 4294967296") ==
+        "test.yaml:3:44: error: Linear 'fc': out_features: in '$4294967296 * 4294967296': integer overflow: "
+        "4294967296 * 4294967296 does not fit in 64 bits");
+}
+
+TEST_CASE("syntax errors say what was expected and what was found") {
+  const auto message = [](const std::string& expression) {
+    const std::string e = expression_error(expression);
+    return e.substr(e.rfind("': ") + 3);
+  };
+  CHECK(message("\"$8 *\"") == "expected a value after '*', found the end of the expression");
+  CHECK(message("\"$(8 + 1\"") == "expected ')', found the end of the expression");
+  CHECK(message("\"$8 8\"") == "expected an operator or the end of the expression, found '8'");
+  CHECK(message("\"$8 + )\"") == "expected a value after '+', found ')'");
+  CHECK(message("\"$true ? 1 2\"") == "expected ':' in 'a ? b : c', found '2'");
+  CHECK(message("\"$'open\"") == "unterminated string");
+  CHECK(message("\"$8 @ 2\"") == "unexpected character '@'");
+  CHECK(expression_error("$") == "test.yaml:3:44: error: Linear 'fc': out_features: in '$': the expression is empty");
+}
+
+TEST_CASE("nesting is bounded, so no expression can exhaust the stack") {
+  const auto nested = [](int depth) { return "$" + std::string(depth, '(') + "1" + std::string(depth, ')'); };
+  CHECK(int_of(nested(400)) == 1);
+  // Too long to quote: the message names the layer and attribute only.
+  CHECK(expression_error(nested(100000)) ==
+        "test.yaml:3:44: error: Linear 'fc': out_features: the expression nests more than 500 levels deep");
+  CHECK(expression_error("$" + std::string(2000, '-') + "1").find("nests more than 500 levels") != std::string::npos);
+}
+
+TEST_CASE("a variable defined below the one using it is named as such") {
+  CHECK(load_error("variables:\n  hidden: $width * 4\n  width: 128\ninputs: {x: [8]}\nlayers:\n  - {type: ReLU}\n") ==
+        "test.yaml:2:11: error: in '$width * 4': variable 'width' is defined later (line 3); a variable can only use "
+        "the variables above it");
+}
+
+TEST_CASE("lists and mappings cannot take part in arithmetic") {
+  const std::string spec =
+      "inputs: {x: [3, 8, 8]}\nblocks:\n  B:\n    params: [k]\n    layers:\n"
+      "      - {name: c, type: Conv2d, out_channels: 4, kernel_size: $k * 2}\n"
+      "layers:\n  - {name: b, block: B, k: ARG}\n";
+  const auto with = [&](const std::string& arg) { return load_error(spec.substr(0, spec.find("ARG")) + arg + "}\n"); };
+  CHECK(with("[3, 3]").find("Conv2d 'b.c': kernel_size: in '$k * 2': 'k' is a list; use it alone, as $k") !=
+        std::string::npos);
+  CHECK(with("{a: 1}").find("'k' is a mapping, which arithmetic cannot use") != std::string::npos);
+}
+
+TEST_CASE("--set: unknown and repeated names are errors") {
+  const std::string yaml = "variables:\n  width: 8\ninputs: {x: [8]}\nlayers:\n  - {type: Linear, out_features: $width}\n";
+  LoadOptions set;
+  set.overrides = {{"widht", "4"}};
+  CHECK(load_error(yaml, set) ==
+        "test.yaml:1:1: error: --set widht=4: the spec has no variable 'widht' (did you mean 'width'?)");
+  set.overrides = {{"width", "4"}, {"width", "16"}};
+  CHECK(load_error(yaml, set) ==
+        "test.yaml:1:1: error: --set width=16: 'width' is already set by --set width=4; give each variable once");
+}
+
+TEST_CASE("a NaN cannot pass a range check") {
+  const std::string e = error_from("inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8}\n"
+                                   "  - {name: drop, type: Dropout, p: $1e308 * 10 - 1e308 * 10}\n");
+  CHECK(e == "test.yaml:4:36: error: Dropout 'drop': p must be between 0 and 1, found nan");
+}

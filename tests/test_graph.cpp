@@ -1,1 +1,43 @@
+// The graph's whole-model checks and its limits: tensors of at most kMaxRank dimensions, sizes
+// that fit in 64 bits (naming the tensor that does not), and in-place writes over a tensor an
+// earlier layer keeps for backward — found through an index, not a scan of every earlier layer.
 #include "helpers.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+TEST_CASE("a layer whose output would pass kMaxRank dimensions is refused, naming the instance") {
+  const std::string e = error_from("inputs: {x: [16]}\nlayers:\n  - {name: u, type: Unsqueeze, dim: 1, repeat: 1000}\n");
+  CHECK(e == "test.yaml:3:5: error: Unsqueeze 'u.62': the output would have 65 dimensions; nnmem supports at most 64");
+}
+
+TEST_CASE("an input of more than kMaxRank dimensions (batch included) is refused") {
+  std::string shape;
+  for (int i = 0; i < 64; ++i) shape += (i ? ", " : "") + std::string("1");
+  CHECK(error_from("inputs: {x: [" + shape + "]}\nlayers:\n  - {type: ReLU}\n") ==
+        "test.yaml:1:10: error: input 'x': the tensor would have 65 dimensions; nnmem supports at most 64");
+}
+
+TEST_CASE("a parameter too large in bytes is named") {
+  // 2^30 x 2^31 weights fit in 64 bits as a count, not as float32 bytes.
+  CHECK(error_from("inputs: {x: [2147483648]}\nlayers:\n  - {name: fc, type: Linear, out_features: 1073741824}\n") ==
+        "test.yaml:3:5: error: Linear 'fc': the weight [1073741824, 2147483648] is too large (size overflow: "
+        "2305843009213693952 * 4 does not fit in 64 bits)");
+}
+
+TEST_CASE("an in-place write over a kept tensor names the first layer that keeps it") {
+  const std::string e = error_from(
+      "inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8}\n"
+      "  - {name: gate, type: Sigmoid}\n  - {name: tanh, type: Tanh, input: gate}\n"
+      "  - {name: act, type: ReLU, inplace: true, input: gate}\n  - {name: sum, type: Add, inputs: [act, tanh]}\n");
+  CHECK(e == "test.yaml:6:5: error: ReLU 'act' works in place, but it would overwrite the output that Sigmoid 'gate' "
+             "keeps for its backward pass; PyTorch would fail in backward. Set inplace: false\n"
+             "test.yaml:4:5: note: Sigmoid 'gate' is here");
+}
+
+TEST_CASE("a long chain of in-place layers builds, each checked in constant time") {
+  const Graph g = graph_from("inputs: {x: [16]}\nlayers:\n  - {type: Linear, out_features: 16}\n"
+                             "  - {name: d, type: Dropout, p: 0.1, inplace: true, repeat: 20000}\n");
+  CHECK(g.nodes.size() == 20001);
+  CHECK(g.storages.size() == 2);  // the input, and the Linear's output every Dropout overwrites
+}

@@ -1,1 +1,229 @@
+// Loading a spec: the YAML reader (encodings, positions, YAML mistakes yaml-cpp words obscurely)
+// and the expansion (blocks, `repeat` with $index, `when: false`, names), with the located
+// errors both promise.
+#include <filesystem>
+#include <fstream>
+
 #include "helpers.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+namespace {
+
+ModelSpec load(const std::string& yaml, const LoadOptions& options = {}) { return parse_spec(yaml, "test.yaml", options); }
+
+// The located error that loading the spec raises, "" if none.
+std::string load_error(const std::string& yaml, const LoadOptions& options = {}) {
+  try {
+    load(yaml, options);
+  } catch (const Error& e) {
+    return e.format();
+  }
+  return {};
+}
+
+std::vector<std::string> names(const ModelSpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& l : spec.layers) out.push_back(l.name);
+  return out;
+}
+
+const std::string kTail = "inputs: {x: [8]}\nlayers:\n  - {type: ReLU}\n";
+
+}  // namespace
+
+TEST_CASE("blocks and repeat: qualified names, $index, parameters with defaults, the output") {
+  const ModelSpec spec = load(
+      "inputs: {x: [3, 32, 32]}\n"
+      "blocks:\n"
+      "  Down:\n"
+      "    params: {c: null, k: 3}\n"
+      "    layers:\n"
+      "      - {name: conv, type: Conv2d, out_channels: $c, kernel_size: $k, stride: 2}\n"
+      "      - {type: ReLU}\n"
+      "    output: conv\n"
+      "layers:\n"
+      "  - {name: down, block: Down, c: \"$8 * (index + 1)\", repeat: 3}\n"  // a block sees its arguments only
+      "  - {name: head, type: Flatten}\n");
+  CHECK(names(spec) == std::vector<std::string>{"down.0.conv", "down.0.1", "down.1.conv", "down.1.1", "down.2.conv",
+                                                "down.2.1", "head"});
+  CHECK(spec.layers[2].find_attr("out_channels")->value.integer == 16);
+  CHECK(spec.layers[4].find_attr("out_channels")->value.integer == 24);
+  CHECK(spec.layers[4].find_attr("kernel_size")->value.integer == 3);
+  CHECK(spec.layers[2].inputs == std::vector<std::string>{"down.0.conv"});  // the block's output, not its last layer
+  CHECK(spec.layers[6].inputs == std::vector<std::string>{"down.2.conv"});
+  CHECK(!spec.layers[0].chained);
+  CHECK(spec.outputs == std::vector<std::string>{"head"});
+}
+
+TEST_CASE("when: false drops a layer, and its name stands for its input") {
+  const ModelSpec spec = load(
+      "variables:\n  dropout: false\n"
+      "inputs: {x: [8]}\n"
+      "layers:\n"
+      "  - {name: fc, type: Linear, out_features: 8}\n"
+      "  - {name: drop, type: Dropout, when: $dropout}\n"
+      "  - {name: add, type: Add, inputs: [drop, fc]}\n");
+  CHECK(names(spec) == std::vector<std::string>{"fc", "add"});
+  CHECK(spec.layers[1].inputs == std::vector<std::string>{"fc", "fc"});
+}
+
+TEST_CASE("a block instance passes trainable: false down to every layer inside it") {
+  const ModelSpec spec = load(
+      "inputs: {x: [8]}\nblocks:\n  MLP:\n    layers:\n      - {type: Linear, out_features: 8}\n"
+      "      - {type: Linear, out_features: 8, trainable: true}\n"
+      "layers:\n  - {name: frozen, block: MLP, trainable: false}\n  - {name: head, type: Linear, out_features: 2}\n");
+  CHECK(!spec.layers[0].trainable);
+  CHECK(!spec.layers[1].trainable);
+  CHECK(spec.layers[2].trainable);
+}
+
+TEST_CASE("values keep their shape for the layer's schema to judge: nested lists, mappings") {
+  const ModelSpec spec = load("inputs: {x: [3, 8, 8]}\nlayers:\n"
+                              "  - {type: Conv2d, out_channels: 4, kernel_size: [[3, 3]], stride: {h: 1}}\n");
+  const LayerSpec& conv = spec.layers[0];
+  CHECK(conv.find_attr("kernel_size")->value.str() == "[[3, 3]]");
+  CHECK(conv.find_attr("stride")->value.kind == Value::Kind::Map);
+  CHECK(conv.find_attr("stride")->value.describe() == "a mapping");
+}
+
+TEST_CASE("columns count characters, as an editor does; a UTF-8 byte order mark is not one") {
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: caf\xc3\xa9, type: Linaer}\n").empty());  // found later
+  CHECK(error_from("inputs: {x: [8]}\nlayers:\n  - {name: caf\xc3\xa9, type: Linaer}\n").rfind("test.yaml:3:24:", 0) == 0);
+  CHECK(error_from("\xef\xbb\xbfinputs: {x: [8]}\nlayers:\n  - {type: Linaer}\n").rfind("test.yaml:3:12:", 0) == 0);
+  CHECK(load_error("\xef\xbb\xbfname: caf\xe9\n" + kTail) ==
+        "test.yaml:1:10: error: the file is not valid UTF-8: byte 0xe9 cannot appear here");
+}
+
+TEST_CASE("columns on a line longer than the position index's stride are counted the same way") {
+  std::string line = "layers: [{name: caf\xc3\xa9, type: ReLU}";
+  for (int i = 0; i < 200; ++i) line += ", {type: ReLU}";
+  line += ", {type: ";
+  const std::size_t column = line.size();  // characters before "Linaer" (the é is two bytes), plus one
+  const std::string e = error_from("inputs: {x: [8]}\n" + line + "Linaer}]\n");
+  CHECK(e.rfind("test.yaml:2:" + std::to_string(column) + ": error: unknown layer type 'Linaer'", 0) == 0);
+}
+
+TEST_CASE("UTF-8 is checked strictly: surrogates, overlong forms and code points past U+10FFFF") {
+  const auto bad = [](const std::string& bytes) { return load_error("name: " + bytes + "\n" + kTail); };
+  CHECK(bad("\xed\xa0\x80") == "test.yaml:1:7: error: the file is not valid UTF-8: byte 0xed cannot appear here");
+  CHECK(bad("\xe0\x80\xaf") == "test.yaml:1:7: error: the file is not valid UTF-8: byte 0xe0 cannot appear here");
+  CHECK(bad("\xf0\x80\x80\xaf") == "test.yaml:1:7: error: the file is not valid UTF-8: byte 0xf0 cannot appear here");
+  CHECK(bad("\xf4\x90\x80\x80") == "test.yaml:1:7: error: the file is not valid UTF-8: byte 0xf4 cannot appear here");
+  CHECK(bad("\xc0\xaf") == "test.yaml:1:7: error: the file is not valid UTF-8: byte 0xc0 cannot appear here");
+  CHECK(bad("ok\xe2\x82") == "test.yaml:1:9: error: the file is not valid UTF-8: byte 0xe2 cannot appear here");
+  CHECK(bad("\xf0\x9f\x98\x80 \xed\x9f\xbf \xf4\x8f\xbf\xbf").empty());  // U+1F600, U+D7FF, U+10FFFF
+}
+
+TEST_CASE("UTF-16 and UTF-32 files are named for what they are") {
+  CHECK(load_error(std::string("\xff\xfe" "i\0n\0", 6)) ==
+        "test.yaml:1:1: error: the file is UTF-16 (it starts with a UTF-16 byte order mark); a spec must be UTF-8");
+  CHECK(load_error(std::string("\xfe\xff\0i", 4)).find("the file is UTF-16") != std::string::npos);
+  CHECK(load_error(std::string("\xff\xfe\0\0i\0\0\0", 8)).find("the file is UTF-32") != std::string::npos);
+}
+
+TEST_CASE("YAML mistakes that yaml-cpp reports obscurely, or not at all") {
+  CHECK(load_error("name: \"my model\ninputs: {x: [8]}\nlayers:\n  - {type: ReLU}\n") ==
+        "test.yaml:1:7: error: invalid YAML: the string opened by this '\"' is never closed");
+  CHECK(load_error("name: 'it''s\n" + kTail) ==
+        "test.yaml:1:7: error: invalid YAML: the string opened by this ''' is never closed");
+  CHECK(load_error("name: \"a \\\" b\"\n" + kTail).empty());  // an escaped quote does not close it
+  CHECK(load_error("name: 'it''s'\n" + kTail).empty());
+  CHECK(load_error("inputs:\n\tx: [8]\nlayers:\n  - {type: ReLU}\n") ==
+        "test.yaml:2:1: error: invalid YAML: a tab character indents this line; YAML indents with spaces only");
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - type: Linear\n    out_features: 8\n   bias: false\n") ==
+        "test.yaml:5:4: error: invalid YAML: 'bias' is indented by 3 spaces, but the other keys of this mapping "
+        "(line 4) are indented by 4");
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - &a {type: ReLU}\n  - {<<: *a}\n") ==
+        "test.yaml:4:6: error: YAML merge keys ('<<') are not supported; write the layer's attributes out in full");
+  CHECK(load_error(kTail + "---\n") ==
+        "test.yaml:4:1: error: the file holds several YAML documents; a spec is one document");
+}
+
+TEST_CASE("YAML nesting deeper than yaml-cpp's limit is reported at the first node too deep") {
+  const std::string depth(600, '[');
+  CHECK(load_error("inputs: {x: [8]}\nlayers: " + depth + std::string(600, ']') + "\n") ==
+        "test.yaml:2:507: error: invalid YAML: the document nests more than 499 levels deep");
+  // 498 brackets inside the root mapping: 499 levels, the most yaml-cpp reads.
+  CHECK(load_error("inputs: {x: [8]}\nlayers: " + std::string(498, '[') + std::string(498, ']') + "\n")
+            .find("nests more than") == std::string::npos);
+}
+
+TEST_CASE("errors about one layer name it, in a block definition too") {
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8, out_features: 9}\n") ==
+        "test.yaml:3:47: error: Linear 'fc': duplicate key 'out_features' (first given at line 3)");
+  CHECK(load_error("inputs: {x: [8]}\nblocks:\n  B:\n    layers:\n      - {type: Linear, out_features: 99999999999999999999}\n"
+                   "layers:\n  - {block: B}\n") ==
+        "test.yaml:5:38: error: Linear '0' in block 'B': out_features: the integer 99999999999999999999 does not fit in "
+        "64 bits");
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - ReLU\n") ==
+        "test.yaml:3:5: error: each layer must be a mapping such as {type: Conv2d, out_channels: 64, ...}, found the "
+        "scalar 'ReLU' (did you mean {type: ReLU}?)");
+}
+
+TEST_CASE("names: collisions say who holds the name; unnamed layers are named by position") {
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: x, type: ReLU}\n") ==
+        "test.yaml:3:12: error: ReLU 'x': the name 'x' is already used by input 'x' (line 1)");
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: ReLU}\n  - {name: 0, type: ReLU}\n") ==
+        "test.yaml:4:12: error: duplicate layer name '0': the unnamed layer at line 3 is already called '0' (an unnamed "
+        "layer is named by its position)");
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: 1, type: ReLU}\n  - {type: ReLU}\n") ==
+        "test.yaml:4:5: error: duplicate layer name '1': this unnamed layer is called '1' by its position, but the layer "
+        "at line 3 is already named so");
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: r.1, type: ReLU}\n  - {name: r, type: Tanh, repeat: 2}\n") ==
+        "test.yaml:4:12: error: Tanh 'r': 'repeat' names its instance 1 'r.1', but that name is already used by "
+        "ReLU 'r.1' (line 3)");
+}
+
+TEST_CASE("expansion errors that involve several places") {
+  CHECK(load_error("inputs: {a: [8], b: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8, input: a, when: false}\n") ==
+        "test.yaml:3:5: error: every layer is skipped by 'when: false', so there is no last layer to be the model's "
+        "output; name the outputs in 'outputs'");
+  CHECK(load_error("inputs: {x: [8]}\nblocks:\n  Head:\n    layers:\n      - {name: s, type: Add, inputs: [in, stem]}\n"
+                   "layers:\n  - {name: stem, type: ReLU}\n  - {name: head, block: Head}\n") ==
+        "test.yaml:5:43: error: Add 'head.s': no layer or input named 'stem' in block 'Head' (a block sees only its "
+        "inputs and its own layers)");
+  CHECK(load_error("inputs: {x: [8]}\nblocks:\n  Two:\n    inputs: [p, q]\n    layers:\n      - {type: Add, inputs: [p, q]}\n"
+                   "layers:\n  - {name: t, block: Two, inputs: [x, x], repeat: 2}\n") ==
+        "test.yaml:8:5: error: Two 't.1': takes 2 input(s) (p, q), found 1 (with 'repeat', each instance after the first "
+        "reads only the previous instance's output)");
+  LoadOptions small;
+  small.max_layers = 10;
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: r, type: ReLU, repeat: 11}\n", small) ==
+        "test.yaml:3:35: error: ReLU 'r': repeat 11 would create more than 10 layers, the limit (raise it with "
+        "--max-layers)");
+}
+
+TEST_CASE("block nesting is bounded, so expansion cannot exhaust the stack") {
+  std::string yaml = "inputs: {x: [8]}\nblocks:\n";
+  for (int i = 0; i < 600; ++i)
+    yaml += "  B" + std::to_string(i) + ":\n    layers:\n      - {block: B" + std::to_string(i + 1) + "}\n";
+  yaml += "  B600:\n    layers:\n      - {type: ReLU}\nlayers:\n  - {name: deep, block: B0}\n";
+  const std::string e = load_error(yaml);
+  CHECK(e.rfind("test.yaml:1807:5: error: expanding this nests blocks more than 500 levels deep, the limit\n", 0) == 0);
+  CHECK(e.find("test.yaml:1502:17: note: the limit was reached here") != std::string::npos);
+}
+
+TEST_CASE("files: read in chunks up to the limit, with the system's reason when they cannot be") {
+  const std::string dir = std::filesystem::temp_directory_path() / "nnmem_test_loader";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/spec.yaml";
+  std::ofstream(path) << kTail;
+  CHECK(load_spec_file(path).layers.size() == 1);
+  LoadOptions tiny;
+  tiny.max_file_bytes = 10;
+  try {
+    load_spec_file(path, tiny);
+    FAIL("a file over the limit must be refused");
+  } catch (const Error& e) {
+    CHECK(e.message() == "the file is 42 bytes; specs larger than 10 bytes are refused");
+  }
+  try {
+    load_spec_file(dir + "/missing.yaml");
+    FAIL("a missing file must be an error");
+  } catch (const Error& e) {
+    CHECK(e.message().rfind("cannot open the file: ", 0) == 0);
+  }
+  std::filesystem::remove_all(dir);
+}

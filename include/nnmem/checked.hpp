@@ -10,11 +10,20 @@
 
 namespace nnmem {
 
-/// Thrown when a size does not fit in a signed 64-bit integer. The graph builder turns it into
-/// a located Error naming the layer.
+/// Thrown when a size does not fit in a signed 64-bit integer. The library turns it into a
+/// located Error naming what overflowed (a layer's tensor, the model's totals, an expression).
 class OverflowError : public std::overflow_error {
  public:
-  using std::overflow_error::overflow_error;
+  /// `operation` reads "4294967296 * 4294967296"; what() is
+  /// "size overflow: 4294967296 * 4294967296 does not fit in 64 bits".
+  explicit OverflowError(const std::string& operation)
+      : std::overflow_error("size overflow: " + operation + " does not fit in 64 bits"), operation_(operation) {}
+
+  /// The arithmetic that overflowed, without the "size overflow:" framing.
+  const std::string& operation() const { return operation_; }
+
+ private:
+  std::string operation_;
 };
 
 [[noreturn]] void throw_overflow(const char* op, std::int64_t a, std::int64_t b);

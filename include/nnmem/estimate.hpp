@@ -80,6 +80,17 @@ struct Totals {
   std::string peak_layer;
   std::int64_t reserved_bytes = 0;    // CUDA: what the caching allocator would hold at the peak
   std::int64_t overhead_bytes = 0;    // CUDA: the framework overhead asked for
+  std::int64_t device_bytes = 0;      // CUDA: reserved + overhead, the total on the device
+};
+
+/// torchsummary's four figures (torchsummary 1.5): 4 bytes per element whatever the dtype;
+/// forward/backward = 2 × the outputs of every module with a forward hook (layers marked
+/// `functional` have none); params = the parameters of those modules.
+struct TorchSummaryFigures {
+  std::int64_t input_bytes = 0;
+  std::int64_t forward_backward_bytes = 0;
+  std::int64_t params_bytes = 0;
+  std::int64_t total_bytes = 0;
 };
 
 struct InputEstimate {
@@ -98,10 +109,14 @@ struct Estimate {
   std::vector<LayerEstimate> layers;
   std::vector<OptimizerSlot> optimizer_slots;
   Totals totals;
+  TorchSummaryFigures torchsummary;  // for comparison with that tool (report.hpp renders it)
   std::vector<TimelineEvent> timeline;
 };
 
-/// Estimates one training step (or one inference pass in Mode::Eval) of a built graph.
+/// Estimates one training step (or one inference pass in Mode::Eval) of a built graph. Every
+/// figure an Estimate holds, and every sum a renderer shows, is computed (and checked for
+/// overflow) here: a model too large for 64-bit sizes is an Error located at the spec, and
+/// renderers cannot fail.
 Estimate estimate(const Graph& graph, const StepOptions& options = {});
 /// Builds the graph and estimates it.
 Estimate estimate(ModelSpec spec, const EstimateOptions& options);

@@ -1,5 +1,6 @@
 // Renderers: an Estimate as a torchinfo-style table, as JSON (stable layout, docs/json.md), and
-// the figures of other tools' conventions (torchsummary's) for comparison.
+// the figures of other tools' conventions (torchsummary's) for comparison. They only format
+// what estimate() computed and checked, so they cannot fail on a large model.
 #pragma once
 
 #include <cstdint>
@@ -12,16 +13,8 @@ namespace nnmem {
 /// The JSON layout's version; bumped only when a field changes meaning or disappears.
 inline constexpr int kJsonSchemaVersion = 1;
 
-/// torchsummary's four figures (torchsummary 1.5): 4 bytes per element whatever the dtype;
-/// forward/backward = 2 × the outputs of every module with a forward hook (layers marked
-/// `functional` have none); params = the parameters of those modules.
-struct TorchSummaryFigures {
-  std::int64_t input_bytes = 0;
-  std::int64_t forward_backward_bytes = 0;
-  std::int64_t params_bytes = 0;
-  std::int64_t total_bytes = 0;
-};
-TorchSummaryFigures torchsummary_figures(const Estimate& estimate);
+/// torchsummary's figures of an estimate (estimate() computes them; see TorchSummaryFigures).
+inline const TorchSummaryFigures& torchsummary_figures(const Estimate& estimate) { return estimate.torchsummary; }
 
 /// The per-layer table and the memory breakdown, for a terminal.
 std::string render_table(const Estimate& estimate);

@@ -1,6 +1,7 @@
 // Tensor shapes and types. Shapes always include the batch dimension once a graph is built.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,6 +12,11 @@
 namespace nnmem {
 
 using Shape = std::vector<std::int64_t>;
+
+/// The most dimensions a tensor may have, batch included. The graph refuses an input or a
+/// layer output beyond it, so that a spec cannot make shapes (and the time and memory spent on
+/// them) grow without bound — e.g. a repeated Unsqueeze.
+inline constexpr std::size_t kMaxRank = 64;
 
 /// Number of elements (checked).
 inline std::int64_t numel(const Shape& shape) { return checked_product(shape); }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,10 +15,12 @@
 
 namespace nnmem {
 
-/// An attribute value as written (after `$expression` substitution): a scalar or a list.
-/// The layer's schema decides later whether it has the right type.
+/// An attribute value as written (after `$expression` substitution): a scalar, a list (whose
+/// items may be lists) or a mapping. The layer's schema decides later whether it has the right
+/// type, so that the error can say what was expected; no schema accepts a mapping or a nested
+/// list, but they are kept (a mapping without its contents) to be described in that error.
 struct Value {
-  enum class Kind { Null, Bool, Int, Float, String, List };
+  enum class Kind { Null, Bool, Int, Float, String, List, Map };
 
   Kind kind = Kind::Null;
   bool boolean = false;
@@ -27,9 +30,10 @@ struct Value {
   std::vector<Value> items;   // List
   SourceLoc loc;
 
-  /// For messages: "the integer 3", "the string 'same'", "a list of 2 values", …
+  /// For messages: "the integer 3", "the string 'same'", "the list [3, 1]" ("a list of 1000 values"
+  /// when long), "a mapping", …
   std::string describe() const;
-  /// As a person would write it: 3, 1e-05, true, same, [3, 1].
+  /// As a person would write it: 3, 1e-05, nan, true, same, [3, 1], {…}.
   std::string str() const;
 };
 
@@ -51,11 +55,16 @@ struct LayerSpec {
   std::vector<Attribute> attrs;
   bool trainable = true;             // false: its parameters get no gradient and no optimizer state
   bool functional = false;           // called as a function in PyTorch (F.relu, x.view): no module
+  bool chained = false;              // a `repeat` instance after the first: reads only the previous one
   SourceLoc loc;                     // the layer's mapping
   SourceLoc type_loc;
 
   const Attribute* find_attr(std::string_view attr) const;
 };
+
+/// What an error about a wrong number of inputs adds for a `chained` layer or block instance.
+inline constexpr std::string_view kChainedInputsNote =
+    " (with 'repeat', each instance after the first reads only the previous instance's output)";
 
 struct InputSpec {
   std::string name;

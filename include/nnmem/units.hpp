@@ -7,10 +7,14 @@
 
 namespace nnmem {
 
+/// Why parse_bytes refused a text.
+enum class SizeProblem { None, Malformed, TooLarge };
+
 /// Parses a size: a number with an optional unit B, KB, MB, GB, TB (powers of 1000), KiB, MiB,
 /// GiB, TiB (powers of 1024) or K, M, G, T (taken as binary, as nvidia-smi does). Case-insensitive.
-/// std::nullopt for anything else, negative values or sizes beyond 2^63.
-std::optional<std::int64_t> parse_bytes(const std::string& text);
+/// std::nullopt for anything else, negative values or sizes of 2^63 bytes or more; `problem`
+/// (if given) then says which.
+std::optional<std::int64_t> parse_bytes(const std::string& text, SizeProblem* problem = nullptr);
 
 /// bytes / 2^20 with `decimals` digits: 597760 -> "0.57".
 std::string mib(std::int64_t bytes, int decimals = 2);

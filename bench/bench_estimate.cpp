@@ -1,0 +1,66 @@
+// Times the library on the bundled examples and on a generated deep network:
+//   ninja -C build bench/bench_estimate && build/bench/bench_estimate [examples/resnet50.yaml …]
+// Each spec is loaded, built and estimated (a training step with Adam) repeatedly; the best
+// and median wall times of one full pass are printed. Speed is measured here, never asserted
+// by a test.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "nnmem/estimate.hpp"
+#include "nnmem/report.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A residual MLP of `blocks` blocks (4 layers each), written with `repeat`.
+std::string deep_spec(int blocks) {
+  return "name: deep_mlp\ninputs:\n  x: [1024]\nblocks:\n  Res:\n    layers:\n"
+         "      - {name: fc1, type: Linear, out_features: 1024}\n"
+         "      - {name: act, type: GELU}\n"
+         "      - {name: fc2, type: Linear, out_features: 1024}\n"
+         "      - {name: add, type: Add, inputs: [fc2, in]}\n"
+         "layers:\n  - {name: body, block: Res, repeat: " + std::to_string(blocks) + "}\n"
+         "  - {name: head, type: Linear, out_features: 10}\nloss: cross_entropy\n";
+}
+
+template <typename F>
+void time_it(const std::string& label, int repeats, F&& run) {
+  std::vector<double> ms;
+  std::size_t sink = 0;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = Clock::now();
+    sink += run();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("%-34s best %9.3f ms   median %9.3f ms   (%d runs, %zu)\n", label.c_str(), ms.front(), ms[ms.size() / 2],
+              repeats, sink % 10);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> files(argv + 1, argv + argc);
+  if (files.empty()) files = {"examples/seed_conv.yaml", "examples/resnet18.yaml", "examples/resnet50.yaml", "examples/vgg16.yaml"};
+  nnmem::EstimateOptions options;
+  options.graph.batch = 32;
+  for (const auto& file : files)
+    time_it(file, 50, [&] {
+      const nnmem::Estimate e = nnmem::estimate(nnmem::load_spec_file(file), options);
+      return e.timeline.size();
+    });
+  time_it("examples/resnet50.yaml + JSON", 20, [&] {
+    return nnmem::render_json(nnmem::estimate(nnmem::load_spec_file("examples/resnet50.yaml"), options)).size();
+  });
+  for (int blocks : {1000, 10000}) {
+    const std::string text = deep_spec(blocks);
+    time_it("generated " + std::to_string(blocks * 4 + 1) + "-layer residual MLP", 5, [&] {
+      return nnmem::estimate(nnmem::parse_spec(text, "deep.yaml"), options).timeline.size();
+    });
+  }
+  return 0;
+}

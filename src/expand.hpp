@@ -1,0 +1,52 @@
+// Values during expansion: the scopes that `$expressions` see, and the evaluation of a raw value
+// into a Value with errors that name what the value belongs to (expand_values.cpp). expand.cpp
+// uses them to expand layers and blocks.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "raw_spec.hpp"
+
+namespace nnmem::raw {
+
+/// Variables visible to expressions: a chain of scopes (`index`, block parameters, the spec's).
+/// Lookups are indexed: a spec may declare many variables and use them in many layers.
+struct VarScope {
+  const VarScope* parent = nullptr;
+  std::vector<std::pair<std::string, Value>> vars;    // in order; add() keeps `index` in step
+  std::unordered_map<std::string, std::size_t> index;  // name -> position in vars
+  /// While the spec's own variables are evaluated: those below the one being evaluated, with
+  /// their lines, so that using one says "defined later" rather than "unknown".
+  std::map<std::string, int> later;
+
+  void add(std::string name, Value value);
+  const Value* find(const std::string& name) const;
+  std::vector<std::string> names() const;
+};
+
+/// Evaluates a value: a literal as it is, a list item by item, `$name` alone as the variable's
+/// value (lists included), any other `$expression` by the evaluator. Errors are located at the
+/// value and start with "SUBJECT: KEY: " (either may be empty), e.g.
+/// "Linear 'fc1': out_features: in '$width *': expected a value after '*', …".
+Value evaluate(const RawValue& raw, const VarScope& vars, const std::string& subject, const std::string& key);
+
+/// The same, for a value that must be an integer of at least `min` (`repeat`, input sizes);
+/// "SUBJECT: KEY must be at least 1, found 0".
+std::int64_t evaluate_int(const RawValue& raw, const VarScope& vars, const std::string& subject,
+                          const std::string& key, std::int64_t min);
+
+/// The same, for a value that must be true or false (`when`, `trainable`).
+bool evaluate_bool(const RawValue& raw, const VarScope& vars, const std::string& subject, const std::string& key);
+
+/// The spec's variables, in order, with the --set overrides applied (an unknown or repeated
+/// NAME is an error). Each may use the ones above it.
+VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options);
+
+/// " (did you mean 'x'?)", or "" when no candidate is close.
+std::string suggestion(const std::string& word, const std::vector<std::string>& names);
+
+}  // namespace nnmem::raw

@@ -1,0 +1,175 @@
+// Evaluating a spec's values: variables, --set overrides and `$expressions`, with errors that
+// name the layer and attribute a value belongs to.
+#include <algorithm>
+
+#include "expand.hpp"
+#include "expression.hpp"
+
+namespace nnmem::raw {
+
+namespace {
+
+// Expressions longer than this are not quoted in messages: a machine-written one can be
+// megabytes long.
+constexpr std::size_t kQuotedExpressionLength = 120;
+
+[[noreturn]] void fail(const SourceLoc& at, const std::string& message) { throw Error(at, message); }
+
+std::string prefix(const std::string& subject, const std::string& key) {
+  return (subject.empty() ? "" : subject + ": ") + (key.empty() ? "" : key + ": ");
+}
+
+expr::Scalar to_scalar(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::Int: return v.integer;
+    case Value::Kind::Float: return v.real;
+    case Value::Kind::Bool: return v.boolean;
+    default: return v.text;
+  }
+}
+
+Value from_scalar(const expr::Scalar& s, const SourceLoc& loc) {
+  Value v;
+  v.loc = loc;
+  if (auto* i = std::get_if<std::int64_t>(&s)) { v.kind = Value::Kind::Int; v.integer = *i; }
+  else if (auto* r = std::get_if<double>(&s)) { v.kind = Value::Kind::Float; v.real = *r; }
+  else if (auto* b = std::get_if<bool>(&s)) { v.kind = Value::Kind::Bool; v.boolean = *b; }
+  else { v.kind = Value::Kind::String; v.text = std::get<std::string>(s); }
+  return v;
+}
+
+std::string trimmed(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  const auto e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string{} : s.substr(b, e - b + 1);
+}
+
+// A variable's value for arithmetic: a single value, not a list or a mapping.
+std::optional<expr::Scalar> scalar_variable(const VarScope& vars, const std::string& name) {
+  const Value* v = vars.find(name);
+  if (!v) return std::nullopt;
+  if (v->kind == Value::Kind::List) throw expr::ExprError("'" + name + "' is a list; use it alone, as $" + name, 0);
+  if (v->kind == Value::Kind::Map) throw expr::ExprError("'" + name + "' is a mapping, which arithmetic cannot use", 0);
+  if (v->kind == Value::Kind::Null) throw expr::ExprError("'" + name + "' has no value (null)", 0);
+  return to_scalar(*v);
+}
+
+}  // namespace
+
+void VarScope::add(std::string name, Value value) {
+  index.emplace(name, vars.size());  // a repeated name keeps its first value
+  vars.emplace_back(std::move(name), std::move(value));
+}
+
+const Value* VarScope::find(const std::string& name) const {
+  if (auto it = index.find(name); it != index.end()) return &vars[it->second].second;
+  return parent ? parent->find(name) : nullptr;
+}
+
+std::vector<std::string> VarScope::names() const {
+  std::vector<std::string> out = parent ? parent->names() : std::vector<std::string>{};
+  for (const auto& [n, v] : vars) out.push_back(n);
+  return out;
+}
+
+std::string suggestion(const std::string& word, const std::vector<std::string>& names) {
+  const std::string near = nearest_name(word, names);
+  return near.empty() ? "" : " (did you mean '" + near + "'?)";
+}
+
+Value evaluate(const RawValue& raw, const VarScope& vars, const std::string& subject, const std::string& key) {
+  if (raw.is_map) {
+    Value map;
+    map.kind = Value::Kind::Map;
+    map.loc = raw.loc;
+    return map;
+  }
+  if (raw.is_list) {
+    Value list;
+    list.kind = Value::Kind::List;
+    list.loc = raw.loc;
+    for (const auto& item : raw.items) list.items.push_back(evaluate(item, vars, subject, key));
+    return list;
+  }
+  if (!raw.expression) return raw.literal;
+  const std::string& text = *raw.expression;
+  // `$name` alone substitutes the variable's value as it is, lists included.
+  if (const Value* whole = vars.find(trimmed(text))) {
+    Value v = *whole;
+    v.loc = raw.loc;
+    for (auto& item : v.items) item.loc = raw.loc;
+    return v;
+  }
+  try {
+    return from_scalar(expr::evaluate(text, [&](const std::string& name) { return scalar_variable(vars, name); }),
+                       raw.loc);
+  } catch (const expr::ExprError& e) {
+    std::string msg = prefix(subject, key);
+    if (text.size() <= kQuotedExpressionLength) msg += "in '$" + text + "': ";
+    const std::string& unknown = e.unknown_variable();
+    for (const VarScope* s = &vars; s && !unknown.empty(); s = s->parent)
+      if (auto it = s->later.find(unknown); it != s->later.end())
+        fail(raw.loc, msg + "variable '" + unknown + "' is defined later (line " + std::to_string(it->second) +
+                          "); a variable can only use the variables above it");
+    msg += e.what();
+    if (!unknown.empty()) msg += suggestion(unknown, vars.names());
+    fail(raw.loc, msg);
+  }
+}
+
+std::int64_t evaluate_int(const RawValue& raw, const VarScope& vars, const std::string& subject,
+                          const std::string& key, std::int64_t min) {
+  const Value v = evaluate(raw, vars, subject, key);
+  const std::string what = prefix(subject, "") + key;
+  if (v.kind != Value::Kind::Int) fail(raw.loc, what + " must be an integer, found " + v.describe());
+  if (v.integer < min)
+    fail(raw.loc, what + " must be at least " + std::to_string(min) + ", found " + std::to_string(v.integer));
+  return v.integer;
+}
+
+bool evaluate_bool(const RawValue& raw, const VarScope& vars, const std::string& subject, const std::string& key) {
+  const Value v = evaluate(raw, vars, subject, key);
+  if (v.kind != Value::Kind::Bool)
+    fail(raw.loc, prefix(subject, "") + key + " must be true or false, found " + v.describe());
+  return v.boolean;
+}
+
+VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options) {
+  VarScope globals;
+  std::vector<std::string> declared;
+  for (const auto& v : spec.variables) declared.push_back(v.name.name);
+  std::map<std::string, const std::pair<std::string, std::string>*> overrides;
+  for (const auto& o : options.overrides) {
+    const SourceLoc at = spec.variables.empty() ? spec.loc : spec.variables_loc;
+    if (std::find(declared.begin(), declared.end(), o.first) == declared.end()) {
+      std::string msg = "--set " + o.first + "=" + o.second + ": the spec has no variable '" + o.first + "'";
+      if (declared.empty()) msg += " (it declares no variables)";
+      else msg += suggestion(o.first, declared);
+      fail(at, msg);
+    }
+    // Taking the last of two would silently drop the first: a typo in a script, most likely.
+    if (auto [it, fresh] = overrides.emplace(o.first, &o); !fresh)
+      fail(at, "--set " + o.first + "=" + o.second + ": '" + o.first + "' is already set by --set " + o.first + "=" +
+                   it->second->second + "; give each variable once");
+  }
+  for (const auto& var : spec.variables) globals.later[var.name.name] = var.name.loc.line;
+  for (const auto& var : spec.variables) {
+    globals.later.erase(var.name.name);
+    RawValue raw = var.value;
+    if (auto it = overrides.find(var.name.name); it != overrides.end()) {
+      const std::string& text = it->second->second;
+      raw = RawValue{};
+      raw.loc = var.name.loc;
+      if (!text.empty() && text[0] == '$') raw.expression = text.substr(1);
+      else raw.literal = parse_literal(text, var.name.loc);
+      if (!raw.expression && raw.literal.kind == Value::Kind::Null)
+        fail(var.name.loc, "--set " + var.name.name + "= needs a value");
+    }
+    Value v = evaluate(raw, globals, "", "");
+    if (v.kind == Value::Kind::Null) fail(var.name.loc, "variable '" + var.name.name + "' has no value");
+    globals.add(var.name.name, std::move(v));
+  }
+  return globals;
+}
+
+}  // namespace nnmem::raw
