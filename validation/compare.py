@@ -59,6 +59,8 @@ def compare(binary, only=None):
         if only and network not in only:
             continue
         for run in fixture["runs"]:
+            if run.get("amp"):
+                continue  # autocast runs: compared once nnmem models --amp
             est = run_nnmem(binary, network, run["batch"], run["optimizer"], run["set_to_none"])
             tot = est["totals"]
             row = {"network": network, "batch": run["batch"], "optimizer": run["optimizer"],

@@ -2,9 +2,10 @@
 """One training-memory measurement in this (fresh) process; prints one JSON
 object.  Usage:
   /usr/bin/python3 validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam
-                   [--set-to-none | --keep-grads] [--trace FILE] [--threads N]
+                   [--set-to-none | --keep-grads] [--amp bfloat16] [--trace FILE] [--threads N]
 See README.md for what every field means."""
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -71,7 +72,11 @@ def run(args):
     set_to_none = not args.keep_grads
     res = {"network": args.network, "batch": args.batch, "optimizer": args.optimizer,
            "set_to_none": set_to_none, "foreach": False, "threads": args.threads,
-           "torch_version": torch.__version__}
+           "amp": args.amp, "torch_version": torch.__version__}
+    # Mixed precision: forward and loss under CPU autocast, as `with torch.autocast(...):`
+    # wraps them in a training loop; backward and the step run outside it.
+    autocast = (lambda: torch.autocast("cpu", dtype=getattr(torch, args.amp))) if args.amp \
+        else contextlib.nullcontext
     t0 = time.time()
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True,
                  record_shapes=True) as prof:
@@ -110,7 +115,7 @@ def run(args):
                 with Marker("nnmem::zero_grad"):
                     opt.zero_grad(set_to_none=set_to_none)
                 if it == 2:                      # record saved tensors
-                    with rec.hooks():
+                    with rec.hooks(), autocast():
                         with Marker("nnmem::forward"):
                             out = model(x)
                         with Marker("nnmem::loss"), Marker("module::<loss>"):
@@ -118,10 +123,11 @@ def run(args):
                     with Marker("nnmem::inspect"):
                         graph_map = graph_saved(loss.grad_fn)
                 else:
-                    with Marker("nnmem::forward"):
-                        out = model(x)
-                    with Marker("nnmem::loss"), Marker("module::<loss>"):
-                        loss = loss_fn(net.loss, out, y)
+                    with autocast():
+                        with Marker("nnmem::forward"):
+                            out = model(x)
+                        with Marker("nnmem::loss"), Marker("module::<loss>"):
+                            loss = loss_fn(net.loss, out, y)
                 with Marker("nnmem::backward"):
                     loss.backward()
                 with Marker("nnmem::step"):
@@ -185,6 +191,7 @@ def main():
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--set-to-none", action="store_true", help="zero_grad(set_to_none=True) (default)")
     g.add_argument("--keep-grads", action="store_true", help="zero_grad(set_to_none=False)")
+    ap.add_argument("--amp", choices=["bfloat16"], help="run forward and loss under CPU autocast")
     ap.add_argument("--trace", help="write iteration 2's filtered allocator events here")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     print(json.dumps(run(ap.parse_args()), sort_keys=True))

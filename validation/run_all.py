@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Regenerate validation/fixtures/NETWORK.json: for every network, batch size,
 optimizer (sgd, momentum, adam) and zero_grad mode (set_to_none True/False),
-run measure.py in a fresh process and collect its JSON.
+run measure.py in a fresh process and collect its JSON; for the networks in
+AMP_NETWORKS also SGD and Adam under CPU autocast (bfloat16), at their first batch.
 
   /usr/bin/python3 validation/run_all.py [--only resnet18,mlp] [--skip-done] [--jobs N]
+  /usr/bin/python3 validation/run_all.py --amp-only     (redo only the autocast runs)
   /usr/bin/python3 validation/run_all.py --summary     (table of headline figures)
 """
 import argparse
@@ -21,6 +23,9 @@ from networks import NETWORKS  # noqa: E402
 
 OPTIMIZERS = ["sgd", "momentum", "adam"]
 MODES = [True, False]           # zero_grad(set_to_none=...)
+AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", "concat_net",
+                "frozen_backbone", "resnet18"]  # (CPU bfloat16 lacks ReLU6 backward in 1.13)
+AMP_OPTIMIZERS = ["sgd", "adam"]
 # Per-run fields that depend on the batch only: stored once per batch.
 PER_BATCH = ("layers", "output_shape")
 # Fields that vary from run to run (timing): not stored.
@@ -44,9 +49,11 @@ def dumps(o, ind=0):
     return "[\n" + ",\n".join(pad + dumps(v, ind + 1) for v in o) + "\n" + " " * ind + "]"
 
 
-def measure(network, batch, optimizer, set_to_none):
+def measure(network, batch, optimizer, set_to_none, amp=None):
     cmd = [sys.executable, os.path.join(HERE, "measure.py"), network, "--batch", str(batch),
            "--optimizer", optimizer, "--set-to-none" if set_to_none else "--keep-grads"]
+    if amp:
+        cmd += ["--amp", amp]
     t = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -64,21 +71,35 @@ def is_done(network):
             fx = json.load(f)
     except (OSError, ValueError):
         return False
-    return len(fx.get("runs", [])) == len(NETWORKS[network].batches) * len(OPTIMIZERS) * len(MODES)
+    return len(fx.get("runs", [])) == len(combos(network))
 
 
-def run_network(network, jobs):
+def combos(network, amp_only=False):
+    """(batch, optimizer, set_to_none, amp) of every run of a network."""
     net = NETWORKS[network]
-    combos = [(b, o, s) for b in net.batches for o in OPTIMIZERS for s in MODES]
+    plain = [] if amp_only else [(b, o, s, None) for b in net.batches for o in OPTIMIZERS for s in MODES]
+    amp = [(net.batches[0], o, True, "bfloat16") for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS else []
+    return plain + amp
+
+
+def run_network(network, jobs, amp_only=False):
+    net = NETWORKS[network]
     t0 = time.time()
     runs, per_batch = [], {}
+    if amp_only:  # keep the plain runs of the existing fixture
+        with open(fixture_path(network)) as f:
+            old = json.load(f)
+        runs = [r for r in old["runs"] if not r.get("amp")]
+        per_batch = old["per_batch"]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [(c, pool.submit(measure, network, *c)) for c in combos]
-        for (b, o, s), fut in futures:
+        futures = [(c, pool.submit(measure, network, *c)) for c in combos(network, amp_only)]
+        for (b, o, s, a), fut in futures:
             r, dt = fut.result()
-            print(f"  {network:18s} batch {b:3d} {o:8s} set_to_none={s!s:5s} "
+            print(f"  {network:18s} batch {b:3d} {o:8s} set_to_none={s!s:5s} amp={a!s:8s} "
                   f"peak {r['peak_bytes']:>13,d} B ({r['peak_phase']})  {dt:5.1f} s", flush=True)
-            per_batch[str(b)] = {k: r.pop(k) for k in PER_BATCH}
+            layers = {k: r.pop(k) for k in PER_BATCH}
+            if not a:
+                per_batch[str(b)] = layers
             for k in VOLATILE:
                 r.pop(k, None)
             runs.append(r)
@@ -104,7 +125,7 @@ def summary():
         except OSError:
             continue
         for b in NETWORKS[n].batches:
-            r = {x["optimizer"]: x for x in runs if x["batch"] == b and x["set_to_none"]}
+            r = {x["optimizer"]: x for x in runs if x["batch"] == b and x["set_to_none"] and not x.get("amp")}
             s, a = r["sgd"], r["adam"]
             print(f"| {n} | {b} | {s['param_bytes']:,} | {s['saved_bytes']:,} | {s['peak_bytes']:,} | "
                   f"{a['peak_bytes']:,} | {s['peak_phase']}/{a['peak_phase']} |")
@@ -116,6 +137,7 @@ def main():
     ap.add_argument("--skip-done", action="store_true", help="skip networks whose fixture is complete")
     ap.add_argument("--jobs", type=int, default=1, help="measurements run in parallel (default 1)")
     ap.add_argument("--summary", action="store_true", help="print a table of the fixtures and exit")
+    ap.add_argument("--amp-only", action="store_true", help="redo only the autocast runs of existing fixtures")
     args = ap.parse_args()
     if args.summary:
         return summary()
@@ -128,6 +150,10 @@ def main():
         names = [n for n in names if n in wanted]
     t0 = time.time()
     for n in names:
+        if args.amp_only:
+            if n in AMP_NETWORKS:
+                run_network(n, args.jobs, amp_only=True)
+            continue
         if args.skip_done and is_done(n):
             print(f"{n}: done, skipped", flush=True)
             continue
