@@ -2,7 +2,7 @@
 // Parameters: weight and bias (C each) when affine; buffers: running_mean and running_var (C
 // each) and the int64 scalar num_batches_tracked when tracking running statistics.
 // Backward (derivatives.yaml, `native_batch_norm`): keeps the input and the per-channel
-// save_mean and save_invstd (float32 on CUDA for 16-bit inputs, the input's dtype on CPU).
+// save_mean and save_invstd (float32 for 16-bit inputs on CUDA or beside float32 parameters).
 #include <limits>
 
 #include "common.hpp"
@@ -43,7 +43,9 @@ LayerResult infer_batchnorm(const LayerCall& call, int rank) {
                      ", but the input " + to_string(in) + " has one; use a batch larger than 1");
   if (call.training() && (call.input_requires_grad() || (call.trainable && a.flag("affine")))) {
     res.save_input(0);
-    const bool widen = call.ctx.device == Device::Cuda && dtype_size(dtype) < 4;
+    // 16-bit inputs get float32 statistics on CUDA, and on the CPU beside float32 parameters
+    // (autocast runs batch norm on a bfloat16 input with the model's float32 weight).
+    const bool widen = dtype_size(dtype) < 4 && (call.ctx.device == Device::Cuda || call.ctx.float_dtype == DType::Float32);
     const DType stat = widen ? DType::Float32 : dtype;
     res.save_extra({{channels}, stat}, "save_mean");
     res.save_extra({{channels}, stat}, "save_invstd");

@@ -145,8 +145,10 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
   res.macs = transposed ? checked_mul(checked_mul(numel(in), out_channels / groups), checked_product(kernel))
                         : checked_mul(numel(out), per_element);
 
-  // The convolution keeps the tensor it runs on whenever any of its grads is needed.
+  // The convolution keeps the tensor it runs on, and its weight, whenever any of its grads is
+  // needed (one formula computes them all).
   if (!call.training() || !(call.input_requires_grad() || call.trainable)) return res;
+  res.save_param(0);
   std::vector<std::int64_t> grow(r, 0);
   if (mode != "zeros") {
     // Conv._conv_forward runs F.pad for every non-zeros padding_mode, even padding 0 or 'valid',

@@ -24,6 +24,7 @@ LayerResult infer_linear(const LayerCall& call) {
   const std::int64_t rows = numel(in) / features;
   res.macs = checked_mul(checked_mul(rows, features), out_features);
   if (call.training() && call.trainable) res.save_input(0);
+  if (call.training() && call.input_requires_grad()) res.save_param(0, "weight.t()");
   return res;
 }
 

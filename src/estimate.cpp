@@ -82,7 +82,7 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
   e.options.step = options;
   e.mode = graph.options.mode;
   const bool training = e.mode == Mode::Train;
-  e.float_dtype = graph.options.float_dtype.value_or(graph.spec.dtype.value_or(DType::Float32));
+  e.float_dtype = graph.float_dtype;
   e.loss = options.loss.value_or(graph.spec.loss ? *parse_loss(*graph.spec.loss) : LossKind::Mean);
   Totals& t = e.totals;
 
@@ -99,7 +99,8 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
                                                     std::to_string(graph.outputs.size()));
     const TensorType& output = graph.values[static_cast<std::size_t>(graph.outputs.front())].type;
     const SourceLoc loss_loc = graph.spec.loss ? graph.spec.loss_loc : graph.spec.loc;
-    const detail::LossTensors loss = detail::loss_tensors(e.loss, output, loss_loc, producer_of(graph, graph.outputs.front()));
+    const detail::LossTensors loss = detail::loss_tensors(e.loss, output, loss_loc, producer_of(graph, graph.outputs.front()),
+                                                          graph.options.amp.has_value(), e.float_dtype);
 
     // What backward keeps: each storage once, attributed to the first layer that keeps it.
     std::set<int> kept_storages;
@@ -128,8 +129,8 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
             l.saved_bytes = sum(l.saved_bytes, s.type.bytes());
             continue;
           }
-          const int v = s.of == Saved::Of::Input ? node.inputs[static_cast<std::size_t>(s.index)]
-                                                 : node.outputs[static_cast<std::size_t>(s.index)];
+          const int v = node.saved_value(s);
+          if (v < 0) continue;  // a full-precision parameter: persistent memory, nothing extra
           const int storage = graph.values[static_cast<std::size_t>(v)].storage;
           if (kept_storages.insert(storage).second)
             l.saved_bytes = sum(l.saved_bytes, graph.storages[static_cast<std::size_t>(storage)].bytes);
@@ -162,10 +163,10 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
       t.target_bytes = loss.target ? loss.target->bytes() : 0;
       for (const auto& k : loss.kept) t.saved_bytes = sum(t.saved_bytes, k.bytes());
       const int out_storage = graph.values[static_cast<std::size_t>(graph.outputs.front())].storage;
-      if (loss.keeps_output && kept_storages.insert(out_storage).second)
+      if (loss.keeps_input && loss.cast) t.saved_bytes = sum(t.saved_bytes, loss.cast->bytes());
+      else if (loss.keeps_input && kept_storages.insert(out_storage).second)
         t.saved_bytes = sum(t.saved_bytes, graph.storages[static_cast<std::size_t>(out_storage)].bytes);
-      if (loss.target && (e.loss == LossKind::CrossEntropy || loss.keeps_output))
-        t.saved_bytes = sum(t.saved_bytes, t.target_bytes);  // the target is kept by the loss
+      if (loss.target) t.saved_bytes = sum(t.saved_bytes, t.target_bytes);  // cross_entropy and mse keep it
       t.grad_bytes = t.trainable_param_bytes;
       e.optimizer_slots = detail::optimizer_slots(options, graph.options.device, trainable_params);
       for (const auto& s : e.optimizer_slots) t.optimizer_state_bytes = sum(t.optimizer_state_bytes, s.bytes);

@@ -22,12 +22,17 @@ class Builder {
     ctx_.mode = options.mode;
     ctx_.device = options.device;
     ctx_.float_dtype = options.float_dtype.value_or(graph_.spec.dtype.value_or(DType::Float32));
+    ctx_.amp = options.amp;
+    graph_.float_dtype = ctx_.float_dtype;
   }
 
   Graph build() {
     const ModelSpec& spec = graph_.spec;
     if (graph_.options.batch < 1)
       throw Error(spec.loc, "the batch size must be at least 1, found " + std::to_string(graph_.options.batch));
+    if (graph_.options.amp && (dtype_size(*graph_.options.amp) != 2 || !is_floating(*graph_.options.amp)))
+      throw Error(spec.loc, "mixed precision runs in float16 or bfloat16, found " +
+                                std::string(dtype_name(*graph_.options.amp)));
     graph_.nodes.reserve(spec.layers.size());
     graph_.values.reserve(spec.inputs.size() + spec.layers.size());
     graph_.storages.reserve(spec.inputs.size() + spec.layers.size());
@@ -55,15 +60,24 @@ class Builder {
     return {};
   }
 
-  // The tensor must fit (unfit() is empty): every caller has checked.
-  int new_value(std::string name, TensorType type, int producer) {
+  // The tensor must fit (unfit() is empty): every caller has checked. Only named values (model
+  // inputs, layer outputs) can be read by name.
+  int new_value(std::string name, TensorType type, int producer, bool named = true) {
     TensorValue v;
     v.name = std::move(name);
     v.type = std::move(type);
     v.producer = producer;
     graph_.values.push_back(std::move(v));
     const int id = static_cast<int>(graph_.values.size()) - 1;
-    by_name_[graph_.values[id].name] = id;
+    if (named) by_name_[graph_.values[id].name] = id;
+    return id;
+  }
+
+  // An autocast copy made as the layer runs: a fresh storage, read by the layer alone.
+  int new_copy(const std::string& name, TensorType type, int producer, bool requires_grad) {
+    const int id = new_value(name, std::move(type), producer, false);
+    graph_.values[id].requires_grad = requires_grad;
+    graph_.values[id].storage = new_storage(id);
     return id;
   }
 
@@ -108,11 +122,26 @@ class Builder {
     node.layer = index;
     node.def = def;
     node.trainable = layer.trainable;
+    const int node_index = static_cast<int>(graph_.nodes.size());
+    // Under autocast, a layer on the lower-precision list runs in the amp dtype and one on the
+    // float32 list in float32: floating-point inputs of another dtype are cast first.
+    const Autocast policy = graph_.options.amp ? def->autocast_on(ctx_.device) : Autocast::Inherit;
+    const std::optional<DType> cast_to = policy == Autocast::Lower     ? graph_.options.amp
+                                         : policy == Autocast::Float32 ? std::optional<DType>(DType::Float32)
+                                                                       : std::nullopt;
     std::vector<InputTensor> inputs;
     for (const auto& name : layer.inputs) {
       const int v = value_of(name);
       node.inputs.push_back(v);
-      inputs.push_back({graph_.values[v].type, graph_.values[v].requires_grad});
+      TensorType type = graph_.values[v].type;
+      int copy = -1;
+      if (cast_to && is_floating(type.dtype) && type.dtype != *cast_to) {
+        type.dtype = *cast_to;
+        copy = new_copy(name + " as " + std::string(dtype_name(type.dtype)), type, node_index, graph_.values[v].requires_grad);
+        graph_.values[copy].copy_of = v;
+      }
+      node.input_casts.push_back(copy);
+      inputs.push_back({type, graph_.values[v].requires_grad});
     }
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};
     try {
@@ -129,11 +158,22 @@ class Builder {
                                  from + " do not fit in 64 bits (" + e.what() + ")");
     }
     count_parameters(layer, node);
+    // The parameters' low-precision copies. Autocast caches those of parameters that require a
+    // gradient until it exits (after the loss); a frozen layer's are made anew at every use.
+    for (const auto& p : node.result.params) {
+      int copy = -1;
+      if (policy == Autocast::Lower && p.dtype != *graph_.options.amp) {
+        copy = new_copy(layer.name + "." + p.name + " as " + std::string(dtype_name(*graph_.options.amp)),
+                        {p.shape, *graph_.options.amp}, node_index, layer.trainable && ctx_.mode == Mode::Train);
+        graph_.values[copy].param_copy = true;
+        graph_.values[copy].cached = layer.trainable;
+      }
+      node.param_casts.push_back(copy);
+    }
 
     const bool has_trainable_params = layer.trainable && !node.result.params.empty();
     const bool requires_grad =
         ctx_.mode == Mode::Train && (call.any_input_requires_grad() || has_trainable_params);
-    const int node_index = static_cast<int>(graph_.nodes.size());
     for (std::size_t k = 0; k < node.result.outputs.size(); ++k) {
       const TensorType& out = node.result.outputs[k];
       if (const std::string why = unfit(out); !why.empty())
@@ -147,15 +187,14 @@ class Builder {
       const int v = new_value(name, out, node_index);
       graph_.values[v].requires_grad = requires_grad;
       const bool aliased = k == 0 && node.result.alias != Alias::None;
-      graph_.values[v].storage = aliased ? graph_.values[node.inputs[0]].storage : new_storage(v);
+      graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage : new_storage(v);
       node.outputs.push_back(v);
     }
     if (node.result.alias == Alias::InPlace && ctx_.mode == Mode::Train) check_inplace(layer, node);
     for (int v : node.inputs) graph_.values[v].readers.push_back(node_index);
     for (std::size_t k = 0; k < node.result.saved.size(); ++k) {
-      const Saved& s = node.result.saved[k];
-      if (s.of == Saved::Of::Extra) continue;
-      const int v = s.of == Saved::Of::Input ? node.inputs[s.index] : node.outputs[s.index];
+      const int v = node.saved_value(node.result.saved[k]);
+      if (v < 0) continue;
       auto& saver = first_saver_[graph_.values[v].storage];
       if (saver.first < 0) saver = {node_index, static_cast<int>(k)};
     }
@@ -192,7 +231,7 @@ class Builder {
   // operation"). Catch that here, where it can be pointed at: first_saver_ says, per storage,
   // which earlier layer saved it first.
   void check_inplace(const LayerSpec& layer, const Node& node) const {
-    const auto [saver_node, saved] = first_saver_[graph_.values[node.inputs[0]].storage];
+    const auto [saver_node, saved] = first_saver_[graph_.values[node.read(0)].storage];
     if (saver_node < 0) return;
     const Node& earlier = graph_.nodes[saver_node];
     const LayerSpec& saver = graph_.layer(earlier);

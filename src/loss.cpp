@@ -5,12 +5,18 @@
 //                   computes the mean into the buffer of the squared errors, so the 0-dim
 //                   loss holds an output-sized storage (validation/ops_saved.md);
 //   mean          = out.mean(): keeps nothing (its backward needs only the size).
+// Under autocast cross_entropy and mse run in float32: a float32 copy of a 16-bit output is
+// made first, and the loss keeps (mse) or reads (cross_entropy) that copy.
 #include "step.hpp"
 
 namespace nnmem::detail {
 
-LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where, const std::string& producer) {
+LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where, const std::string& producer,
+                         bool amp, DType float_dtype) {
   LossTensors t;
+  if (amp && loss != LossKind::Mean && is_floating(output.dtype) && output.dtype != DType::Float32)
+    t.cast = TensorType{output.shape, DType::Float32};
+  const TensorType in = t.input(output);
   switch (loss) {
     case LossKind::CrossEntropy: {
       if (output.shape.size() < 2 || !is_floating(output.dtype))
@@ -21,15 +27,15 @@ LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLo
       Shape target = {output.shape[0]};
       target.insert(target.end(), output.shape.begin() + 2, output.shape.end());
       t.target = TensorType{target, DType::Int64};
-      t.kept.push_back(output);                          // log_softmax's output
-      t.kept.push_back(TensorType{{}, output.dtype});    // nll_loss's total_weight
-      t.loss_bytes = dtype_size(output.dtype);
+      t.kept.push_back(in);                          // log_softmax's output
+      t.kept.push_back(TensorType{{}, in.dtype});    // nll_loss's total_weight
+      t.loss_bytes = dtype_size(in.dtype);
       break;
     }
     case LossKind::Mse:
-      t.target = output;
-      t.keeps_output = true;
-      t.loss_bytes = output.bytes();
+      t.target = TensorType{output.shape, amp ? float_dtype : output.dtype};
+      t.keeps_input = true;
+      t.loss_bytes = in.bytes();
       break;
     case LossKind::Mean:
       t.loss_bytes = dtype_size(output.dtype);

@@ -108,6 +108,7 @@ struct StepArgs {
   std::string mode = "train";
   std::string device = "cuda";
   std::string dtype;
+  std::string amp;
   std::string optimizer = "adam";
   std::string loss;
   std::string overhead = "0";
@@ -122,6 +123,8 @@ struct StepArgs {
     app.add_option("--device", device, "whose kernels' conventions to follow")->check(one_of({"cuda", "cpu"}));
     app.add_option("--dtype", dtype, "parameters and activations dtype (default: the spec's, else float32)")
         ->check(one_of({"float32", "float16", "bfloat16", "float64"}));
+    app.add_option("--amp", amp, "mixed precision as torch.autocast runs it: float32 weights, these low-precision copies")
+        ->check(one_of({"float16", "bfloat16"}));
     app.add_option("--optimizer", optimizer, "optimizer whose state and temporaries are counted")
         ->check(one_of({"none", "sgd", "momentum", "nesterov", "adam", "adamw", "amsgrad", "rmsprop", "adagrad", "adam8bit"}));
     app.add_option("--loss", loss, "loss (default: the spec's, else mean)")->check(one_of({"cross_entropy", "mse", "mean"}));
@@ -138,6 +141,7 @@ struct StepArgs {
     o.graph.mode = mode == "eval" ? Mode::Eval : Mode::Train;
     o.graph.device = device == "cpu" ? Device::Cpu : Device::Cuda;
     if (!dtype.empty()) o.graph.float_dtype = parse_dtype(dtype);
+    if (!amp.empty()) o.graph.amp = parse_dtype(amp);
     o.step.optimizer = *parse_optimizer(optimizer);
     o.step.rmsprop_momentum = rmsprop_momentum;
     o.step.rmsprop_centered = rmsprop_centered;

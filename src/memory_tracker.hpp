@@ -25,6 +25,7 @@ class MemoryTracker {
   int refs(int block) const { return blocks_[static_cast<std::size_t>(block)].refs; }
   std::int64_t bytes(int block) const { return blocks_[static_cast<std::size_t>(block)].bytes; }
 
+  Phase phase() const { return phase_; }
   std::int64_t live() const { return live_; }
   std::int64_t peak() const { return peak_; }
   Phase peak_phase() const { return peak_phase_; }

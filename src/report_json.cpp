@@ -27,6 +27,7 @@ std::string render_json(const Estimate& e, int indent) {
       {"mode", e.mode == Mode::Train ? "train" : "eval"},
       {"device", o.graph.device == Device::Cuda ? "cuda" : "cpu"},
       {"dtype", dtype_name(e.float_dtype)},
+      {"amp", o.graph.amp ? nlohmann::ordered_json(dtype_name(*o.graph.amp)) : nlohmann::ordered_json(nullptr)},
       {"optimizer", name_of(o.step.optimizer)},
       {"loss", name_of(e.loss)},
       {"keep_grads", o.step.keep_grads},

@@ -63,7 +63,7 @@ std::string render_table(const Estimate& e) {
   std::ostringstream os;
   os << "Model " << e.model << " (" << e.file << "): batch " << o.graph.batch << ", "
      << (training ? "training" : "inference") << ", " << (o.graph.device == Device::Cuda ? "cuda" : "cpu") << ", "
-     << dtype_name(e.float_dtype);
+     << dtype_name(e.float_dtype) << (o.graph.amp ? " with " + std::string(dtype_name(*o.graph.amp)) + " autocast" : "");
   if (training) os << ", optimizer " << name_of(o.step.optimizer) << ", loss " << name_of(e.loss);
   os << "\n";
 

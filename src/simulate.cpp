@@ -79,6 +79,16 @@ class StepSimulator {
       const Node& node = graph_.nodes[i];
       const std::string& name = graph_.layer(node).name;
       memory_.at(Phase::Forward, name);
+      // Autocast's copies of the inputs and parameters, made as the layer runs; a cached
+      // parameter copy is also held by autocast's cache until the loss is computed.
+      std::vector<int> copies;
+      for (int c : node.input_casts)
+        if (c >= 0) copies.push_back(block_of(c) = memory_.alloc(value(c).type.bytes(), value(c).name, 1));
+      for (int c : node.param_casts) {
+        if (c < 0) continue;
+        copies.push_back(block_of(c) = memory_.alloc(value(c).type.bytes(), value(c).name, value(c).cached ? 2 : 1));
+        if (value(c).cached) cached_copies_.push_back(block_of(c));
+      }
       std::vector<int> fresh;
       for (int v : node.outputs) {
         if (block_of(v) < 0) {
@@ -91,8 +101,7 @@ class StepSimulator {
         for (const Saved& s : node.result.saved) {
           if (s.of == Saved::Of::Extra) {
             kept_[i].push_back(memory_.alloc(s.type.bytes(), s.what + " of " + name, 1));
-          } else {
-            const int v = s.of == Saved::Of::Input ? node.inputs[s.index] : node.outputs[s.index];
+          } else if (const int v = node.saved_value(s); v >= 0) {
             memory_.hold(block_of(v));
             kept_[i].push_back(block_of(v));
           }
@@ -100,23 +109,44 @@ class StepSimulator {
       }
       for (int b : fresh) memory_.release(b);
       for (int v : node.inputs) memory_.release(block_of(v));
+      for (int b : copies) memory_.release(b);
     }
     if (training) {
       memory_.at(Phase::Forward, "out = model(x)");
       for (int b : previous_outputs_) memory_.release(b);
+    } else {
+      release_autocast_cache();
     }
+  }
+
+  // Leaving `with torch.autocast(...)` drops its cache of parameter copies; the copies a
+  // backward node keeps live on until that node has run.
+  void release_autocast_cache() {
+    memory_.at(memory_.phase(), "autocast exit");
+    for (int b : cached_copies_) memory_.release(b);
+    cached_copies_.clear();
   }
 
   void loss_forward() {
     memory_.at(Phase::Forward, "loss");
     const int out = graph_.outputs.front();
+    const int input = loss_tensors_.cast ? memory_.alloc(loss_tensors_.cast->bytes(), "output as float32", 1) : block_of(out);
     for (const auto& t : loss_tensors_.kept) loss_kept_.push_back(memory_.alloc(t.bytes(), "kept by the loss", 1));
-    if (loss_tensors_.keeps_output) {
-      memory_.hold(block_of(out));
-      loss_kept_.push_back(block_of(out));
+    if (loss_tensors_.keeps_input) {
+      memory_.hold(input);
+      loss_kept_.push_back(input);
     }
     memory_.alloc(loss_tensors_.loss_bytes, "loss");
     memory_.release(previous_loss_);
+    if (loss_tensors_.cast) memory_.release(input);
+    if (graph_.options.amp) release_autocast_cache();
+  }
+
+  // ToCopyBackward0: the gradient of an autocast copy becomes one in the original dtype.
+  int cast_back(int grad, std::int64_t bytes, const std::string& what) {
+    const int converted = memory_.alloc(bytes, what);
+    memory_.release(grad);
+    return converted;
   }
 
   // Adds a gradient contribution to value v's gradient as autograd's InputBuffer does in torch
@@ -134,21 +164,23 @@ class StepSimulator {
   void backward(const std::vector<TensorType>&) {
     memory_.at(Phase::Backward, "loss");
     const int out = graph_.outputs.front();
-    const std::int64_t out_bytes = value(out).type.bytes();
+    const std::int64_t in_bytes = loss_tensors_.input(value(out).type).bytes();
     // torch.autograd.backward() holds the root gradient (ones_like(loss)) until it returns.
     const int root = memory_.alloc(dtype_size(DType::Float32), "grad of loss");
+    int grad_in = -1;
     if (loss_ == LossKind::CrossEntropy) {
       // NllLossBackward0, then LogSoftmaxBackward0; each frees what it kept once it has run.
-      const int grad_logp = memory_.alloc(out_bytes, "grad of log_softmax");
+      const int grad_logp = memory_.alloc(in_bytes, "grad of log_softmax");
       memory_.release(loss_kept_[1]);  // total_weight
-      const int grad_out = memory_.alloc(out_bytes, "grad of output");
+      grad_in = memory_.alloc(in_bytes, "grad of output");
       memory_.release(grad_logp);
       memory_.release(loss_kept_[0]);  // log-probabilities
-      grad_[out] = grad_out;
     } else {
-      grad_[out] = memory_.alloc(out_bytes, "grad of output");
+      grad_in = memory_.alloc(in_bytes, "grad of output");
       for (int b : loss_kept_) memory_.release(b);
     }
+    if (loss_tensors_.cast) grad_in = cast_back(grad_in, value(out).type.bytes(), "grad of output");
+    grad_[out] = grad_in;
 
     for (std::size_t i = graph_.nodes.size(); i-- > 0;) {
       const Node& node = graph_.nodes[i];
@@ -159,26 +191,41 @@ class StepSimulator {
       const auto found = grad_.find(node.outputs.front());
       if (found == grad_.end()) continue;  // no gradient reached it
       const int grad_out = found->second;
-      std::vector<std::pair<int, int>> contributions;  // (value, block)
-      for (int v : node.inputs) {
-        if (!value(v).requires_grad) continue;
+      std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
+      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+        if (!value(node.inputs[k]).requires_grad) continue;
         if (passthrough) {
           memory_.hold(grad_out);
-          contributions.emplace_back(v, grad_out);
+          contributions.emplace_back(k, grad_out);
         } else {
-          contributions.emplace_back(v, memory_.alloc(value(v).type.bytes(), "grad of input of " + name));
+          contributions.emplace_back(k, memory_.alloc(value(node.read(k)).type.bytes(), "grad of input of " + name));
         }
       }
       std::vector<int> param_grads;
       if (node.trainable)
-        for (const auto& p : node.result.params)
-          param_grads.push_back(memory_.alloc(TensorType{p.shape, p.dtype}.bytes(), "grad of " + name + "." + p.name));
+        for (std::size_t k = 0; k < node.result.params.size(); ++k) {
+          const int copy = node.param_casts[k];
+          const ParamDecl& p = node.result.params[k];
+          const TensorType type = copy >= 0 ? value(copy).type : TensorType{p.shape, p.dtype};
+          param_grads.push_back(memory_.alloc(type.bytes(), "grad of " + name + "." + p.name));
+        }
       for (int b : kept_[i]) memory_.release(b);
       for (int v : node.outputs)
         if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);
-      if (options_.keep_grads)
-        for (int b : param_grads) memory_.release(b);  // added into the existing .grad, then freed
-      for (auto [v, b] : contributions) accumulate(v, b);
+      // The node's outputs are dispatched: input gradients go to their input buffers.
+      for (auto [k, b] : contributions)
+        if (node.input_casts[k] < 0) accumulate(node.inputs[k], b);
+      // Then the autocast copies' ToCopyBackward nodes, latest-made first: autocast casts a
+      // call's arguments last to first (GCC evaluates them right to left), so the input's copy
+      // runs first, then the weight's, then the bias's. Each casts a gradient back.
+      for (auto [k, b] : contributions)
+        if (node.input_casts[k] >= 0) accumulate(node.inputs[k], cast_back(b, value(node.inputs[k]).type.bytes(), "grad of input of " + name));
+      for (std::size_t k = 0; k < param_grads.size(); ++k) {
+        if (node.param_casts[k] >= 0)
+          param_grads[k] = cast_back(param_grads[k], TensorType{node.result.params[k].shape, node.result.params[k].dtype}.bytes(),
+                                     "grad of " + name + "." + node.result.params[k].name);
+        if (options_.keep_grads) memory_.release(param_grads[k]);  // AccumulateGrad adds it into .grad, then frees it
+      }
     }
     memory_.at(Phase::Backward, "");
     memory_.release(root);
@@ -187,7 +234,9 @@ class StepSimulator {
   const Graph& graph_;
   const StepOptions& options_;
   LossKind loss_;
-  LossTensors loss_tensors_ = loss_tensors(loss_, graph_.values[static_cast<std::size_t>(graph_.outputs.front())].type, {});
+  LossTensors loss_tensors_ = loss_tensors(loss_, graph_.values[static_cast<std::size_t>(graph_.outputs.front())].type, {}, {},
+                                           graph_.options.amp.has_value(), graph_.float_dtype);
+  std::vector<int> cached_copies_;          // autocast's cache of parameter copies
   MemoryTracker memory_;
   std::vector<int> block_;                  // graph storage -> live block
   std::vector<bool> returned_;              // value -> whether the model returns it

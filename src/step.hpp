@@ -20,16 +20,21 @@ void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, 
 
 /// The tensors a loss adds around the model's output.
 struct LossTensors {
-  std::optional<TensorType> target;   // cross_entropy: int64 class indices; mse: like the output
+  std::optional<TensorType> target;   // cross_entropy: int64 class indices; mse: a float tensor
+  std::optional<TensorType> cast;     // autocast: the float32 copy of the output the loss runs on
   std::vector<TensorType> kept;       // new tensors its backward keeps (log-probabilities, …)
-  bool keeps_output = false;          // mse keeps the model's output (and the target)
+  bool keeps_input = false;           // mse keeps what it runs on: the output, or its copy
   std::int64_t loss_bytes = 4;        // the storage behind the 0-dim loss tensor
+
+  /// What the loss runs on: the output, or under autocast its float32 copy.
+  TensorType input(const TensorType& output) const { return cast ? *cast : output; }
 };
 
 /// Throws Error (at the spec's `loss`, if any) when the output cannot take this loss; `producer`
-/// names the output in that message ("Squeeze 'score'").
+/// names the output in that message ("Squeeze 'score'"). `amp`: autocast is on, and runs the
+/// losses (on both devices' float32 lists) in float32; `float_dtype` is the target's dtype.
 LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where,
-                         const std::string& producer = {});
+                         const std::string& producer = {}, bool amp = false, DType float_dtype = DType::Float32);
 
 /// The whole step, tensor by tensor. `persistent` blocks are allocated first.
 struct StepResult {

@@ -32,12 +32,14 @@ def spec_of(network):
     return SPECS.get(network, ("examples/%s.yaml" % network, []))
 
 
-def run_nnmem(binary, network, batch, optimizer, set_to_none, mode="train"):
+def run_nnmem(binary, network, batch, optimizer, set_to_none, mode="train", amp=None):
     spec, extra = spec_of(network)
     args = [binary, "estimate", spec, "--format", "json", "--device", "cpu", "--batch", str(batch),
             "--optimizer", optimizer, "--mode", mode] + extra
     if not set_to_none:
         args.append("--keep-grads")
+    if amp:
+        args += ["--amp", amp]
     out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError("%s failed:\n%s" % (" ".join(args), out.stderr))
@@ -59,12 +61,10 @@ def compare(binary, only=None):
         if only and network not in only:
             continue
         for run in fixture["runs"]:
-            if run.get("amp"):
-                continue  # autocast runs: compared once nnmem models --amp
-            est = run_nnmem(binary, network, run["batch"], run["optimizer"], run["set_to_none"])
+            est = run_nnmem(binary, network, run["batch"], run["optimizer"], run["set_to_none"], amp=run.get("amp"))
             tot = est["totals"]
             row = {"network": network, "batch": run["batch"], "optimizer": run["optimizer"],
-                   "set_to_none": run["set_to_none"], "mismatches": []}
+                   "set_to_none": run["set_to_none"], "amp": run.get("amp"), "mismatches": []}
             for key in EXACT:
                 if tot[key] != run[key]:
                     row["mismatches"].append("%s: measured %d, nnmem %d" % (key, run[key], tot[key]))
@@ -86,8 +86,9 @@ def report(rows, out):
     for r in rows:
         m, e = r["peak"]
         flag = "  " if abs(rel(m, e)) <= 0.02 else "!!"
-        out.write("%s %-18s b=%-4d %-8s %-5s peak %13d vs %13d (%+6.2f%%)  saved %s  %s/%s vs %s/%s%s\n" % (
-            flag, r["network"], r["batch"], r["optimizer"], "none" if r["set_to_none"] else "keep", m, e,
+        out.write("%s %-18s b=%-4d %-8s %-5s %-4s peak %13d vs %13d (%+6.2f%%)  saved %s  %s/%s vs %s/%s%s\n" % (
+            flag, r["network"], r["batch"], r["optimizer"], "none" if r["set_to_none"] else "keep",
+            "bf16" if r["amp"] else "", m, e,
             100 * rel(m, e), "ok" if r["saved"][0] == r["saved"][1] else "%d vs %d" % r["saved"],
             *r["peak_where"], "" if not r["mismatches"] else "\n     " + "; ".join(r["mismatches"])))
     exact_ok = sum(1 for r in rows if not r["mismatches"])
@@ -142,6 +143,8 @@ def markdown(rows, evals):
         "  left out; the peak is the maximum during the third iteration of",
         "  `zero_grad(); out = model(x); loss = loss_fn(out, y); loss.backward(); opt.step()`",
         "  (steady state: the optimizer state exists), with `set_to_none=True` (none) and `False` (keep);",
+        "- **autocast** — runs with forward and loss under `torch.autocast(\"cpu\", torch.bfloat16)`,",
+        "  compared with `nnmem estimate --amp bfloat16 --device cpu`;",
         "- **2 x outputs** — torchsummary's (and SizeEstimator's) total: input + params + 2 x every",
         "  layer output, at 4 bytes per element; the error is against the measured peak.",
         "",
@@ -163,12 +166,12 @@ def markdown(rows, evals):
         by_net.setdefault(r["network"], []).append(r)
     for net, rs in by_net.items():
         lines += ["## %s" % net, "",
-                  "| batch | optimizer | grads | saved: measured | nnmem | peak: measured | nnmem | error | 2 x outputs | error | peak at (measured / nnmem) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| batch | optimizer | grads | autocast | saved: measured | nnmem | peak: measured | nnmem | error | 2 x outputs | error | peak at (measured / nnmem) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
             m, e = r["peak"]
-            lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s %s / %s %s |" % (
-                r["batch"], r["optimizer"], "none" if r["set_to_none"] else "keep",
+            lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s %s / %s %s |" % (
+                r["batch"], r["optimizer"], "none" if r["set_to_none"] else "keep", r["amp"] or "",
                 "{:,}".format(r["saved"][0]), "{:,}".format(r["saved"][1]), "{:,}".format(m), "{:,}".format(e),
                 pct(m, e), "{:,}".format(r["heuristic"]), pct(m, r["heuristic"]), *r["peak_where"]))
         lines.append("")

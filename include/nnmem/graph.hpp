@@ -19,6 +19,10 @@ struct GraphOptions {
   Device device = Device::Cuda;
   /// Parameters and floating-point activations; default: the spec's `dtype`, else float32.
   std::optional<DType> float_dtype;
+  /// Mixed precision, as torch.autocast runs the forward pass and loss: ops on autocast's
+  /// lower-precision list (convolutions, linear) cast their inputs and parameters to this dtype,
+  /// ops on its float32 list cast theirs to float32; parameters stay in float_dtype.
+  std::optional<DType> amp;
 };
 
 struct TensorValue {
@@ -28,6 +32,9 @@ struct TensorValue {
   int storage = -1;            // index into Graph::storages
   bool requires_grad = false;
   std::vector<int> readers;    // nodes that read it, in execution order
+  int copy_of = -1;            // autocast: the value this is a cast copy of
+  bool param_copy = false;     // autocast: a parameter's low-precision copy
+  bool cached = false;         // autocast keeps it until the forward pass and loss are done
 };
 
 struct Storage {
@@ -45,11 +52,29 @@ struct Node {
   std::int64_t param_count = 0;
   std::int64_t param_bytes = 0;
   std::int64_t buffer_bytes = 0;
+  std::vector<int> input_casts;  // per input: the autocast copy the layer reads instead, or -1
+  std::vector<int> param_casts;  // per parameter: its autocast copy, or -1
+
+  /// The value the layer reads as input i: its autocast copy, if it has one.
+  int read(std::size_t i) const { return input_casts[i] >= 0 ? input_casts[i] : inputs[i]; }
+  /// The value a kept tensor is: the (copy of the) input, the output, the parameter's copy;
+  /// -1 for Extra tensors and for parameters kept in full precision (they cost nothing extra).
+  int saved_value(const Saved& s) const {
+    const auto i = static_cast<std::size_t>(s.index);
+    switch (s.of) {
+      case Saved::Of::Input: return read(i);
+      case Saved::Of::Output: return outputs[i];
+      case Saved::Of::Param: return param_casts[i];
+      case Saved::Of::Extra: break;
+    }
+    return -1;
+  }
 };
 
 struct Graph {
   ModelSpec spec;
   GraphOptions options;
+  DType float_dtype = DType::Float32;  // resolved: --dtype, else the spec's, else float32
   std::vector<TensorValue> values;
   std::vector<Node> nodes;
   std::vector<Storage> storages;

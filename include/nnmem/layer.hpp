@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -98,6 +99,7 @@ struct Context {
   Mode mode = Mode::Train;
   Device device = Device::Cuda;
   DType float_dtype = DType::Float32;  // the dtype of parameters and float activations
+  std::optional<DType> amp;            // autocast's low-precision dtype, when mixed precision is on
 };
 
 struct InputTensor {
@@ -128,9 +130,11 @@ enum class Alias {
 
 /// A tensor an op keeps alive for its backward pass.
 struct Saved {
-  enum class Of { Input, Output, Extra };
+  /// Param: one of the layer's parameters, free in full precision (it is persistent), but under
+  /// autocast the op keeps the parameter's low-precision copy, which is memory of its own.
+  enum class Of { Input, Output, Extra, Param };
   Of of = Of::Input;
-  int index = 0;            // which input / output
+  int index = 0;            // which input / output / parameter
   TensorType type;          // for Extra: a tensor the op creates (indices, mask, statistics)
   std::string what;         // for reports: "indices", "save_mean", …
 };
@@ -155,6 +159,7 @@ struct LayerResult {
   void save_input(int i, std::string what = "input");
   void save_output(int i, std::string what = "output");
   void save_extra(TensorType type, std::string what);
+  void save_param(int i, std::string what = "weight");
 };
 
 /// A rule's complaint about its inputs or attributes. `attribute` (if not empty) names the
@@ -183,8 +188,13 @@ struct LayerDef {
   std::vector<AttrDef> attrs;
   int min_inputs = 1;
   int max_inputs = 1;               // -1: any number
-  Autocast autocast = Autocast::Inherit;
+  Autocast autocast = Autocast::Inherit;           // on CUDA
+  std::optional<Autocast> autocast_cpu;             // on the CPU, where its op list differs
   std::function<LayerResult(const LayerCall&)> infer;
+
+  Autocast autocast_on(Device device) const {
+    return device == Device::Cpu && autocast_cpu ? *autocast_cpu : autocast;
+  }
 };
 
 // ---------------------------------------------------------------------------------------------

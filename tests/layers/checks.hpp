@@ -39,16 +39,27 @@ inline std::string buffers_of(const LayerResult& r) {
 }
 
 /// What backward keeps: "input0 output0 extra[1, 8, 3, 3]:int64"; "" when nothing.
+// The activations a rule keeps; parameters it keeps are listed by kept_params (they cost
+// nothing extra in full precision, only their autocast copies do).
 inline std::string saved_of(const LayerResult& r) {
   std::string s;
   for (const auto& k : r.saved) {
+    if (k.of == Saved::Of::Param) continue;
     s += s.empty() ? "" : " ";
     switch (k.of) {
       case Saved::Of::Input: s += "input" + std::to_string(k.index); break;
       case Saved::Of::Output: s += "output" + std::to_string(k.index); break;
       case Saved::Of::Extra: s += "extra" + to_string(k.type.shape) + ":" + std::string(dtype_name(k.type.dtype)); break;
+      case Saved::Of::Param: break;
     }
   }
+  return s;
+}
+
+inline std::string kept_params(const LayerResult& r) {
+  std::string s;
+  for (const auto& k : r.saved)
+    if (k.of == Saved::Of::Param) s += (s.empty() ? "param" : " param") + std::to_string(k.index);
   return s;
 }
 

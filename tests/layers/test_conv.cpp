@@ -249,6 +249,11 @@ TEST_CASE("Conv: what backward keeps depends on who needs a gradient") {
   CHECK(saved_of(conv(yaml, {2, 3, 32, 32}, false, true)) == "input0");
   CHECK(saved_of(conv(yaml, {2, 3, 32, 32}, true, false)) == "input0");
   CHECK(saved_of(conv(yaml, {2, 3, 32, 32}, false, false)).empty());  // no autograd node at all
+  // ...and the weight with it (free in float32; under autocast its low-precision copy).
+  CHECK(kept_params(conv(yaml, {2, 3, 32, 32}, true, true)) == "param0");
+  CHECK(kept_params(conv(yaml, {2, 3, 32, 32}, false, true)) == "param0");
+  CHECK(kept_params(conv(yaml, {2, 3, 32, 32}, true, false)) == "param0");
+  CHECK(kept_params(conv(yaml, {2, 3, 32, 32}, false, false)).empty());
   // Evaluation keeps nothing, and the shapes do not change.
   const auto eval = run_rule(yaml, {tensor({2, 3, 32, 32})}, kEval);
   CHECK(saved_of(eval).empty());

@@ -70,6 +70,12 @@ TEST_CASE("Linear: what backward keeps") {
   CHECK(saved_of(linear("{type: Linear, out_features: 3}", {2, 3, 4, 8})) == "input0");
   // Evaluation keeps nothing.
   CHECK(saved_of(run_rule(yaml, {tensor({128, 20})}, kEval)).empty());
+  // The weight (mat2 = weight.t()) is kept when the input needs a grad: free in float32, but
+  // under autocast it is the weight's low-precision copy (tf_mnist_cnn's fixture: fc1 keeps a
+  // bfloat16 [3136, 1024] mat2).
+  CHECK(kept_params(linear(yaml, {128, 20}, true, true)) == "param0");
+  CHECK(kept_params(linear(yaml, {128, 20}, true, false)) == "param0");
+  CHECK(kept_params(linear(yaml, {128, 20}, false, true)).empty());
 }
 
 TEST_CASE("Linear: errors name the expected and the actual value") {
