@@ -71,6 +71,11 @@ TorchSummaryFigures torchsummary_of(const Estimate& e) {
 std::string_view name_of(OptimizerKind kind) { return kOptimizers.name(kind); }
 std::string_view name_of(LossKind kind) { return kLosses.name(kind); }
 std::string_view name_of(Phase phase) { return kPhases.name(phase); }
+std::string_view name_of(MemoryKind kind) {
+  static constexpr std::array<std::string_view, kMemoryKinds> names = {
+      "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients"};
+  return names[static_cast<std::size_t>(kind)];
+}
 std::optional<OptimizerKind> parse_optimizer(std::string_view name) { return kOptimizers.parse(name); }
 std::optional<LossKind> parse_loss(std::string_view name) { return kLosses.parse(name); }
 
@@ -178,6 +183,8 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
     t.peak_layer = step.peak_layer;
+    t.peak_breakdown = step.breakdown;
+    t.backward_transient_bytes = step.backward_transients;
     if (graph.options.device == Device::Cuda) {
       t.reserved_bytes = step.reserved;
       t.overhead_bytes = options.overhead_bytes;

@@ -1,5 +1,7 @@
 #include "memory_tracker.hpp"
 
+#include <algorithm>
+
 #include <stdexcept>
 
 namespace nnmem::detail {
@@ -27,11 +29,11 @@ std::int64_t MemoryTracker::Pools::reserved() const {
   return round_up(small, 2 * kMiB) + round_up(medium, 20 * kMiB) + large;
 }
 
-int MemoryTracker::alloc(std::int64_t bytes, std::string what, int refs) {
-  blocks_.push_back({bytes, refs, std::move(what), true});
+int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, std::string what, int refs) {
+  blocks_.push_back({bytes, refs, std::move(what), true, kind});
   live_ = checked_add(live_, bytes);
   pools_.add(bytes, +1);
-  record(bytes, blocks_.back().what);
+  record(bytes, blocks_.back().what, kind);
   const int id = static_cast<int>(blocks_.size()) - 1;
   if (refs == 0) release(id), ++blocks_.back().refs;  // never held: freed at once
   return id;
@@ -50,16 +52,20 @@ void MemoryTracker::release(int block) {
   b.live = false;
   live_ -= b.bytes;
   pools_.add(b.bytes, -1);
-  record(-b.bytes, b.what);
+  record(-b.bytes, b.what, b.kind);
 }
 
-void MemoryTracker::record(std::int64_t delta, const std::string& what) {
+void MemoryTracker::record(std::int64_t delta, const std::string& what, MemoryKind kind) {
   events_.push_back({phase_, layer_, what, delta, live_});
+  auto& of_kind = by_kind_[static_cast<std::size_t>(kind)];
+  of_kind += delta;
+  if (phase_ == Phase::Backward && kind == MemoryKind::Transients) backward_transients_ = std::max(backward_transients_, of_kind);
   if (live_ > peak_) {
     peak_ = live_;
     peak_phase_ = phase_;
     peak_layer_ = layer_;
     reserved_at_peak_ = pools_.reserved();
+    breakdown_at_peak_ = by_kind_;
   }
 }
 

@@ -75,9 +75,9 @@ void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, 
     // Whole-model temporaries: Adam's sqrt(exp_avg_sq) and denom; RMSprop's avg; Adagrad's
     // sqrt(sum) and std; Nesterov's grad + momentum * buf.
     std::vector<int> first, second;
-    for (const auto& p : params) first.push_back(memory.alloc(p.bytes(), adam_like ? "exp_avg_sq.sqrt()" : "temporary"));
+    for (const auto& p : params) first.push_back(memory.alloc(MemoryKind::Transients, p.bytes(), adam_like ? "exp_avg_sq.sqrt()" : "temporary"));
     if (adam_like || kind == OptimizerKind::Adagrad)
-      for (const auto& p : params) second.push_back(memory.alloc(p.bytes(), adam_like ? "denom" : "std"));
+      for (const auto& p : params) second.push_back(memory.alloc(MemoryKind::Transients, p.bytes(), adam_like ? "denom" : "std"));
     for (int b : first) memory.release(b);
     for (int b : second) memory.release(b);
     return;
@@ -89,9 +89,9 @@ void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, 
   // On the CPU, `sqrt / bias_correction2_sqrt` also wraps the Python float in an 8-byte tensor.
   const std::int64_t wrapped_scalar = device == Device::Cpu ? 8 : 0;
   for (const auto& p : params) {
-    const int sqrt = adam_like ? memory.alloc(p.bytes(), "exp_avg_sq.sqrt()") : -1;
-    const int scalar = adam_like ? memory.alloc(wrapped_scalar, "wrapped scalar") : -1;
-    const int temp = memory.alloc(p.bytes(), adam_like ? "denom" : "temporary");
+    const int sqrt = adam_like ? memory.alloc(MemoryKind::Transients, p.bytes(), "exp_avg_sq.sqrt()") : -1;
+    const int scalar = adam_like ? memory.alloc(MemoryKind::Transients, wrapped_scalar, "wrapped scalar") : -1;
+    const int temp = memory.alloc(MemoryKind::Transients, p.bytes(), adam_like ? "denom" : "temporary");
     if (sqrt >= 0) memory.release(scalar), memory.release(sqrt);
     if (previous >= 0) memory.release(previous);
     previous = temp;

@@ -79,9 +79,15 @@ std::string render_json(const Estimate& e, int indent) {
       {"peak_bytes", t.peak_bytes},
       {"peak_phase", name_of(t.peak_phase)},
       {"peak_layer", t.peak_layer},
+      {"backward_transient_bytes", t.backward_transient_bytes},
       {"reserved_bytes", t.reserved_bytes},
       {"overhead_bytes", t.overhead_bytes},
+      {"device_bytes", t.device_bytes},
   };
+  // What the memory live at the peak is made of (the values add up to peak_bytes).
+  ordered_json breakdown = ordered_json::object();
+  for (std::size_t k = 0; k < kMemoryKinds; ++k) breakdown[std::string(name_of(static_cast<MemoryKind>(k)))] = t.peak_breakdown[k];
+  j["totals"]["peak_breakdown"] = breakdown;
   const TorchSummaryFigures& ts = e.torchsummary;
   j["conventions"]["torchsummary"] = {
       {"input_bytes", ts.input_bytes},

@@ -106,9 +106,18 @@ std::string render_table(const Estimate& e) {
   out.row("input", t.input_bytes);
   if (training) out.row("target", t.target_bytes);
   out.row("forward activations (all outputs)", t.activation_bytes);
-  if (training) out.row("saved for backward", t.saved_bytes);
+  if (training) {
+    out.row("saved for backward", t.saved_bytes);
+    out.row("backward transients (most at once)", t.backward_transient_bytes, "activation gradients in flight");
+  }
   const std::string where = std::string(name_of(t.peak_phase)) + (t.peak_layer.empty() ? "" : ", " + t.peak_layer);
   out.row(training ? "peak of a training step" : "peak of a forward pass", t.peak_bytes, "(" + where + ")");
+  // What the peak is made of: every kind that has a byte there.
+  static const char* const labels[kMemoryKinds] = {"parameters",  "buffers",     "optimizer state",
+                                                   "gradients",   "input + target", "activations kept",
+                                                   "autocast weight copies", "gradients of activations, temporaries"};
+  for (std::size_t k = 0; k < kMemoryKinds; ++k)
+    if (t.peak_breakdown[k] > 0) out.row(std::string("  ") + labels[k], t.peak_breakdown[k]);
   if (o.graph.device == Device::Cuda) {
     out.row("CUDA allocator reserve at the peak", t.reserved_bytes, "(segments; a lower bound)");
     out.row("framework overhead (--overhead)", t.overhead_bytes);

@@ -38,6 +38,8 @@ class StepSimulator {
     r.peak_phase = memory_.peak_phase();
     r.peak_layer = memory_.peak_layer();
     r.reserved = memory_.reserved_at_peak();
+    r.breakdown = memory_.breakdown_at_peak();
+    r.backward_transients = memory_.backward_transients();
     r.timeline = memory_.take_timeline();
     return r;
   }
@@ -59,17 +61,17 @@ class StepSimulator {
       buffer_bytes = checked_add(buffer_bytes, n.buffer_bytes);
     }
     for (const auto& p : params) grad_bytes = checked_add(grad_bytes, p.bytes());
-    memory_.alloc(param_bytes, "parameters");
-    memory_.alloc(buffer_bytes, "buffers");
-    for (const auto& slot : slots) memory_.alloc(slot.bytes, "optimizer state: " + slot.name);
-    for (int v : graph_.inputs) block_of(v) = memory_.alloc(value(v).type.bytes(), "input '" + value(v).name + "'", 1);
+    memory_.alloc(MemoryKind::Parameters, param_bytes, "parameters");
+    memory_.alloc(MemoryKind::Buffers, buffer_bytes, "buffers");
+    for (const auto& slot : slots) memory_.alloc(MemoryKind::OptimizerState, slot.bytes, "optimizer state: " + slot.name);
+    for (int v : graph_.inputs) block_of(v) = memory_.alloc(MemoryKind::Inputs, value(v).type.bytes(), "input '" + value(v).name + "'", 1);
     if (!training) return;
-    if (loss_tensors_.target) memory_.alloc(loss_tensors_.target->bytes(), "target");
+    if (loss_tensors_.target) memory_.alloc(MemoryKind::Inputs, loss_tensors_.target->bytes(), "target");
     // Still bound to `out` and `loss` from the previous step until this step rebinds them.
-    for (int v : graph_.outputs) previous_outputs_.push_back(memory_.alloc(graph_.storages[value(v).storage].bytes, "previous step's output"));
-    previous_loss_ = memory_.alloc(loss_tensors_.loss_bytes, "previous step's loss");
+    for (int v : graph_.outputs) previous_outputs_.push_back(memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "previous step's output"));
+    previous_loss_ = memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "previous step's loss");
     // zero_grad(): set_to_none frees last step's gradients; otherwise they are zeroed in place.
-    const int grads = memory_.alloc(grad_bytes, "gradients (from the previous step)");
+    const int grads = memory_.alloc(MemoryKind::Gradients, grad_bytes, "gradients (from the previous step)");
     if (!options_.keep_grads) memory_.release(grads);
   }
 
@@ -83,16 +85,16 @@ class StepSimulator {
       // parameter copy is also held by autocast's cache until the loss is computed.
       std::vector<int> copies;
       for (int c : node.input_casts)
-        if (c >= 0) copies.push_back(block_of(c) = memory_.alloc(value(c).type.bytes(), value(c).name, 1));
+        if (c >= 0) copies.push_back(block_of(c) = memory_.alloc(MemoryKind::Activations, value(c).type.bytes(), value(c).name, 1));
       for (int c : node.param_casts) {
         if (c < 0) continue;
-        copies.push_back(block_of(c) = memory_.alloc(value(c).type.bytes(), value(c).name, value(c).cached ? 2 : 1));
+        copies.push_back(block_of(c) = memory_.alloc(MemoryKind::WeightCopies, value(c).type.bytes(), value(c).name, value(c).cached ? 2 : 1));
         if (value(c).cached) cached_copies_.push_back(block_of(c));
       }
       std::vector<int> fresh;
       for (int v : node.outputs) {
         if (block_of(v) < 0) {
-          block_of(v) = memory_.alloc(graph_.storages[value(v).storage].bytes, "output of " + name, 1);
+          block_of(v) = memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "output of " + name, 1);
           fresh.push_back(block_of(v));
         }
         memory_.hold(block_of(v), static_cast<int>(value(v).readers.size()) + (is_output(v) ? 1 : 0));
@@ -100,7 +102,7 @@ class StepSimulator {
       if (training && in_autograd(node)) {
         for (const Saved& s : node.result.saved) {
           if (s.of == Saved::Of::Extra) {
-            kept_[i].push_back(memory_.alloc(s.type.bytes(), s.what + " of " + name, 1));
+            kept_[i].push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name, 1));
           } else if (const int v = node.saved_value(s); v >= 0) {
             memory_.hold(block_of(v));
             kept_[i].push_back(block_of(v));
@@ -130,13 +132,13 @@ class StepSimulator {
   void loss_forward() {
     memory_.at(Phase::Forward, "loss");
     const int out = graph_.outputs.front();
-    const int input = loss_tensors_.cast ? memory_.alloc(loss_tensors_.cast->bytes(), "output as float32", 1) : block_of(out);
-    for (const auto& t : loss_tensors_.kept) loss_kept_.push_back(memory_.alloc(t.bytes(), "kept by the loss", 1));
+    const int input = loss_tensors_.cast ? memory_.alloc(MemoryKind::Activations, loss_tensors_.cast->bytes(), "output as float32", 1) : block_of(out);
+    for (const auto& t : loss_tensors_.kept) loss_kept_.push_back(memory_.alloc(MemoryKind::Activations, t.bytes(), "kept by the loss", 1));
     if (loss_tensors_.keeps_input) {
       memory_.hold(input);
       loss_kept_.push_back(input);
     }
-    memory_.alloc(loss_tensors_.loss_bytes, "loss");
+    memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "loss");
     memory_.release(previous_loss_);
     if (loss_tensors_.cast) memory_.release(input);
     if (graph_.options.amp) release_autocast_cache();
@@ -144,7 +146,7 @@ class StepSimulator {
 
   // ToCopyBackward0: the gradient of an autocast copy becomes one in the original dtype.
   int cast_back(int grad, std::int64_t bytes, const std::string& what) {
-    const int converted = memory_.alloc(bytes, what);
+    const int converted = memory_.alloc(memory_.kind(grad), bytes, what);
     memory_.release(grad);
     return converted;
   }
@@ -155,7 +157,7 @@ class StepSimulator {
     auto [it, fresh] = grad_.emplace(v, contribution);
     if (fresh) return;
     int& existing = it->second;
-    const int sum = memory_.alloc(memory_.bytes(existing), "accumulated grad");
+    const int sum = memory_.alloc(MemoryKind::Transients, memory_.bytes(existing), "accumulated grad");
     memory_.release(existing);
     memory_.release(contribution);
     existing = sum;
@@ -166,17 +168,17 @@ class StepSimulator {
     const int out = graph_.outputs.front();
     const std::int64_t in_bytes = loss_tensors_.input(value(out).type).bytes();
     // torch.autograd.backward() holds the root gradient (ones_like(loss)) until it returns.
-    const int root = memory_.alloc(dtype_size(DType::Float32), "grad of loss");
+    const int root = memory_.alloc(MemoryKind::Transients, dtype_size(DType::Float32), "grad of loss");
     int grad_in = -1;
     if (loss_ == LossKind::CrossEntropy) {
       // NllLossBackward0, then LogSoftmaxBackward0; each frees what it kept once it has run.
-      const int grad_logp = memory_.alloc(in_bytes, "grad of log_softmax");
+      const int grad_logp = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of log_softmax");
       memory_.release(loss_kept_[1]);  // total_weight
-      grad_in = memory_.alloc(in_bytes, "grad of output");
+      grad_in = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of output");
       memory_.release(grad_logp);
       memory_.release(loss_kept_[0]);  // log-probabilities
     } else {
-      grad_in = memory_.alloc(in_bytes, "grad of output");
+      grad_in = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of output");
       for (int b : loss_kept_) memory_.release(b);
     }
     if (loss_tensors_.cast) grad_in = cast_back(grad_in, value(out).type.bytes(), "grad of output");
@@ -198,7 +200,7 @@ class StepSimulator {
           memory_.hold(grad_out);
           contributions.emplace_back(k, grad_out);
         } else {
-          contributions.emplace_back(k, memory_.alloc(value(node.read(k)).type.bytes(), "grad of input of " + name));
+          contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, value(node.read(k)).type.bytes(), "grad of input of " + name));
         }
       }
       std::vector<int> param_grads;
@@ -207,7 +209,7 @@ class StepSimulator {
           const int copy = node.param_casts[k];
           const ParamDecl& p = node.result.params[k];
           const TensorType type = copy >= 0 ? value(copy).type : TensorType{p.shape, p.dtype};
-          param_grads.push_back(memory_.alloc(type.bytes(), "grad of " + name + "." + p.name));
+          param_grads.push_back(memory_.alloc(MemoryKind::Gradients, type.bytes(), "grad of " + name + "." + p.name));
         }
       for (int b : kept_[i]) memory_.release(b);
       for (int v : node.outputs)

@@ -42,6 +42,8 @@ struct StepResult {
   Phase peak_phase = Phase::Forward;
   std::string peak_layer;
   std::int64_t reserved = 0;
+  std::array<std::int64_t, kMemoryKinds> breakdown{};
+  std::int64_t backward_transients = 0;
   std::vector<TimelineEvent> timeline;
 };
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,

@@ -112,6 +112,10 @@ void check_invariants(const std::string& spec) {
       CHECK(t.peak_bytes >= t.persistent_bytes + t.input_bytes);
       CHECK(t.peak_bytes >= t.param_bytes + t.grad_bytes);  // gradients all exist at the step
       CHECK(t.peak_bytes <= allocated);
+      std::int64_t breakdown = 0;  // what the peak is made of adds up to it
+      for (std::int64_t part : t.peak_breakdown) breakdown += part;
+      CHECK(breakdown == t.peak_bytes);
+      CHECK(t.backward_transient_bytes <= t.peak_bytes);
       // More samples never need less memory.
       CHECK(t.peak_bytes >= previous_peak);
       CHECK(t.saved_bytes >= previous_saved);

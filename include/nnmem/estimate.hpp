@@ -3,6 +3,7 @@
 // Graph; the library never prints (see report.hpp for renderers).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,7 +15,21 @@ namespace nnmem {
 
 enum class OptimizerKind { None, Sgd, Momentum, Nesterov, Adam, AdamW, AMSGrad, RMSprop, Adagrad, Adam8bit };
 enum class LossKind { CrossEntropy, Mse, Mean };
-enum class Phase { Forward, Loss, Backward, Optimizer };
+enum class Phase { Forward, Backward, Optimizer };  // the loss counts as forward
+
+/// What a byte of the step is: the breakdown of the memory live at the peak.
+enum class MemoryKind : std::uint8_t {
+  Parameters,      // the model's parameters
+  Buffers,         // running statistics and the like
+  OptimizerState,  // the optimizer's slots
+  Gradients,       // parameters' gradients
+  Inputs,          // the batch and the loss's target
+  Activations,     // layer outputs and what backward keeps (masks, indices, statistics, …)
+  WeightCopies,    // autocast's low-precision copies of parameters
+  Transients,      // activations' gradients and optimizer temporaries
+};
+inline constexpr std::size_t kMemoryKinds = 8;
+std::string_view name_of(MemoryKind kind);
 
 std::string_view name_of(OptimizerKind kind);
 std::string_view name_of(LossKind kind);
@@ -78,6 +93,8 @@ struct Totals {
   std::int64_t peak_bytes = 0;        // the largest live total in the step
   Phase peak_phase = Phase::Forward;
   std::string peak_layer;
+  std::array<std::int64_t, kMemoryKinds> peak_breakdown{};  // by MemoryKind, at the peak
+  std::int64_t backward_transient_bytes = 0;  // the most activation gradients and temporaries live in backward
   std::int64_t reserved_bytes = 0;    // CUDA: what the caching allocator would hold at the peak
   std::int64_t overhead_bytes = 0;    // CUDA: the framework overhead asked for
   std::int64_t device_bytes = 0;      // CUDA: reserved + overhead, the total on the device
