@@ -6,7 +6,9 @@
 namespace nnmem::detail {
 
 namespace {
-constexpr std::int64_t kBitsAndBytesBlock = 2048;  // bitsandbytes' blockwise 8-bit state
+// bitsandbytes' Optimizer2State (blockwise): one float32 absmax per 256-element block for each
+// state (older releases used 2,048-element blocks).
+constexpr std::int64_t kBitsAndBytesBlock = 256;
 constexpr std::int64_t kBitsAndBytesMinSize = 4096; // smaller tensors keep float32 state
 
 std::int64_t total_bytes(const std::vector<TensorType>& params) {
@@ -44,7 +46,7 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
     case OptimizerKind::Adagrad:
       return {{"sum", like_params}, {"step", step_scalars}};
     case OptimizerKind::Adam8bit: {
-      // bitsandbytes Adam8bit: two uint8 states plus one float32 absmax per 2048-element block;
+      // bitsandbytes Adam8bit: two uint8 states plus one float32 absmax per block and state;
       // tensors under 4096 elements keep float32 states; plus the two shared 256-entry qmaps.
       std::int64_t quantized = 0, absmax = 0;
       for (const auto& p : params) {
