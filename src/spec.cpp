@@ -1,7 +1,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <regex>
 #include <sstream>
 
 #include "nnmem/spec.hpp"
@@ -46,22 +45,56 @@ std::string Value::describe() const {
   return {};
 }
 
+namespace {
+
+enum class NumberForm { None, Integer, Real };
+
+// YAML 1.2 core schema numbers: [-+]?[0-9]+ is an integer; [-+]?(digits[.digits]|.digits)
+// with an optional exponent is a real. A hand-written scan: this runs for every scalar.
+NumberForm number_form(std::string_view s) {
+  std::size_t i = 0;
+  const auto digits = [&] {
+    const std::size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  const std::size_t whole = digits();
+  bool real = false;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (whole + digits() == 0) return NumberForm::None;
+    real = true;
+  } else if (whole == 0) {
+    return NumberForm::None;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (digits() == 0) return NumberForm::None;
+    real = true;
+  }
+  if (i != s.size()) return NumberForm::None;
+  return real ? NumberForm::Real : NumberForm::Integer;
+}
+
+}  // namespace
+
 Value parse_literal(const std::string& s, const SourceLoc& loc) {
-  static const std::regex int_re("[-+]?[0-9]+");
-  static const std::regex real_re("[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?");
+  const NumberForm form = number_form(s);
   Value v;
   v.loc = loc;
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return v;
   if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE") {
     v.kind = Value::Kind::Bool;
     v.boolean = s[0] == 't' || s[0] == 'T';
-  } else if (std::regex_match(s, int_re)) {
+  } else if (form == NumberForm::Integer) {
     errno = 0;
     const long long i = std::strtoll(s.c_str(), nullptr, 10);
     if (errno == ERANGE) throw Error(loc, "the integer " + s + " does not fit in 64 bits");
     v.kind = Value::Kind::Int;
     v.integer = i;
-  } else if (std::regex_match(s, real_re)) {
+  } else if (form == NumberForm::Real) {
     v.kind = Value::Kind::Float;
     v.real = std::strtod(s.c_str(), nullptr);
     if (!std::isfinite(v.real)) throw Error(loc, "the number " + s + " is too large");
