@@ -95,7 +95,7 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
   try {
     for (const Node& node : graph.nodes) t.params = sum(t.params, node.param_count);
   } catch (const OverflowError& err) {
-    throw Error(graph.spec.loc, std::string("the model's parameter count does not fit in 64 bits: ") + err.what());
+    throw SizeError(graph.spec.loc, std::string("the model's parameter count does not fit in 64 bits: ") + err.what());
   }
 
   try {
@@ -193,7 +193,7 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
     e.timeline = std::move(step.timeline);
     e.torchsummary = torchsummary_of(e);
   } catch (const OverflowError& err) {
-    throw Error(graph.spec.loc, std::string("the model's memory does not fit in 64 bits: ") + err.what());
+    throw SizeError(graph.spec.loc, std::string("the model's memory does not fit in 64 bits: ") + err.what());
   }
   return e;
 }

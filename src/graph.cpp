@@ -46,21 +46,21 @@ class Builder {
  private:
   int value_of(const std::string& name) const { return by_name_.at(name); }
 
-  // Why a tensor cannot exist in nnmem ("would have 65 dimensions; …", "[…] is too large (…)"),
-  // or "" when it can. Messages are built only for an error: this runs for every tensor.
-  static std::string unfit(const TensorType& type) {
+  // Throws unless the tensor can exist in nnmem: at most kMaxRank dimensions, and a size in
+  // bytes that fits in 64 bits (else a SizeError). `what` starts the message: "Linear 'fc':
+  // the output". Messages are built only for an error: this runs for every tensor.
+  static void check_fits(const TensorType& type, const SourceLoc& at, const std::string& what) {
     if (type.shape.size() > kMaxRank)
-      return "would have " + std::to_string(type.shape.size()) + " dimensions; nnmem supports at most " +
-             std::to_string(kMaxRank);
+      throw Error(at, what + " would have " + std::to_string(type.shape.size()) + " dimensions; nnmem supports at most " +
+                          std::to_string(kMaxRank));
     try {
       (void)type.bytes();
     } catch (const OverflowError& e) {
-      return to_string(type.shape) + " is too large (" + e.what() + ")";
+      throw SizeError(at, what + " " + to_string(type.shape) + " is too large (" + e.what() + ")");
     }
-    return {};
   }
 
-  // The tensor must fit (unfit() is empty): every caller has checked. Only named values (model
+  // The tensor must fit (check_fits): every caller has checked. Only named values (model
   // inputs, layer outputs) can be read by name.
   int new_value(std::string name, TensorType type, int producer, bool named = true) {
     TensorValue v;
@@ -92,7 +92,7 @@ class Builder {
     type.shape.push_back(graph_.options.batch);
     type.shape.insert(type.shape.end(), in.shape.begin(), in.shape.end());
     type.dtype = is_floating(in.dtype) ? ctx_.float_dtype : in.dtype;
-    if (const std::string why = unfit(type); !why.empty()) throw Error(in.loc, "input '" + in.name + "': the tensor " + why);
+    check_fits(type, in.loc, "input '" + in.name + "': the tensor");
     const int id = new_value(in.name, std::move(type), -1);
     graph_.values[id].storage = new_storage(id);
     graph_.inputs.push_back(id);
@@ -154,8 +154,8 @@ class Builder {
       // tensor would have been too large is the rule's to say, so name what it started from.
       std::string from;
       for (const auto& in : inputs) from += (from.empty() ? "" : ", ") + to_string(in.type.shape);
-      throw Error(layer.loc, title(layer) + ": the sizes it computes from the input" + (inputs.size() > 1 ? "s " : " ") +
-                                 from + " do not fit in 64 bits (" + e.what() + ")");
+      throw SizeError(layer.loc, title(layer) + ": the sizes it computes from the input" + (inputs.size() > 1 ? "s " : " ") +
+                                     from + " do not fit in 64 bits (" + e.what() + ")");
     }
     count_parameters(layer, node);
     // The parameters' low-precision copies. Autocast caches those of parameters that require a
@@ -176,9 +176,8 @@ class Builder {
         ctx_.mode == Mode::Train && (call.any_input_requires_grad() || has_trainable_params);
     for (std::size_t k = 0; k < node.result.outputs.size(); ++k) {
       const TensorType& out = node.result.outputs[k];
-      if (const std::string why = unfit(out); !why.empty())
-        throw Error(layer.loc, title(layer) + ": " +
-                                   (node.result.outputs.size() == 1 ? "the output " : "output " + std::to_string(k) + " ") + why);
+      check_fits(out, layer.loc,
+                 title(layer) + ": " + (node.result.outputs.size() == 1 ? "the output" : "output " + std::to_string(k)));
       for (std::int64_t d : out.shape)
         if (d < 1)
           throw Error(layer.loc, title(layer) + ": the output shape " + to_string(out.shape) +
@@ -205,23 +204,21 @@ class Builder {
   void count_parameters(const LayerSpec& layer, Node& node) const {
     for (auto& p : node.result.params) {
       p.dtype = ctx_.float_dtype;
-      if (const std::string why = unfit({p.shape, p.dtype}); !why.empty())  // so its numel fits too
-        throw Error(layer.loc, title(layer) + ": the " + p.name + " " + why);
+      check_fits({p.shape, p.dtype}, layer.loc, title(layer) + ": the " + p.name);  // so its numel fits too
       try {
         node.param_count = checked_add(node.param_count, numel(p.shape));
         node.param_bytes = checked_mul(node.param_count, dtype_size(ctx_.float_dtype));
       } catch (const OverflowError& e) {
-        throw Error(layer.loc, title(layer) + ": its parameters do not fit in 64 bits (" + e.what() + ")");
+        throw SizeError(layer.loc, title(layer) + ": its parameters do not fit in 64 bits (" + e.what() + ")");
       }
     }
     for (const auto& b : node.result.buffers) {
       const TensorType buffer{b.shape, b.dtype};
-      if (const std::string why = unfit(buffer); !why.empty())
-        throw Error(layer.loc, title(layer) + ": the buffer " + b.name + " " + why);
+      check_fits(buffer, layer.loc, title(layer) + ": the buffer " + b.name);
       try {
         node.buffer_bytes = checked_add(node.buffer_bytes, buffer.bytes());
       } catch (const OverflowError& e) {
-        throw Error(layer.loc, title(layer) + ": its buffers do not fit in 64 bits (" + e.what() + ")");
+        throw SizeError(layer.loc, title(layer) + ": its buffers do not fit in 64 bits (" + e.what() + ")");
       }
     }
   }

@@ -3,77 +3,18 @@
 // every command-line mistake, in words that say what was expected and what was found.
 #include <CLI/CLI.hpp>
 
-#include <cerrno>
-#include <cstdlib>
 #include <iostream>
 
+#include "cli_support.hpp"
 #include "nnmem/estimate.hpp"
+#include "nnmem/plan.hpp"
 #include "nnmem/report.hpp"
 #include "nnmem/units.hpp"
 
 namespace {
 
 using namespace nnmem;
-
-/// A command-line mistake that CLI11 does not catch, or that it words unclearly.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// --- validators: CLI11 prints "--option: <what they return>" ---------------------------------
-
-std::optional<std::int64_t> to_integer(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno == ERANGE || *end != '\0') return std::nullopt;
-  return v;
-}
-
-// "0" as it is, anything that is not an integer quoted: "'abc'".
-std::string found(const std::string& text) { return to_integer(text) ? text : "'" + text + "'"; }
-
-CLI::Validator integer_between(std::int64_t lo, std::int64_t hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        const auto v = to_integer(text);
-        if (v && *v >= lo && *v <= hi) return {};
-        return "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", found " + found(text);
-      },
-      "INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
-}
-
-CLI::Validator positive_integer() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        const auto v = to_integer(text);
-        return v && *v >= 1 ? std::string() : "expected a positive integer, found " + found(text);
-      },
-      "POSITIVE");
-}
-
-CLI::Validator one_of(std::vector<std::string> words) {
-  std::string set;
-  for (const auto& w : words) set += (set.empty() ? "" : ",") + w;
-  return CLI::Validator(
-      [words, set](std::string& text) -> std::string {
-        if (std::find(words.begin(), words.end(), text) != words.end()) return {};
-        const std::string near = nearest_name(text, words);
-        return text + " not in {" + set + "}" + (near.empty() ? "" : "; did you mean '" + near + "'?");
-      },
-      "{" + set + "}");
-}
-
-// The closest of `candidates` to a mistyped `word`: one that starts the other ("--batch" for
-// "--batchsize"), else the nearest by edit distance.
-std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  for (const auto& c : candidates)
-    if ((word.rfind(c, 0) == 0 || c.rfind(word, 0) == 0) && c.size() > best.size()) best = c;
-  return best.empty() ? nearest_name(word, candidates) : best;
-}
+using namespace nnmem::cli;
 
 // --- subcommands ------------------------------------------------------------------------------
 
@@ -117,8 +58,9 @@ struct StepArgs {
   bool rmsprop_momentum = false;
   bool rmsprop_centered = false;
 
-  void add_to(CLI::App& app) {
-    app.add_option("-b,--batch", batch, "batch size")->check(integer_between(1, std::int64_t{1} << 40));
+  // `fit` finds the batch itself: it takes every flag but --batch.
+  void add_to(CLI::App& app, bool with_batch = true) {
+    if (with_batch) app.add_option("-b,--batch", batch, "batch size")->check(integer_between(1, kMaxBatch));
     app.add_option("--mode", mode, "a training step, or inference (no gradients)")->check(one_of({"train", "eval"}));
     app.add_option("--device", device, "whose kernels' conventions to follow")->check(one_of({"cuda", "cpu"}));
     app.add_option("--dtype", dtype, "parameters and activations dtype (default: the spec's, else float32)")
@@ -148,12 +90,7 @@ struct StepArgs {
     if (!loss.empty()) o.step.loss = parse_loss(loss);
     o.step.keep_grads = keep_grads;
     o.step.foreach = foreach;
-    SizeProblem problem = SizeProblem::None;
-    const auto bytes = parse_bytes(overhead, &problem);
-    if (problem == SizeProblem::TooLarge)
-      throw CLI::ValidationError("--overhead", "'" + overhead + "' is too large; a size must be below 2^63 bytes (about 9.2 EB)");
-    if (!bytes) throw CLI::ValidationError("--overhead", "expected a size such as 500MiB or 1.2GB, found '" + overhead + "'");
-    o.step.overhead_bytes = *bytes;
+    o.step.overhead_bytes = parse_size_option("--overhead", overhead);
     return o;
   }
 };
@@ -178,6 +115,30 @@ int run_estimate(const EstimateArgs& a) {
   if (a.format == "json") std::cout << render_json(e) << '\n';
   else if (a.convention == "torchsummary") std::cout << render_torchsummary(e);
   else std::cout << render_table(e);
+  return 0;
+}
+
+struct FitArgs {
+  SpecArgs spec;
+  StepArgs step;
+  std::string budget;
+  std::string format = "table";
+
+  void add_to(CLI::App& app) {
+    spec.add_to(app);
+    step.add_to(app, false);
+    app.add_option("--budget", budget, "the memory to fit in, e.g. 24GiB or 80GB (with --overhead for the CUDA context)")
+        ->required();
+    app.add_option("--format", format, "output format")->check(one_of({"table", "json"}));
+  }
+};
+
+int run_fit(const FitArgs& a) {
+  const EstimateOptions options = a.step.options();
+  const std::int64_t budget = parse_size_option("--budget", a.budget);
+  if (budget < 1) throw CLI::ValidationError("--budget", "expected a size above zero, found '" + a.budget + "'");
+  const BatchFit fit = fit_batch(a.spec.load(), options, budget);
+  std::cout << (a.format == "json" ? render_json(fit) + "\n" : render_table(fit));
   return 0;
 }
 
@@ -213,40 +174,6 @@ int run_layers(const std::string& type) {
   return 0;
 }
 
-// --- mistakes CLI11 words unclearly -----------------------------------------------------------
-
-// CLI11 says only "A subcommand is required" for `nnmem estimat spec.yaml`.
-void check_command(int argc, char** argv, const CLI::App& app) {
-  std::vector<std::string> names;
-  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") return;
-    if (!arg.empty() && arg[0] == '-') continue;  // the global flags (--help, --version) take no value
-    if (std::find(names.begin(), names.end(), arg) != names.end()) return;
-    const std::string near = nearest_name(arg, names);
-    throw UsageError("unknown command '" + arg + "'" +
-                     (near.empty() ? "; expected estimate, check or layers" : " (did you mean '" + near + "'?)"));
-  }
-  if (argc == 1) throw UsageError("a command is required: estimate, check or layers");
-}
-
-// Arguments left over (the apps allow extras so that they can be named here, with a hint).
-void check_extras(const CLI::App& app) {
-  const std::vector<std::string> extras = app.remaining();
-  if (extras.empty()) return;
-  const auto option = std::find_if(extras.begin(), extras.end(), [](const std::string& s) { return s.size() > 1 && s[0] == '-'; });
-  if (option == extras.end()) throw UsageError("unexpected argument '" + extras.front() + "'");
-  const std::string name = option->substr(0, option->find('='));
-  std::vector<std::string> known;
-  for (const CLI::Option* opt : app.get_options()) {
-    for (const auto& l : opt->get_lnames()) known.push_back("--" + l);
-    for (const auto& s : opt->get_snames()) known.push_back("-" + s);
-  }
-  const std::string near = closest(name, known);
-  throw UsageError("unknown option '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -266,19 +193,24 @@ int main(int argc, char** argv) {
   check_spec.add_to(*check_cmd);
   check_step.add_to(*check_cmd);
 
+  FitArgs fit_args;
+  CLI::App* fit_cmd = app.add_subcommand("fit", "the largest batch whose training step fits in a memory budget");
+  fit_args.add_to(*fit_cmd);
+
   std::string layer_type;
   CLI::App* layers_cmd = app.add_subcommand("layers", "list the layer types, or one type's attributes");
   layers_cmd->add_option("TYPE", layer_type, "a layer type, e.g. Conv2d");
-  for (CLI::App* cmd : {estimate_cmd, check_cmd, layers_cmd}) cmd->allow_extras();
+  for (CLI::App* cmd : {estimate_cmd, check_cmd, fit_cmd, layers_cmd}) cmd->allow_extras();
 
   try {
     check_command(argc, argv, app);
     app.parse(argc, argv);
     check_extras(app);
-    for (const CLI::App* cmd : {estimate_cmd, check_cmd, layers_cmd})
+    for (const CLI::App* cmd : {estimate_cmd, check_cmd, fit_cmd, layers_cmd})
       if (*cmd) check_extras(*cmd);
     if (*estimate_cmd) return run_estimate(estimate_args);
     if (*check_cmd) return run_check(check_spec, check_step);
+    if (*fit_cmd) return run_fit(fit_args);
     return run_layers(layer_type);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -2,6 +2,7 @@
 // (schema_version changes when one changes meaning or disappears).
 #include <nlohmann/json.hpp>
 
+#include "nnmem/plan.hpp"
 #include "nnmem/report.hpp"
 
 namespace nnmem {
@@ -14,9 +15,7 @@ ordered_json tensor(const TensorType& t) {
   return {{"shape", t.shape}, {"dtype", dtype_name(t.dtype)}, {"bytes", t.bytes()}};
 }
 
-}  // namespace
-
-std::string render_json(const Estimate& e, int indent) {
+ordered_json to_json(const Estimate& e) {
   const auto& o = e.options;
   const Totals& t = e.totals;
   ordered_json j;
@@ -99,6 +98,25 @@ std::string render_json(const Estimate& e, int indent) {
   for (const auto& ev : e.timeline)
     j["timeline"].push_back(
         {{"phase", name_of(ev.phase)}, {"layer", ev.layer}, {"tensor", ev.tensor}, {"delta", ev.delta}, {"live", ev.live}});
+  return j;
+}
+
+}  // namespace
+
+std::string render_json(const Estimate& e, int indent) { return to_json(e).dump(indent); }
+
+std::string render_json(const BatchFit& fit, int indent) {
+  ordered_json j;
+  j["schema_version"] = kJsonSchemaVersion;
+  j["fit"] = {
+      {"budget_bytes", fit.budget_bytes},
+      {"compared", fit.estimate.options.graph.device == Device::Cuda ? "device_bytes" : "peak_bytes"},
+      {"batch", fit.batch},
+      {"needed_bytes", fit.needed_bytes},
+      {"next_needed_bytes", fit.next_needed_bytes},
+      {"estimates_made", fit.estimates_made},
+  };
+  j["estimate"] = to_json(fit.estimate);
   return j.dump(indent);
 }
 

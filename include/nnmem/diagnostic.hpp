@@ -41,6 +41,13 @@ class Error : public std::runtime_error {
   std::vector<Note> notes_;
 };
 
+/// An Error caused by a size that does not fit in 64 bits (a tensor, a total): for a search
+/// over batch sizes, a batch too large to count rather than a mistake in the spec.
+class SizeError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// Thousands separators: 138357544 -> "138,357,544".
 std::string with_commas(long long value);
 

@@ -23,4 +23,10 @@ std::string render_torchsummary(const Estimate& estimate);
 /// The estimate as JSON (indent < 0: one line).
 std::string render_json(const Estimate& estimate, int indent = 2);
 
+struct BatchFit;
+/// The largest batch that fits a budget: a few lines, and the estimate at that batch.
+std::string render_table(const BatchFit& fit);
+/// The same as JSON: {"schema_version", "fit": {...}, "estimate": {...}}.
+std::string render_json(const BatchFit& fit, int indent = 2);
+
 }  // namespace nnmem
