@@ -84,8 +84,8 @@ LayerDef softmax_def(const char* type, const char* summary) {
       .attrs = {AttrDef::integer("dim", "the dimension normalised (batch is dimension 0); default: PyTorch's "
                                         "legacy choice, 0 for 1-D and 3-D inputs, else 1").optional()},
       .autocast = Autocast::Float32,        // CUDA autocast's fp32 list
-      .autocast_cpu = Autocast::Inherit,    // CPU autocast (torch 1.13) runs softmax in bfloat16
       .infer = infer_softmax,
+      .autocast_cpu = Autocast::Inherit,    // CPU autocast (torch 1.13) runs softmax in bfloat16
   };
 }
 

@@ -9,18 +9,12 @@ namespace {
 
 LayerResult infer_adaptive(const LayerCall& call, int rank, bool max) {
   const auto r = static_cast<std::size_t>(rank);
-  require_rank(call, r + 2, r + 2, rank == 1 ? "[N, C, L]" : rank == 2 ? "[N, C, H, W]" : "[N, C, D, H, W]");
+  require_rank(call, r + 2, r + 2, spatial_layout(rank));
   require_float(call);
   const auto size = call.attrs.tuple("output_size");
   Shape out = {call.shape()[0], call.shape()[1]};
   out.insert(out.end(), size.begin(), size.end());
-  LayerResult res;
-  res.outputs.push_back({out, call.input().dtype});
-  if (call.training() && call.input_requires_grad()) {
-    res.save_input(0);
-    if (max) res.save_extra({out, DType::Int64}, "indices");
-  }
-  return res;
+  return pooled(call, std::move(out), max);
 }
 
 LayerDef adaptive_def(int rank, bool max) {

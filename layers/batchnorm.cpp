@@ -13,7 +13,7 @@ namespace {
 LayerResult infer_batchnorm(const LayerCall& call, int rank) {
   if (rank == 1) require_rank(call, 2, 3, "[N, C] or [N, C, L]");
   else require_rank(call, static_cast<std::size_t>(rank) + 2, static_cast<std::size_t>(rank) + 2,
-                    rank == 2 ? "[N, C, H, W]" : "[N, C, D, H, W]");
+                    spatial_layout(rank));
   require_float(call);
   const Shape& in = call.shape();
   const std::int64_t channels = in[1];

@@ -4,6 +4,20 @@ namespace nnmem::layers {
 
 std::string rank_name(int rank) { return std::to_string(rank) + "-D"; }
 
+std::string spatial_layout(int rank) {
+  return rank == 1 ? "[N, C, L]" : rank == 2 ? "[N, C, H, W]" : rank == 3 ? "[N, C, D, H, W]" : "[N, C, *]";
+}
+
+LayerResult pooled(const LayerCall& call, Shape out, bool keeps_indices) {
+  LayerResult res;
+  res.outputs.push_back({out, call.input().dtype});
+  if (call.training() && call.input_requires_grad()) {
+    res.save_input(0);
+    if (keeps_indices) res.save_extra({std::move(out), DType::Int64}, "indices");
+  }
+  return res;
+}
+
 void require_rank(const LayerCall& call, std::size_t min_rank, std::size_t max_rank, const std::string& layout,
                   std::size_t i) {
   const std::size_t r = call.shape(i).size();

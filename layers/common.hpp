@@ -16,6 +16,13 @@ std::string rank_name(int rank);  // 2 -> "2-D"
 void require_rank(const LayerCall& call, std::size_t min_rank, std::size_t max_rank, const std::string& layout,
                   std::size_t i = 0);
 
+/// "[N, C, L]", "[N, C, H, W]", "[N, C, D, H, W]": the layout of a rank-D spatial input.
+std::string spatial_layout(int rank);
+
+/// Pooling's result: the output, and — when backward runs — the input it keeps and, for max
+/// pooling, the int64 indices of each maximum (output-shaped).
+LayerResult pooled(const LayerCall& call, Shape out, bool keeps_indices);
+
 /// Throws unless input `i` is a floating-point tensor.
 void require_float(const LayerCall& call, std::size_t i = 0);
 

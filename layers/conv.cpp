@@ -80,7 +80,7 @@ TensorType grown(const TensorType& input, const std::vector<std::int64_t>& grow)
 
 LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
   const auto r = static_cast<std::size_t>(rank);
-  require_rank(call, r + 2, r + 2, rank == 1 ? "[N, C, L]" : rank == 2 ? "[N, C, H, W]" : "[N, C, D, H, W]");
+  require_rank(call, r + 2, r + 2, spatial_layout(rank));
   require_float(call);
   const Attrs& a = call.attrs;
   const Shape& in = call.shape();

@@ -9,7 +9,7 @@ namespace {
 
 LayerResult infer_pool(const LayerCall& call, int rank, bool max) {
   const auto r = static_cast<std::size_t>(rank);
-  require_rank(call, r + 2, r + 2, rank == 1 ? "[N, C, L]" : rank == 2 ? "[N, C, H, W]" : "[N, C, D, H, W]");
+  require_rank(call, r + 2, r + 2, spatial_layout(rank));
   require_float(call);
   const Attrs& a = call.attrs;
   const Shape& in = call.shape();
@@ -34,13 +34,7 @@ LayerResult infer_pool(const LayerCall& call, int rank, bool max) {
     out.push_back(window_output({in[2 + d], kernel[d], stride[d], padding[d], dilation[d], a.flag("ceil_mode")},
                                 dim_name(d, r)));
   }
-  LayerResult res;
-  res.outputs.push_back({out, call.input().dtype});
-  if (call.training() && call.input_requires_grad()) {
-    res.save_input(0);
-    if (max) res.save_extra({out, DType::Int64}, "indices");
-  }
-  return res;
+  return pooled(call, std::move(out), max);
 }
 
 LayerDef pool_def(int rank, bool max) {

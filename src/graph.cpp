@@ -126,17 +126,16 @@ class Builder {
     // Under autocast, a layer on the lower-precision list runs in the amp dtype and one on the
     // float32 list in float32: floating-point inputs of another dtype are cast first.
     const Autocast policy = graph_.options.amp ? def->autocast_on(ctx_.device) : Autocast::Inherit;
-    const std::optional<DType> cast_to = policy == Autocast::Lower     ? graph_.options.amp
-                                         : policy == Autocast::Float32 ? std::optional<DType>(DType::Float32)
-                                                                       : std::nullopt;
+    const bool casts = policy != Autocast::Inherit;
+    const DType cast_to = policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
     std::vector<InputTensor> inputs;
     for (const auto& name : layer.inputs) {
       const int v = value_of(name);
       node.inputs.push_back(v);
       TensorType type = graph_.values[v].type;
       int copy = -1;
-      if (cast_to && is_floating(type.dtype) && type.dtype != *cast_to) {
-        type.dtype = *cast_to;
+      if (casts && is_floating(type.dtype) && type.dtype != cast_to) {
+        type.dtype = cast_to;
         copy = new_copy(name + " as " + std::string(dtype_name(type.dtype)), type, node_index, graph_.values[v].requires_grad);
         graph_.values[copy].copy_of = v;
       }

@@ -72,32 +72,30 @@ std::string mib_truncated(std::int64_t bytes, int decimals) {
   return s;
 }
 
-std::string human_bytes(std::int64_t bytes) {
-  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(bytes);
+namespace {
+// value / base^k with k chosen so that it is below `base`, and units[k]: "1.50 KiB", "118.01 M".
+std::string scaled(std::int64_t value, double base, const char* const (&units)[7], const char* exact_format) {
+  double v = static_cast<double>(value);
   int u = 0;
-  while (std::fabs(v) >= 1024.0 && u < 6) {
-    v /= 1024.0;
+  while (std::fabs(v) >= base && u < 6) {
+    v /= base;
     ++u;
   }
   char buf[64];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  if (u == 0) std::snprintf(buf, sizeof buf, exact_format, static_cast<long long>(value));
   else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
   return buf;
+}
+}  // namespace
+
+std::string human_bytes(std::int64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  return scaled(bytes, 1024.0, units, "%lld B");
 }
 
 std::string human_count(std::int64_t count) {
   static const char* const units[] = {"", "K", "M", "G", "T", "P", "E"};
-  double v = static_cast<double>(count);
-  int u = 0;
-  while (std::fabs(v) >= 1000.0 && u < 6) {
-    v /= 1000.0;
-    ++u;
-  }
-  char buf[64];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(count));
-  else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-  return buf;
+  return scaled(count, 1000.0, units, "%lld");
 }
 
 }  // namespace nnmem

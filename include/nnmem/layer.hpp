@@ -189,8 +189,8 @@ struct LayerDef {
   int min_inputs = 1;
   int max_inputs = 1;               // -1: any number
   Autocast autocast = Autocast::Inherit;           // on CUDA
-  std::optional<Autocast> autocast_cpu;             // on the CPU, where its op list differs
   std::function<LayerResult(const LayerCall&)> infer;
+  std::optional<Autocast> autocast_cpu;             // on the CPU, where its op list differs
 
   Autocast autocast_on(Device device) const {
     return device == Device::Cpu && autocast_cpu ? *autocast_cpu : autocast;
