@@ -394,13 +394,4 @@ RawSpec read(const std::string& text, const std::string& file, const LoadOptions
 }
 
 }  // namespace raw
-
-ModelSpec parse_spec(const std::string& text, const std::string& file, const LoadOptions& options) {
-  return raw::expand(raw::read(text, file, options), options);
-}
-
-ModelSpec load_spec_file(const std::string& path, const LoadOptions& options) {
-  return parse_spec(raw::read_spec_file(path, options.max_file_bytes), path, options);
-}
-
 }  // namespace nnmem

@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "nnmem/spec.hpp"
+#include "raw_spec.hpp"
+#include "source_text.hpp"
 
 namespace nnmem {
 
@@ -109,6 +111,15 @@ const Attribute* LayerSpec::find_attr(std::string_view attr) const {
   for (const auto& a : attrs)
     if (a.name == attr) return &a;
   return nullptr;
+}
+
+// The two stages of loading: the YAML reader (loader.cpp) and the expander (expand.cpp).
+ModelSpec parse_spec(const std::string& text, const std::string& file, const LoadOptions& options) {
+  return raw::expand(raw::read(text, file, options), options);
+}
+
+ModelSpec load_spec_file(const std::string& path, const LoadOptions& options) {
+  return parse_spec(raw::read_spec_file(path, options.max_file_bytes), path, options);
 }
 
 }  // namespace nnmem
