@@ -55,9 +55,9 @@ TensorType broadcast(const LayerCall& call) {
 LayerResult infer_add(const LayerCall& call) {
   LayerResult res;
   res.outputs.push_back(broadcast(call));
-  // The output's gradient goes to every input as it is, unless broadcasting must reduce it.
-  res.grad_passthrough = std::all_of(call.inputs.begin(), call.inputs.end(),
-                                     [&](const InputTensor& in) { return in.type.shape == res.outputs[0].shape; });
+  // The output's gradient goes to every input as it is; a broadcast input's is summed down.
+  res.grad_passthrough = true;
+  res.broadcasts = true;
   if (call.attrs.flag("inplace")) {
     // `a += b` writes into a: the broadcast shape must be a's, and the promoted type is cast
     // back to a's dtype (float16 += float32 stays float16) when PyTorch allows the cast.
@@ -78,6 +78,7 @@ LayerResult infer_add(const LayerCall& call) {
 LayerResult infer_mul(const LayerCall& call) {
   LayerResult res;
   res.outputs.push_back(broadcast(call));
+  res.broadcasts = true;
   res.macs = res.outputs[0].numel();
   if (call.training()) {
     if (call.input_requires_grad(0)) res.save_input(1, "other operand");

@@ -194,14 +194,24 @@ class StepSimulator {
       if (found == grad_.end()) continue;  // no gradient reached it
       const int grad_out = found->second;
       std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
+      const TensorType& out_type = value(node.outputs.front()).type;
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         if (!value(node.inputs[k]).requires_grad) continue;
-        if (passthrough) {
+        const TensorType& in_type = value(node.read(k)).type;
+        const bool broadcast = node.result.broadcasts && in_type.shape != out_type.shape;
+        if (passthrough && !broadcast) {
           memory_.hold(grad_out);
           contributions.emplace_back(k, grad_out);
-        } else {
-          contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, value(node.read(k)).type.bytes(), "grad of input of " + name));
+          continue;
         }
+        // A broadcast input's gradient is summed down from an output-shaped one: the output's
+        // gradient itself (add), or a product computed at the output's shape (mul).
+        const int full = broadcast && !passthrough
+                             ? memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
+                                             "grad of input of " + name + " before reduction")
+                             : -1;
+        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, in_type.bytes(), "grad of input of " + name));
+        if (full >= 0) memory_.release(full);
       }
       std::vector<int> param_grads;
       if (node.trainable)

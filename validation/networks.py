@@ -285,6 +285,52 @@ class ActivationsNet(nn.Module):
         return self.fc6(x)
 
 
+class UNetSmall(nn.Module):
+    """A two-level U-Net: enc1.{0 conv,1 bn,2 leaky(inplace)} pool enc2.{0 conv,1 elu} up
+    (ConvTranspose2d) torch.cat([up, enc1]) dec.{0 conv,1 relu(inplace)} head out_act."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc1 = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16),
+                                  nn.LeakyReLU(0.1, inplace=True))
+        self.pool = nn.MaxPool2d(2)
+        self.enc2 = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.ELU())
+        self.up = nn.ConvTranspose2d(32, 16, 2, stride=2)
+        self.dec = nn.Sequential(nn.Conv2d(32, 16, 3, padding=1), nn.ReLU(inplace=True))
+        self.head = nn.Conv2d(16, 1, 1)
+        self.out_act = nn.Sigmoid()
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        u = self.up(self.enc2(self.pool(e1)))
+        return self.out_act(self.head(self.dec(torch.cat([u, e1], dim=1))))
+
+
+class SeNet(nn.Module):
+    """Squeeze-and-excitation: stem act, squeeze fc1 relu fc2 gate, x * gate (broadcast),
+    drop (Dropout2d), pool (AvgPool2d), flatten, fc."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 32, 3, padding=1)
+        self.act = nn.SiLU()
+        self.squeeze = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(32, 8, 1)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Conv2d(8, 32, 1)
+        self.gate = nn.Sigmoid()
+        self.drop = nn.Dropout2d(0.1)
+        self.pool = nn.AvgPool2d(2)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(32 * 16 * 16, 10)
+
+    def forward(self, x):
+        x = self.act(self.stem(x))
+        g = self.gate(self.fc2(self.relu(self.fc1(self.squeeze(x)))))
+        x = x * g
+        return self.fc(self.flatten(self.pool(self.drop(x))))
+
+
 # --------------------------------------------------------------------------
 
 @dataclass
@@ -308,6 +354,8 @@ NETWORKS = {
     "concat_net": Net(ConcatNet, (3, 32, 32), "float32", "cross_entropy", [8]),
     "frozen_backbone": Net(FrozenBackbone, (3, 32, 32), "float32", "cross_entropy", [8]),
     "activations_net": Net(ActivationsNet, (256,), "float32", "mse", [16]),
+    "unet_small": Net(UNetSmall, (3, 32, 32), "float32", "mse", [4]),
+    "se_net": Net(SeNet, (3, 32, 32), "float32", "cross_entropy", [8]),
     "resnet18": Net(torchvision.models.resnet18, (3, 224, 224), "float32", "cross_entropy", [1, 4]),
     "davenet_audio": Net(Davenet, (40, 1024), "float32", "mean", [1, 8]),
     "davenet_vgg16": Net(DavenetVGG16, (3, 224, 224), "float32", "mean", [1]),

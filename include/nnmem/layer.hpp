@@ -152,9 +152,13 @@ struct LayerResult {
   std::vector<ParamDecl> buffers;  // running statistics and the like
   std::int64_t macs = 0;
   std::vector<Saved> saved;        // training mode: what backward keeps, given who needs grads
-  /// Backward hands the output's gradient itself (or a view of it) to each same-shaped input,
-  /// allocating nothing: add, cat, and every view (Alias::View implies it).
+  /// Backward hands the output's gradient itself (or a view of it) to each input, allocating
+  /// nothing: add, cat, and every view (Alias::View implies it).
   bool grad_passthrough = false;
+  /// Inputs are broadcast to the output's shape (add, mul): a smaller input's gradient is an
+  /// output-shaped gradient summed down to its shape (for mul, computed at the output's shape
+  /// first, a temporary as large as the output).
+  bool broadcasts = false;
 
   void save_input(int i, std::string what = "input");
   void save_output(int i, std::string what = "output");

@@ -43,11 +43,12 @@ TEST_CASE("Add: shapes; broadcasting; nothing kept") {
   // broadcasting: [2, 3, 4] + [3, 1] -> [2, 3, 4]; [2, 1, 4] + [2, 3, 1] -> [2, 3, 4]
   r = run_rule("{type: Add}", {tensor({2, 3, 4}), tensor({3, 1})});
   CHECK(out_shape(r) == "[2, 3, 4]");
-  CHECK_FALSE(r.grad_passthrough);  // the second input's gradient must be reduced
+  CHECK(r.grad_passthrough);  // the first input gets the output's gradient as is...
+  CHECK(r.broadcasts);        // ...the second, that gradient summed down to [3, 1]
   CHECK(saved_of(r).empty());
   r = run_rule("{type: Add}", {tensor({2, 1, 4}), tensor({2, 3, 1})});
   CHECK(out_shape(r) == "[2, 3, 4]");
-  CHECK_FALSE(r.grad_passthrough);
+  CHECK(r.broadcasts);
   // three inputs: a + b + c on [2, 3] -> [2, 3]
   r = run_rule("{type: Add}", {tensor({2, 3}), tensor({2, 3}), tensor({2, 3})});
   CHECK(out_shape(r) == "[2, 3]");
@@ -181,6 +182,8 @@ TEST_CASE("Mul: keeps each operand the other's gradient needs") {
   // a * b (MulBackward0): other for self's grad, self for other's grad. Hooks: [input0, input1],
   // [input1] when only a needs a grad, [input0] when only b does.
   auto r = run_rule("{type: Mul}", {tensor({2, 3, 4}), tensor({2, 3, 4})});
+  CHECK(r.broadcasts);  // a broadcast operand's gradient is computed at the output's shape, then summed
+  CHECK_FALSE(r.grad_passthrough);
   CHECK(out_shape(r) == "[2, 3, 4]");
   CHECK(r.macs == 2 * 3 * 4);
   CHECK(r.alias == Alias::None);
