@@ -27,6 +27,7 @@ TEST_CASE("training memory matches PyTorch on every validation fixture") {
     for (const auto& run : fixture["runs"]) {
       EstimateOptions o;
       if (run.contains("amp") && !run["amp"].is_null()) o.graph.amp = parse_dtype(run["amp"].get<std::string>());
+      o.step.foreach = run.value("foreach", false);
       o.graph.batch = run["batch"];
       o.graph.device = Device::Cpu;
       o.step.optimizer = *parse_optimizer(run["optimizer"].get<std::string>());

@@ -32,7 +32,7 @@ def spec_of(network):
     return SPECS.get(network, ("examples/%s.yaml" % network, []))
 
 
-def run_nnmem(binary, network, batch, optimizer, set_to_none, mode="train", amp=None):
+def run_nnmem(binary, network, batch, optimizer, set_to_none, mode="train", amp=None, foreach=False):
     spec, extra = spec_of(network)
     args = [binary, "estimate", spec, "--format", "json", "--device", "cpu", "--batch", str(batch),
             "--optimizer", optimizer, "--mode", mode] + extra
@@ -40,6 +40,8 @@ def run_nnmem(binary, network, batch, optimizer, set_to_none, mode="train", amp=
         args.append("--keep-grads")
     if amp:
         args += ["--amp", amp]
+    if foreach:
+        args.append("--foreach")
     out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError("%s failed:\n%s" % (" ".join(args), out.stderr))
@@ -61,10 +63,12 @@ def compare(binary, only=None):
         if only and network not in only:
             continue
         for run in fixture["runs"]:
-            est = run_nnmem(binary, network, run["batch"], run["optimizer"], run["set_to_none"], amp=run.get("amp"))
+            est = run_nnmem(binary, network, run["batch"], run["optimizer"], run["set_to_none"], amp=run.get("amp"),
+                            foreach=run.get("foreach", False))
             tot = est["totals"]
             row = {"network": network, "batch": run["batch"], "optimizer": run["optimizer"],
-                   "set_to_none": run["set_to_none"], "amp": run.get("amp"), "mismatches": []}
+                   "set_to_none": run["set_to_none"], "amp": run.get("amp"), "foreach": run.get("foreach", False),
+                   "mismatches": []}
             for key in EXACT:
                 if tot[key] != run[key]:
                     row["mismatches"].append("%s: measured %d, nnmem %d" % (key, run[key], tot[key]))
@@ -88,7 +92,7 @@ def report(rows, out):
         flag = "  " if abs(rel(m, e)) <= 0.02 else "!!"
         out.write("%s %-18s b=%-4d %-8s %-5s %-4s peak %13d vs %13d (%+6.2f%%)  saved %s  %s/%s vs %s/%s%s\n" % (
             flag, r["network"], r["batch"], r["optimizer"], "none" if r["set_to_none"] else "keep",
-            "bf16" if r["amp"] else "", m, e,
+            "bf16" if r["amp"] else "fe" if r["foreach"] else "", m, e,
             100 * rel(m, e), "ok" if r["saved"][0] == r["saved"][1] else "%d vs %d" % r["saved"],
             *r["peak_where"], "" if not r["mismatches"] else "\n     " + "; ".join(r["mismatches"])))
     exact_ok = sum(1 for r in rows if not r["mismatches"])
@@ -144,7 +148,8 @@ def markdown(rows, evals):
         "  `zero_grad(); out = model(x); loss = loss_fn(out, y); loss.backward(); opt.step()`",
         "  (steady state: the optimizer state exists), with `set_to_none=True` (none) and `False` (keep);",
         "- **autocast** — runs with forward and loss under `torch.autocast(\"cpu\", torch.bfloat16)`,",
-        "  compared with `nnmem estimate --amp bfloat16 --device cpu`;",
+        "  compared with `nnmem estimate --amp bfloat16 --device cpu`; **foreach** — the optimizer's",
+        "  multi-tensor implementation (`foreach=True`), compared with `--foreach`;",
         "- **2 x outputs** — torchsummary's (and SizeEstimator's) total: input + params + 2 x every",
         "  layer output, at 4 bytes per element; the error is against the measured peak.",
         "",
@@ -166,12 +171,13 @@ def markdown(rows, evals):
         by_net.setdefault(r["network"], []).append(r)
     for net, rs in by_net.items():
         lines += ["## %s" % net, "",
-                  "| batch | optimizer | grads | autocast | saved: measured | nnmem | peak: measured | nnmem | error | 2 x outputs | error | peak at (measured / nnmem) |",
+                  "| batch | optimizer | grads | variant | saved: measured | nnmem | peak: measured | nnmem | error | 2 x outputs | error | peak at (measured / nnmem) |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
             m, e = r["peak"]
             lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s %s / %s %s |" % (
-                r["batch"], r["optimizer"], "none" if r["set_to_none"] else "keep", r["amp"] or "",
+                r["batch"], r["optimizer"], "none" if r["set_to_none"] else "keep",
+                (r["amp"] + " autocast") if r["amp"] else "foreach" if r["foreach"] else "",
                 "{:,}".format(r["saved"][0]), "{:,}".format(r["saved"][1]), "{:,}".format(m), "{:,}".format(e),
                 pct(m, e), "{:,}".format(r["heuristic"]), pct(m, r["heuristic"]), *r["peak_where"]))
         lines.append("")

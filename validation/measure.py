@@ -2,7 +2,7 @@
 """One training-memory measurement in this (fresh) process; prints one JSON
 object.  Usage:
   /usr/bin/python3 validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam
-                   [--set-to-none | --keep-grads] [--amp bfloat16] [--trace FILE] [--threads N]
+                   [--set-to-none | --keep-grads] [--amp bfloat16] [--foreach] [--trace FILE] [--threads N]
 See README.md for what every field means."""
 import argparse
 import contextlib
@@ -33,13 +33,13 @@ def storage_bytes(tensors):
     return sum(seen.values())
 
 
-def make_optimizer(name, params):
+def make_optimizer(name, params, foreach=False):
     if name == "sgd":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0, foreach=False)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0, foreach=foreach)
     if name == "momentum":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=False)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=foreach)
     if name == "adam":
-        return torch.optim.Adam(params, lr=1e-3, foreach=False)
+        return torch.optim.Adam(params, lr=1e-3, foreach=foreach)
     raise ValueError(name)
 
 
@@ -71,7 +71,7 @@ def run(args):
     memtrace.patch_record_function()
     set_to_none = not args.keep_grads
     res = {"network": args.network, "batch": args.batch, "optimizer": args.optimizer,
-           "set_to_none": set_to_none, "foreach": False, "threads": args.threads,
+           "set_to_none": set_to_none, "foreach": args.foreach, "threads": args.threads,
            "amp": args.amp, "torch_version": torch.__version__}
     # Mixed precision: forward and loss under CPU autocast, as `with torch.autocast(...):`
     # wraps them in a training loop; backward and the step run outside it.
@@ -100,7 +100,7 @@ def run(args):
             else:
                 y = None
             trainable = [p for p in model.parameters() if p.requires_grad]
-            opt = make_optimizer(args.optimizer, trainable)
+            opt = make_optimizer(args.optimizer, trainable, args.foreach)
 
         params = {storage_key(p)[0] for p in model.parameters()}
         buffers = {storage_key(b)[0] for b in model.buffers()}
@@ -192,6 +192,7 @@ def main():
     g.add_argument("--set-to-none", action="store_true", help="zero_grad(set_to_none=True) (default)")
     g.add_argument("--keep-grads", action="store_true", help="zero_grad(set_to_none=False)")
     ap.add_argument("--amp", choices=["bfloat16"], help="run forward and loss under CPU autocast")
+    ap.add_argument("--foreach", action="store_true", help="the optimizer's multi-tensor implementation")
     ap.add_argument("--trace", help="write iteration 2's filtered allocator events here")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     print(json.dumps(run(ap.parse_args()), sort_keys=True))

@@ -2,10 +2,11 @@
 """Regenerate validation/fixtures/NETWORK.json: for every network, batch size,
 optimizer (sgd, momentum, adam) and zero_grad mode (set_to_none True/False),
 run measure.py in a fresh process and collect its JSON; for the networks in
-AMP_NETWORKS also SGD and Adam under CPU autocast (bfloat16), at their first batch.
+AMP_NETWORKS also SGD and Adam under CPU autocast (bfloat16), and for those in
+FOREACH_NETWORKS momentum and Adam with foreach=True, at their first batch.
 
   /usr/bin/python3 validation/run_all.py [--only resnet18,mlp] [--skip-done] [--jobs N]
-  /usr/bin/python3 validation/run_all.py --amp-only     (redo only the autocast runs)
+  /usr/bin/python3 validation/run_all.py --extra-only   (redo only the autocast and foreach runs)
   /usr/bin/python3 validation/run_all.py --summary     (table of headline figures)
 """
 import argparse
@@ -26,6 +27,9 @@ MODES = [True, False]           # zero_grad(set_to_none=...)
 AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", "concat_net",
                 "frozen_backbone", "resnet18"]  # (CPU bfloat16 lacks ReLU6 backward in 1.13)
 AMP_OPTIMIZERS = ["sgd", "adam"]
+# The optimizers' multi-tensor implementation (foreach=True), at the first batch.
+FOREACH_NETWORKS = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "resnet18"]
+FOREACH_OPTIMIZERS = ["momentum", "adam"]
 # Per-run fields that depend on the batch only: stored once per batch.
 PER_BATCH = ("layers", "output_shape")
 # Fields that vary from run to run (timing): not stored.
@@ -49,11 +53,13 @@ def dumps(o, ind=0):
     return "[\n" + ",\n".join(pad + dumps(v, ind + 1) for v in o) + "\n" + " " * ind + "]"
 
 
-def measure(network, batch, optimizer, set_to_none, amp=None):
+def measure(network, batch, optimizer, set_to_none, amp=None, foreach=False):
     cmd = [sys.executable, os.path.join(HERE, "measure.py"), network, "--batch", str(batch),
            "--optimizer", optimizer, "--set-to-none" if set_to_none else "--keep-grads"]
     if amp:
         cmd += ["--amp", amp]
+    if foreach:
+        cmd.append("--foreach")
     t = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -74,28 +80,29 @@ def is_done(network):
     return len(fx.get("runs", [])) == len(combos(network))
 
 
-def combos(network, amp_only=False):
-    """(batch, optimizer, set_to_none, amp) of every run of a network."""
+def combos(network, extra_only=False):
+    """(batch, optimizer, set_to_none, amp, foreach) of every run of a network."""
     net = NETWORKS[network]
-    plain = [] if amp_only else [(b, o, s, None) for b in net.batches for o in OPTIMIZERS for s in MODES]
-    amp = [(net.batches[0], o, True, "bfloat16") for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS else []
-    return plain + amp
+    plain = [] if extra_only else [(b, o, s, None, False) for b in net.batches for o in OPTIMIZERS for s in MODES]
+    amp = [(net.batches[0], o, True, "bfloat16", False) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS else []
+    foreach = [(net.batches[0], o, True, None, True) for o in FOREACH_OPTIMIZERS] if network in FOREACH_NETWORKS else []
+    return plain + amp + foreach
 
 
-def run_network(network, jobs, amp_only=False):
+def run_network(network, jobs, extra_only=False):
     net = NETWORKS[network]
     t0 = time.time()
     runs, per_batch = [], {}
-    if amp_only:  # keep the plain runs of the existing fixture
+    if extra_only:  # keep the plain runs of the existing fixture
         with open(fixture_path(network)) as f:
             old = json.load(f)
-        runs = [r for r in old["runs"] if not r.get("amp")]
+        runs = [r for r in old["runs"] if not r.get("amp") and not r.get("foreach")]
         per_batch = old["per_batch"]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [(c, pool.submit(measure, network, *c)) for c in combos(network, amp_only)]
-        for (b, o, s, a), fut in futures:
+        futures = [(c, pool.submit(measure, network, *c)) for c in combos(network, extra_only)]
+        for (b, o, s, a, f), fut in futures:
             r, dt = fut.result()
-            print(f"  {network:18s} batch {b:3d} {o:8s} set_to_none={s!s:5s} amp={a!s:8s} "
+            print(f"  {network:18s} batch {b:3d} {o:8s} set_to_none={s!s:5s} amp={a!s:8s} foreach={f!s:5s} "
                   f"peak {r['peak_bytes']:>13,d} B ({r['peak_phase']})  {dt:5.1f} s", flush=True)
             layers = {k: r.pop(k) for k in PER_BATCH}
             if not a:
@@ -125,7 +132,8 @@ def summary():
         except OSError:
             continue
         for b in NETWORKS[n].batches:
-            r = {x["optimizer"]: x for x in runs if x["batch"] == b and x["set_to_none"] and not x.get("amp")}
+            r = {x["optimizer"]: x for x in runs
+             if x["batch"] == b and x["set_to_none"] and not x.get("amp") and not x.get("foreach")}
             s, a = r["sgd"], r["adam"]
             print(f"| {n} | {b} | {s['param_bytes']:,} | {s['saved_bytes']:,} | {s['peak_bytes']:,} | "
                   f"{a['peak_bytes']:,} | {s['peak_phase']}/{a['peak_phase']} |")
@@ -137,7 +145,8 @@ def main():
     ap.add_argument("--skip-done", action="store_true", help="skip networks whose fixture is complete")
     ap.add_argument("--jobs", type=int, default=1, help="measurements run in parallel (default 1)")
     ap.add_argument("--summary", action="store_true", help="print a table of the fixtures and exit")
-    ap.add_argument("--amp-only", action="store_true", help="redo only the autocast runs of existing fixtures")
+    ap.add_argument("--extra-only", action="store_true",
+                    help="redo only the autocast and foreach runs of existing fixtures")
     args = ap.parse_args()
     if args.summary:
         return summary()
@@ -150,9 +159,9 @@ def main():
         names = [n for n in names if n in wanted]
     t0 = time.time()
     for n in names:
-        if args.amp_only:
-            if n in AMP_NETWORKS:
-                run_network(n, args.jobs, amp_only=True)
+        if args.extra_only:
+            if n in AMP_NETWORKS or n in FOREACH_NETWORKS:
+                run_network(n, args.jobs, extra_only=True)
             continue
         if args.skip_done and is_done(n):
             print(f"{n}: done, skipped", flush=True)
