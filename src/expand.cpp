@@ -16,6 +16,14 @@ namespace {
 /// networks nest a handful of levels.
 constexpr std::size_t kMaxBlockDepth = 500;
 
+/// Attribute values (list items included) and input references that the layers may hold, on
+/// average per layer of LoadOptions::max_layers. `repeat` and blocks copy an entry's values
+/// into every instance: a 4.5 KB spec of one layer holding a 1,500-item list, repeated 100,000
+/// times, grew to 150 million values (about 18 GB) before any layer was checked (found in
+/// review during fuzzing: tests/fuzz/regressions/repeat_big_values.yaml); many attributes or
+/// many inputs did the same. The examples hold 2 to 6 per layer (ResNet-50: 506 for 175).
+constexpr std::int64_t kValuesPerLayer = 16;
+
 /// A local name of a layer list, for duplicate checks.
 struct Declared {
   SourceLoc loc;
@@ -55,7 +63,9 @@ struct Holder {
 class Expander {
  public:
   Expander(const RawSpec& raw, const LoadOptions& options)
-      : raw_(raw), options_(options), budget_(options.max_layers) {
+      : raw_(raw), options_(options), budget_(options.max_layers),
+        values_limit_(options.max_layers > INT64_MAX / kValuesPerLayer ? INT64_MAX : options.max_layers * kValuesPerLayer),
+        values_budget_(values_limit_) {
     for (const auto& b : raw_.blocks) blocks_[b.name] = &b;
   }
 
@@ -225,6 +235,24 @@ class Expander {
                           " layers, the limit (raise it with --max-layers)");
   }
 
+  // The second budget: what the layers hold. `count` values of the entry at `at`.
+  void spend_values(const SourceLoc& at, std::int64_t count) {
+    if (count <= values_budget_) {
+      values_budget_ -= count;
+      return;
+    }
+    limit_reached(at, "expanding this would create more than " + with_commas(values_limit_) +
+                          " attribute values and input references, the limit (" + std::to_string(kValuesPerLayer) +
+                          " per layer of --max-layers " + with_commas(options_.max_layers) + ")");
+  }
+
+  // A value and the items of its lists, nested ones included.
+  static std::int64_t count_values(const Value& v) {
+    std::int64_t n = 1;
+    for (const auto& item : v.items) n += count_values(item);
+    return n;
+  }
+
   [[noreturn]] void limit_reached(const SourceLoc& at, const std::string& message) const {
     if (top_entry_ && top_entry_->line != at.line) throw Error(*top_entry_, message, {{at, "the limit was reached here"}});
     fail(at, message);
@@ -301,7 +329,11 @@ class Expander {
     layer.trainable = inherited.trainable;
     layer.functional = inherited.functional;
     layer.chained = instance && instance->index > 0;
-    for (const auto& a : e.attrs) layer.attrs.push_back({a.name, evaluate(a.value, vars, who, a.name), a.key_loc});
+    spend_values(e.loc, static_cast<std::int64_t>(inputs.size()));
+    for (const auto& a : e.attrs) {
+      layer.attrs.push_back({a.name, evaluate(a.value, vars, who, a.name), a.key_loc});
+      spend_values(a.key_loc, count_values(layer.attrs.back().value));
+    }
     claim(qualified, e.name ? e.name->loc : e.loc, who, instance);
     spec_->layers.push_back(std::move(layer));
     return qualified;
@@ -345,6 +377,7 @@ class Expander {
       if (arg != e.attrs.end()) params.add(p.name, evaluate(arg->value, vars, who, p.name));
       else if (p.fallback) params.add(p.name, evaluate(*p.fallback, params, who, p.name));
       else fail(e.loc, who + ": needs parameter '" + p.name + "' (defined at line " + std::to_string(p.loc.line) + ")");
+      spend_values(arg != e.attrs.end() ? arg->key_loc : p.loc, count_values(params.vars.back().second));
     }
 
     NameScope inner;
@@ -362,6 +395,8 @@ class Expander {
   const RawSpec& raw_;
   const LoadOptions& options_;
   std::int64_t budget_;
+  const std::int64_t values_limit_;
+  std::int64_t values_budget_;
   std::map<std::string, const RawBlock*> blocks_;
   VarScope globals_;
   std::map<std::string, Holder> taken_;

@@ -1,14 +1,13 @@
-// YAML text -> RawSpec. The only file that includes yaml-cpp: it checks the document's
-// structure (which keys exist, which are maps or lists) and keeps every position; meaning is
-// given later by expand.cpp (names, blocks) and the graph (attribute types, shapes). Bytes,
-// encodings and character columns are source_text.cpp's business.
-#include <yaml-cpp/depthguard.h>
-#include <yaml-cpp/eventhandler.h>
+// YAML document -> RawSpec. With loader_stream.cpp (text -> one YAML document), the only code
+// that includes yaml-cpp: it checks the document's structure (which keys exist, which are maps
+// or lists) and keeps every position; meaning is given later by expand.cpp (names, blocks) and
+// the graph (attribute types, shapes). Bytes, encodings and character columns are
+// source_text.cpp's business.
 #include <yaml-cpp/yaml.h>
 
 #include <map>
-#include <sstream>
 
+#include "loader_stream.hpp"
 #include "nnmem/layer.hpp"
 #include "raw_spec.hpp"
 #include "source_text.hpp"
@@ -27,7 +26,10 @@ std::string excerpt(const std::string& s) { return s.size() <= 40 ? s : s.substr
 
 class Reader {
  public:
-  explicit Reader(const SourceText& source) : src_(source) {}
+  // Without aliases each value node is at least one character of the file; the slack lets a
+  // small file reuse anchored values freely.
+  Reader(const SourceText& source, std::size_t text_bytes)
+      : src_(source), values_left_(static_cast<std::int64_t>(text_bytes) + kAliasSlack) {}
 
   SourceLoc loc(const YAML::Node& node, const SourceLoc& fallback) const {
     const YAML::Mark m = node.Mark();
@@ -121,6 +123,20 @@ class Reader {
 
   // A scalar, a list (of values or lists), or a mapping (its contents dropped).
   RawValue value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who = {}) const {
+    return copy_value(node, fallback, who, fallback);
+  }
+
+  // yaml-cpp shares an aliased node, but a RawValue copies it at every use: nine levels of
+  // nine aliases (the "billion laughs") under an attribute, a block parameter or an input shape
+  // were copied into 9^9 values, gigabytes before any check could see them (found in review
+  // during fuzzing: tests/fuzz/regressions/alias_bomb_attribute.yaml). Count the copies. The
+  // error is placed at the key, where the value is used: an aliased node's own position is its
+  // anchor's.
+  RawValue copy_value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who,
+                      const SourceLoc& used_at) const {
+    if (--values_left_ < 0)
+      fail(used_at, who + "YAML aliases (*name) expand this value into more values than the file has characters; "
+                          "write it out instead");
     const SourceLoc at = loc(node, fallback);
     if (!node.IsSequence() && !node.IsMap()) return scalar_or_expr(node, at, who);
     RawValue r;
@@ -128,7 +144,7 @@ class Reader {
     r.is_map = node.IsMap();
     r.is_list = node.IsSequence();
     if (r.is_list)
-      for (const auto& item : node) r.items.push_back(value(item, at, who));
+      for (const auto& item : node) r.items.push_back(copy_value(item, at, who, used_at));
     return r;
   }
 
@@ -324,73 +340,17 @@ class Reader {
   }
 
  private:
+  static constexpr std::int64_t kAliasSlack = 4096;
+
   const SourceText& src_;
+  mutable std::int64_t values_left_;  // value nodes value() may still copy
 };
-
-// Replays a parse that yaml-cpp refused for nesting too deep, to find the deepest collection it
-// opened: the node that failed is that collection's first child.
-class DeepestCollection : public YAML::EventHandler {
- public:
-  YAML::Mark mark;
-  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { mark = m; }
-  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { mark = m; }
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceEnd() override {}
-  void OnMapEnd() override {}
-};
-
-// yaml-cpp 0.7 refuses a node nested 500 levels deep (its parser's DepthGuard<500>, counting the
-// document's root as level 1) and calls it a "bad file", placed wherever its scanner had read to.
-Error too_deep(const SourceText& source, const std::string& text, const YAML::DeepRecursion& e) {
-  DeepestCollection deepest;
-  std::istringstream stream(text);
-  try {
-    YAML::Parser parser(stream);
-    while (parser.HandleNextDocument(deepest)) {
-    }
-  } catch (const YAML::ParserException&) {
-    // Expected: the same refusal, now with the events that led to it.
-  }
-  const std::string message = "invalid YAML: the document nests more than " + std::to_string(e.depth() - 1) + " levels deep";
-  if (deepest.mark.is_null()) return Error(source.loc(e.mark.line, e.mark.column), message);
-  // A block mapping's mark is its first key, which is the child itself; otherwise the child is
-  // the first token after the '[', '{' or '-' that opens the collection.
-  const int line = deepest.mark.line, column = deepest.mark.column;
-  return Error(source.opens_collection(line, column) ? source.next_token(line, column) : source.loc(line, column), message);
-}
-
-// Where a second document starts: at its content, or at the '---' that opens an empty one.
-SourceLoc second_document(const SourceText& source, const YAML::Node& doc) {
-  const YAML::Mark m = doc.Mark();
-  if (m.is_null()) return {source.file(), 1, 1};
-  if (doc.IsNull())
-    for (int line = m.line; line >= 0; --line)
-      if (source.starts_document(line)) return source.loc(line, 0);
-  return source.loc(m.line, m.column);
-}
 
 }  // namespace
 
 RawSpec read(const std::string& text, const std::string& file, const LoadOptions& options) {
   const SourceText source(text, file, options.max_file_bytes);
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::DeepRecursion& e) {
-    throw too_deep(source, text, e);
-  } catch (const YAML::ParserException& e) {
-    if (auto clearer = source.explain_syntax_error(e.mark.line, e.mark.column)) throw *clearer;
-    throw Error(source.loc(e.mark.line, e.mark.column), "invalid YAML: " + e.msg);
-  }
-  if (docs.empty() || docs[0].IsNull())
-    throw Error({file, 1, 1}, "the file is empty; a spec needs 'inputs' and 'layers'");
-  if (docs.size() > 1)
-    throw Error(second_document(source, docs[1]), "the file holds several YAML documents; a spec is one document");
-  return Reader(source).document(docs[0]);
+  return Reader(source, text.size()).document(load_single_document(source, text));
 }
 
 }  // namespace raw

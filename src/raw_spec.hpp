@@ -1,6 +1,7 @@
 // The spec as the YAML file wrote it, before expansion: `$expressions` unevaluated, blocks not
-// yet instantiated, names not yet resolved. loader.cpp (the only file that sees yaml-cpp) builds
-// it, with source_text.cpp's help for bytes and positions; expand.cpp turns it into a ModelSpec.
+// yet instantiated, names not yet resolved. loader.cpp builds it (with loader_stream.cpp, the
+// only code that sees yaml-cpp, and source_text.cpp for bytes and positions); expand.cpp turns
+// it into a ModelSpec.
 #pragma once
 
 #include <optional>

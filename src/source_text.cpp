@@ -188,6 +188,11 @@ bool SourceText::opens_collection(int line, int byte_column) const {
   return at < text_.size() && (text_[at] == '[' || text_[at] == '{' || text_[at] == '-');
 }
 
+char SourceText::char_at(int line, int byte_column) const {
+  const std::size_t at = offset(line, byte_column);
+  return at < text_.size() ? text_[at] : '\0';
+}
+
 bool SourceText::starts_document(int line) const {
   const std::string_view text = line_text(line);
   return starts_with(text, "---") || starts_with(text, "...");
@@ -213,7 +218,11 @@ std::optional<Error> SourceText::explain_syntax_error(int line, int byte_column)
   if (above < 0) return std::nullopt;
   const std::string_view previous = line_text(above);
   std::size_t key_column = indent_of(previous);
-  while (starts_with(previous.substr(key_column), "- ")) key_column = previous.find_first_not_of(' ', key_column + 1);
+  // A line that is only "- " (an item left empty) has no key after its dash: the search finds
+  // nothing (npos), which substr() would throw std::out_of_range for (found by fuzzing:
+  // tests/fuzz/regressions/empty_item_before_key.yaml). Stop there; npos means "no key above".
+  while (key_column != std::string_view::npos && starts_with(previous.substr(key_column), "- "))
+    key_column = previous.find_first_not_of(' ', key_column + 1);
   if (key_column == std::string_view::npos || key_column == indent || leading_key(previous.substr(key_column)).empty())
     return std::nullopt;
   const auto spaces = [](std::size_t n) { return std::to_string(n) + (n == 1 ? " space" : " spaces"); };

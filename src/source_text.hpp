@@ -40,6 +40,9 @@ class SourceText {
   /// sequence's '-'.
   bool opens_collection(int line, int byte_column) const;
 
+  /// The byte at yaml-cpp's (line, byte column), or 0 past the end of the text.
+  char char_at(int line, int byte_column) const;
+
   /// Whether the line (0-based) starts with a document marker: "---" or "...".
   bool starts_document(int line) const;
 

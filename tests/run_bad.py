@@ -24,6 +24,13 @@ crash ("terminate", "Assertion", "Segmentation", "AddressSanitizer", ...), or wh
 differs from the expected text. Each failure is printed with a diff; the last line is always
 "N passed, N failed", and the exit status is non-zero if any case failed.
 
+Fuzz regressions: every file in tests/fuzz/regressions/ (inputs that once crashed, hung or
+leaked in tests/fuzz/fuzz_spec) is also replayed through "estimate" and "check". They have no
+expected text: each run must exit with 0, or with 1 and a located "FILE:LINE:COLUMN: error:"
+first line on stderr; a signal, another exit code, a timeout, too much memory or a sign of a
+crash on stdout or stderr fails it. They count in the "N passed, N failed" line (one case per
+file and subcommand); --regressions DIR replays another directory, --regressions '' none.
+
 --update rewrites the .expected files from the actual stderr, for the lead engineer after a
 deliberate change of messages. It never records a crash, a timeout or a wrong exit code, and it
 cannot rewrite GENERATED: for those it prints the new text to paste. Do not use it to make a
@@ -302,6 +309,50 @@ def generated_cases(tmp):
     return cases
 
 
+# --------------------------------------------------------------------------------------------
+# Fuzz regressions: any clean outcome will do, but a rejection must be located.
+
+REGRESSION_COMMANDS = ("estimate", "check")
+
+
+def regression_cases(directory, root):
+    """(name, argv, spec path as nnmem is given it) for each file and subcommand."""
+    cases = []
+    if not directory or not os.path.isdir(directory):
+        return cases
+    absolute = os.path.abspath(directory)
+    display = os.path.relpath(absolute, root)
+    for entry in sorted(os.listdir(absolute)):
+        if entry.startswith(".") or not os.path.isfile(os.path.join(absolute, entry)):
+            continue
+        spec = os.path.join(display, entry)
+        for command in REGRESSION_COMMANDS:
+            cases.append(("fuzz/%s [%s]" % (entry, command), [command, spec], spec))
+    return cases
+
+
+def regression_problems(r, spec):
+    """Why a replayed regression is not a clean outcome (empty when it is)."""
+    found = []
+    if r.timed_out:
+        found.append("hung: killed after %.0f s" % TIMEOUT_SECONDS)
+    elif r.memory_exceeded:
+        found.append("killed after growing beyond %d MiB of memory" % (MAX_RSS_BYTES >> 20))
+    elif r.returncode < 0:
+        found.append("crashed: killed by %s" % signal_name(r.returncode))
+    elif r.returncode == 1:
+        first = r.stderr.splitlines()[0] if r.stderr.splitlines() else ""
+        if not re.match(re.escape(spec) + r":\d+:\d+: error: ", first):
+            found.append("exit code 1 without a located error first (%r)" % first[:100])
+    elif r.returncode != 0:
+        found.append("exit code %d, expected 0 or 1" % r.returncode)
+    for stream, text in (("stderr", r.stderr), ("stdout", r.stdout)):
+        sign = CRASH_SIGNS.search(text)
+        if sign:
+            found.append("%s shows a crash (%s)" % (stream, sign.group(0)))
+    return found
+
+
 def main():
     parser = argparse.ArgumentParser(description="Runs nnmem on every bad-input case and checks its diagnostic.")
     parser.add_argument("binary", help="the nnmem executable")
@@ -310,9 +361,13 @@ def main():
                         help="rewrite the .expected files from the actual output (after deliberate message changes)")
     parser.add_argument("-k", dest="pattern", default="", help="run only the cases whose name contains PATTERN")
     parser.add_argument("-v", "--verbose", action="store_true", help="also list the cases that pass")
+    parser.add_argument("--regressions", default=None, metavar="DIR",
+                        help="fuzz regressions to replay (default: tests/fuzz/regressions; '' for none)")
     options = parser.parse_args()
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/.. = the repository root
+    if options.regressions is None:
+        options.regressions = os.path.join(root, "tests", "fuzz", "regressions")
     binary = os.path.abspath(options.binary)
     if not os.access(binary, os.X_OK):
         print("run_bad.py: %s is not an executable" % options.binary, file=sys.stderr)
@@ -354,6 +409,21 @@ def main():
             print("FAIL  %s: %s   [%s]" % (case.name, "; ".join(reasons), command))
             if stderr != case.expected:
                 sys.stdout.write(diff(case.expected, stderr))
+    for name, argv, spec in regression_cases(options.regressions, root):
+        if options.pattern and options.pattern not in name:
+            continue
+        r = run(binary, argv, root)
+        trouble = regression_problems(r, spec)
+        if not trouble:
+            passed += 1
+            if options.verbose:
+                print("ok    %s (exit %d, %.2f s)" % (name, r.returncode, r.seconds))
+            continue
+        failed += 1
+        print("FAIL  %s: %s   [%s]" % (name, "; ".join(trouble),
+                                       " ".join(shlex.quote(a) for a in ["nnmem"] + argv)))
+        for line in r.stderr.splitlines()[:20]:
+            print("    " + line)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

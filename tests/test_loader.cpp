@@ -139,6 +139,17 @@ TEST_CASE("YAML mistakes that yaml-cpp reports obscurely, or not at all") {
         "test.yaml:4:6: error: YAML merge keys ('<<') are not supported; write the layer's attributes out in full");
   CHECK(load_error(kTail + "---\n") ==
         "test.yaml:4:1: error: the file holds several YAML documents; a spec is one document");
+  // Found by fuzzing (tests/fuzz/regressions/): yaml-cpp 0.7 reads a top-level ',' as endless
+  // empty documents; a "- " line with nothing after it above a misplaced key threw out_of_range.
+  CHECK(load_error("{inputs: {x: [8]}}, {layers: []}\n") ==
+        "test.yaml:1:19: error: invalid YAML: this ',' is outside any [list] or {mapping}; quote a string that "
+        "holds a comma");
+  CHECK(load_error(", a\n") ==
+        "test.yaml:1:1: error: invalid YAML: this ',' is outside any [list] or {mapping}; quote a string that "
+        "holds a comma");
+  // Empty documents each read their '---', so they are not taken for that loop.
+  CHECK(load_error(kTail + "---\n---\n---\n").find("several YAML documents") != std::string::npos);
+  CHECK(load_error("layers:\n  - \n  x: 1\n") == "test.yaml:3:3: error: invalid YAML: end of map not found");
 }
 
 TEST_CASE("YAML nesting deeper than yaml-cpp's limit is reported at the first node too deep") {
@@ -203,6 +214,32 @@ TEST_CASE("block nesting is bounded, so expansion cannot exhaust the stack") {
   const std::string e = load_error(yaml);
   CHECK(e.rfind("test.yaml:1807:5: error: expanding this nests blocks more than 500 levels deep, the limit\n", 0) == 0);
   CHECK(e.find("test.yaml:1502:17: note: the limit was reached here") != std::string::npos);
+}
+
+TEST_CASE("what the layers hold is bounded too: alias bombs, and repeat copying big values") {
+  // Found in review during fuzzing (tests/fuzz/regressions/): both used to take gigabytes.
+  std::string bomb = "description:\n  l0: &l0 [1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i < 10; ++i) {
+    bomb += "  l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
+    for (int k = 0; k < 9; ++k) bomb += (k ? ", *l" : "*l") + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  CHECK(load_error(bomb + "inputs: {x: [8]}\nlayers:\n  - {type: ReLU, inplace: *l9}\n") ==
+        "test.yaml:14:18: error: ReLU '0': inplace: YAML aliases (*name) expand this value into more values than the "
+        "file has characters; write it out instead");
+  // Reusing an anchored value is fine.
+  CHECK(load_error("inputs: {x: [3, 8, 8]}\nlayers:\n  - {type: Conv2d, out_channels: 4, kernel_size: &k [3, 3]}\n"
+                   "  - {type: Conv2d, out_channels: 4, kernel_size: *k, repeat: 2000}\n").empty());
+
+  LoadOptions options;
+  options.max_layers = 100;  // 1,600 values
+  std::string list = "[1";
+  for (int i = 1; i < 100; ++i) list += ", 1";
+  list += "]";
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: View, shape: " + list + ", repeat: 15}\n", options).empty());
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: View, shape: " + list + ", repeat: 16}\n", options) ==
+        "test.yaml:3:18: error: expanding this would create more than 1,600 attribute values and input references, the "
+        "limit (16 per layer of --max-layers 100)");
 }
 
 TEST_CASE("files: read in chunks up to the limit, with the system's reason when they cannot be") {

@@ -10,9 +10,9 @@
 namespace nnmem::test {
 
 /// Contexts for run_rule: training on the CPU (run_rule's default), on CUDA, and evaluation.
-inline const Context kCpu{Mode::Train, Device::Cpu, DType::Float32};
-inline const Context kCuda{Mode::Train, Device::Cuda, DType::Float32};
-inline const Context kEval{Mode::Eval, Device::Cpu, DType::Float32};
+inline const Context kCpu{Mode::Train, Device::Cpu, DType::Float32, std::nullopt};
+inline const Context kCuda{Mode::Train, Device::Cuda, DType::Float32, std::nullopt};
+inline const Context kEval{Mode::Eval, Device::Cpu, DType::Float32, std::nullopt};
 
 /// The shape of output `i`: "[2, 8, 30, 30]".
 inline std::string out_shape(const LayerResult& r, std::size_t i = 0) { return to_string(r.outputs.at(i).shape); }

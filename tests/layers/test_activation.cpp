@@ -151,7 +151,7 @@ TEST_CASE("Activations: the output dtype of integer inputs") {
     }
   }
   // float32 even when the model runs in float16: an integer input gets torch's default dtype
-  const Context half{Mode::Train, Device::Cpu, DType::Float16};
+  const Context half{Mode::Train, Device::Cpu, DType::Float16, std::nullopt};
   CHECK(run_rule("{type: Sigmoid}", {tensor({2, 3}, false, DType::Bool)}, half).outputs[0].dtype == DType::Float32);
   CHECK(run_rule("{type: Tanh}", {tensor({2, 3}, false, DType::Bool)}).outputs[0].dtype == DType::Float32);
   // through the graph: an int64 input, ReLU keeps it int64, Sigmoid makes float32

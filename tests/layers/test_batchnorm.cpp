@@ -90,18 +90,18 @@ TEST_CASE("BatchNorm: what backward keeps depends on who needs a gradient") {
 TEST_CASE("BatchNorm: the statistics' dtype") {
   // CPU bfloat16 (module.to(torch.bfloat16), input bfloat16): running stats and save_mean /
   // save_invstd are bfloat16 [4] (PyTorch 1.13, hooks)
-  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16};
+  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16, std::nullopt};
   auto r = run_rule("{type: BatchNorm2d}", {tensor({2, 4, 3, 3}, true, DType::BFloat16)}, bf16);
   CHECK(buffers_of(r) == "running_mean[4]:bfloat16 running_var[4]:bfloat16 num_batches_tracked[]:int64");
   CHECK(saved_of(r) == "input0 extra[4]:bfloat16 extra[4]:bfloat16");
   CHECK(r.outputs[0].dtype == DType::BFloat16);
   // float64 likewise keeps float64 statistics
-  const Context f64{Mode::Train, Device::Cpu, DType::Float64};
+  const Context f64{Mode::Train, Device::Cpu, DType::Float64, std::nullopt};
   r = run_rule("{type: BatchNorm2d}", {tensor({2, 4, 3, 3}, true, DType::Float64)}, f64);
   CHECK(saved_of(r) == "input0 extra[4]:float64 extra[4]:float64");
   // CUDA widens 16-bit statistics to float32 (cuDNN / native CUDA batch norm; not checkable on
   // this CPU-only oracle — see layers/batchnorm.cpp)
-  const Context cuda16{Mode::Train, Device::Cuda, DType::Float16};
+  const Context cuda16{Mode::Train, Device::Cuda, DType::Float16, std::nullopt};
   r = run_rule("{type: BatchNorm2d}", {tensor({2, 4, 3, 3}, true, DType::Float16)}, cuda16);
   CHECK(saved_of(r) == "input0 extra[4]:float32 extra[4]:float32");
   CHECK(buffers_of(r) == "running_mean[4]:float16 running_var[4]:float16 num_batches_tracked[]:int64");

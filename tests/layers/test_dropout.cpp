@@ -54,7 +54,7 @@ TEST_CASE("Dropout: CUDA uses the fused kernel and a bool mask") {
   CHECK(saved_of(r) == "extra[4, 10]:bool");
   CHECK(saved_of(drop("{type: Dropout, p: 0.9}", {4, 10}, kCuda)) == "extra[4, 10]:bool");
   // half precision: still a bool mask
-  const Context cuda16{Mode::Train, Device::Cuda, DType::Float16};
+  const Context cuda16{Mode::Train, Device::Cuda, DType::Float16, std::nullopt};
   CHECK(saved_of(drop("{type: Dropout}", {4, 10}, cuda16, true, DType::Float16)) == "extra[4, 10]:bool");
   CHECK(saved_of(drop("{type: Dropout}", {4, 10}, kCuda, false)).empty());
   // channel dropout is never fused: float32 [N, C, 1, 1]

@@ -64,6 +64,10 @@ TEST_CASE("Pooling: ceil_mode") {
   // MaxPool1d(3, 2, ceil_mode=True) on [2, 4, 10] -> [2, 4, 5]; MaxPool3d(3, 2, 1, ceil_mode=True) on 5x6x7 -> 3x4x4
   CHECK(pooled("{type: MaxPool1d, kernel_size: 3, stride: 2, ceil_mode: true}", {2, 4, 10}) == "[2, 4, 5]");
   CHECK(pooled("{type: MaxPool3d, kernel_size: 3, stride: 2, padding: 1, ceil_mode: true}", {1, 2, 5, 6, 7}) == "[1, 2, 3, 4, 4]");
+  // A stride near 2^63 once overflowed the formula (fuzzing): one window, and no more.
+  CHECK(pooled("{type: MaxPool1d, kernel_size: 1, stride: 9223372036854775807, ceil_mode: true}", {1, 1, 3}) == "[1, 1, 1]");
+  CHECK(pooled("{type: MaxPool1d, kernel_size: 1, stride: 4611686018427387904, ceil_mode: true}", {1, 1, 4611686018427387906}) ==
+        "[1, 1, 2]");
 }
 
 // PyTorch 1.13 computes ceil((L + 2p - d(k-1) - 1) / s) + 1 without first requiring the window to
