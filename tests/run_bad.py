@@ -244,15 +244,23 @@ def signal_name(returncode):
         return "signal %d" % -returncode
 
 
+def abnormal_end(r):
+    """Why the process did not end by itself (None when it did): a hang, memory, a signal."""
+    if r.timed_out:
+        return "hung: killed after %.0f s" % TIMEOUT_SECONDS
+    if r.memory_exceeded:
+        return "killed after growing beyond %d MiB of memory" % (MAX_RSS_BYTES >> 20)
+    if r.returncode < 0:
+        return "crashed: killed by %s" % signal_name(r.returncode)
+    return None
+
+
 def problems(case, r, stderr):
     """Why the run is not a clean rejection (empty when it is); the message is checked apart."""
     found = []
-    if r.timed_out:
-        found.append("hung: killed after %.0f s" % TIMEOUT_SECONDS)
-    elif r.memory_exceeded:
-        found.append("killed after growing beyond %d MiB of memory" % (MAX_RSS_BYTES >> 20))
-    elif r.returncode < 0:
-        found.append("crashed: killed by %s" % signal_name(r.returncode))
+    ended = abnormal_end(r)
+    if ended:
+        found.append(ended)
     elif r.returncode == 0:
         found.append("accepted the input (exit code 0)")
     elif r.returncode != 1:
@@ -334,12 +342,9 @@ def regression_cases(directory, root):
 def regression_problems(r, spec):
     """Why a replayed regression is not a clean outcome (empty when it is)."""
     found = []
-    if r.timed_out:
-        found.append("hung: killed after %.0f s" % TIMEOUT_SECONDS)
-    elif r.memory_exceeded:
-        found.append("killed after growing beyond %d MiB of memory" % (MAX_RSS_BYTES >> 20))
-    elif r.returncode < 0:
-        found.append("crashed: killed by %s" % signal_name(r.returncode))
+    ended = abnormal_end(r)
+    if ended:
+        found.append(ended)
     elif r.returncode == 1:
         first = r.stderr.splitlines()[0] if r.stderr.splitlines() else ""
         if not re.match(re.escape(spec) + r":\d+:\d+: error: ", first):
