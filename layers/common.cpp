@@ -70,16 +70,16 @@ std::int64_t window_output(const Window& w, const std::string& dim) {
   // convolutions put it ("Kernel size can't be greater than actual input size").
   const std::int64_t effective = checked_add(checked_mul(w.dilation, w.kernel - 1), 1);
   const std::int64_t padded = checked_add(w.input, checked_mul(2, w.padding));
-  // PyTorch's `span + s - 1` and `(out - 1) * s` overflowed int64 for a huge stride (signed
-  // overflow; found in review during fuzzing, tests/fuzz/regressions/pool_huge_stride.yaml).
-  // Neither is needed: div_rtn(span + s - 1, s) is ceil(span / s), and a window starting
-  // beyond int64 starts beyond `input + padding` too, so the size is exact for any stride.
+  // PyTorch's `span + s - 1` and `(out - 1) * s` overflow int64 for a huge stride (found in
+  // review during fuzzing: tests/fuzz/regressions/pool_huge_stride.yaml), so both are written
+  // without them: div_rtn(span + s - 1, s) is ceil(span / s), and, for a positive `input +
+  // padding` L, the last window starts in the right padding, (out - 1) * s >= L, exactly when
+  // out - 1 >= ceil(L / s).
   const std::int64_t span = checked_sub(padded, effective);
   const std::int64_t q = span / w.stride, rem = span % w.stride;
   std::int64_t out = (w.ceil_mode ? q + (rem > 0 ? 1 : 0) : q - (rem < 0 ? 1 : 0)) + 1;
-  std::int64_t last_start = 0;
-  if (w.ceil_mode && (__builtin_mul_overflow(out - 1, w.stride, &last_start) || last_start >= w.input + w.padding))
-    --out;
+  const std::int64_t without_right_padding = checked_add(w.input, w.padding);
+  if (w.ceil_mode && out - 1 >= (without_right_padding - 1) / w.stride + 1) --out;
   if (out < 1)
     throw LayerError("the input " + dim + " is " + std::to_string(w.input) + " (" + std::to_string(padded) +
                      " with padding), smaller than the kernel's extent " + std::to_string(effective) +

@@ -2,6 +2,7 @@
 // (layers/adaptive_pool.cpp). Every shape was printed by PyTorch 1.13 (CPU) running the same
 // module on a tensor of the input's shape; what backward keeps was read with
 // torch.autograd.graph.saved_tensors_hooks.
+#include "../../layers/common.hpp"
 #include "../helpers.hpp"
 #include "checks.hpp"
 
@@ -101,6 +102,36 @@ TEST_CASE("Pooling: ceil_mode at the edge") {
             "the input height is 2 (2 with padding), smaller than the kernel's extent 5");
   CHECK_HAS(rule_error("{type: MaxPool2d, kernel_size: 3, stride: 2, dilation: 2, ceil_mode: true}", {tensor({1, 1, 3, 3})}),
             "the input height is 3 (3 with padding), smaller than the kernel's extent 5");
+}
+
+// window_output avoids PyTorch's intermediate `span + s - 1` and `(out - 1) * s`, which overflow
+// for a huge stride (checked in "Pooling: ceil_mode"); on every small case, where nothing
+// overflows, it must agree with PyTorch's pooling_output_shape as written (Pool.h).
+TEST_CASE("Pooling: window_output equals PyTorch's pooling_output_shape") {
+  const auto pytorch = [](std::int64_t L, std::int64_t k, std::int64_t s, std::int64_t p, std::int64_t d, bool ceil) {
+    const std::int64_t num = L + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
+    const std::int64_t q = num / s, r = num % s;
+    std::int64_t out = (r != 0 && ((r < 0) != (s < 0)) ? q - 1 : q) + 1;  // div_rtn(num, s) + 1
+    if (ceil && (out - 1) * s >= L + p) --out;
+    return out;
+  };
+  int cases = 0;
+  for (std::int64_t L = 1; L <= 9; ++L)
+    for (std::int64_t k = 1; k <= 5; ++k)
+      for (std::int64_t s = 1; s <= 5; ++s)
+        for (std::int64_t p = 0; p <= k / 2; ++p)
+          for (std::int64_t d = 1; d <= 3; ++d)
+            for (const bool ceil : {false, true}) {
+              const std::int64_t expected = pytorch(L, k, s, p, d, ceil);
+              const layers::Window w{L, k, s, p, d, ceil};
+              if (expected >= 1) {
+                CHECK(layers::window_output(w, "length") == expected);
+              } else {
+                CHECK_THROWS(layers::window_output(w, "length"));
+              }
+              ++cases;
+            }
+  CHECK(cases == 9 * (1 + 2 + 2 + 3 + 3) * 5 * 3 * 2);  // padding ranges over 0..k/2
 }
 
 // PyTorch 1.13: avg_pool3d alone (pool3d_shape_check with check_input_size, CPU and CUDA) wants
