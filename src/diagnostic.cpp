@@ -23,7 +23,13 @@ Error::Error(SourceLoc loc, std::string message, std::vector<Note> notes)
 
 std::string Error::format() const {
   std::string out = what();
-  for (const auto& n : notes_) out += "\n" + n.loc.str() + ": note: " + n.message;
+  for (const auto& n : notes_) {
+    // Appended piece by piece: "\n" + a temporary trips GCC 12's bogus -Wrestrict at -O2.
+    out += '\n';
+    out += n.loc.str();
+    out += ": note: ";
+    out += n.message;
+  }
   return out;
 }
 
