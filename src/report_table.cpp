@@ -22,7 +22,10 @@ std::string column(const std::string& s, std::size_t width) { return pad(s.size(
 
 std::string shapes(const LayerEstimate& l) {
   std::string s;
-  for (std::size_t i = 0; i < l.outputs.size(); ++i) s += (i ? " " : "") + to_string(l.outputs[i].shape);
+  for (std::size_t i = 0; i < l.outputs.size(); ++i) {
+    if (i) s += ' ';
+    s += to_string(l.outputs[i].shape);
+  }
   return s;
 }
 

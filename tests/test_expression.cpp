@@ -116,7 +116,7 @@ TEST_CASE("syntax errors say what was expected and what was found") {
 }
 
 TEST_CASE("nesting is bounded, so no expression can exhaust the stack") {
-  const auto nested = [](int depth) { return "$" + std::string(depth, '(') + "1" + std::string(depth, ')'); };
+  const auto nested = [](int depth) { return std::string("$").append(depth, '(').append("1").append(depth, ')'); };
   CHECK(int_of(nested(400)) == 1);
   // Too long to quote: the message names the layer and attribute only.
   CHECK(expression_error(nested(100000)) ==

@@ -99,7 +99,7 @@ struct Context {
   Mode mode = Mode::Train;
   Device device = Device::Cuda;
   DType float_dtype = DType::Float32;  // the dtype of parameters and float activations
-  std::optional<DType> amp;            // autocast's low-precision dtype, when mixed precision is on
+  std::optional<DType> amp = std::nullopt;  // autocast's low-precision dtype, when mixed precision is on
 };
 
 struct InputTensor {
@@ -194,7 +194,7 @@ struct LayerDef {
   int max_inputs = 1;               // -1: any number
   Autocast autocast = Autocast::Inherit;           // on CUDA
   std::function<LayerResult(const LayerCall&)> infer;
-  std::optional<Autocast> autocast_cpu;             // on the CPU, where its op list differs
+  std::optional<Autocast> autocast_cpu = std::nullopt;  // on the CPU, where its op list differs
 
   Autocast autocast_on(Device device) const {
     return device == Device::Cpu && autocast_cpu ? *autocast_cpu : autocast;
