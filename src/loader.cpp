@@ -123,20 +123,25 @@ class Reader {
 
   // A scalar, a list (of values or lists), or a mapping (its contents dropped).
   RawValue value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who = {}) const {
-    return copy_value(node, fallback, who, fallback);
+    return copy_value(node, fallback, who, fallback, 1);
   }
 
-  // yaml-cpp shares an aliased node, but a RawValue copies it at every use: nine levels of
-  // nine aliases (the "billion laughs") under an attribute, a block parameter or an input shape
-  // were copied into 9^9 values, gigabytes before any check could see them (found in review
-  // during fuzzing: tests/fuzz/regressions/alias_bomb_attribute.yaml). Count the copies. The
-  // error is placed at the key, where the value is used: an aliased node's own position is its
-  // anchor's.
+  // yaml-cpp shares an aliased node, but a RawValue copies it at every use, so aliases are
+  // bounded twice over here. Nine levels of nine aliases (the "billion laughs") under an
+  // attribute, a block parameter or an input shape were copied into 9^9 values, gigabytes
+  // before any check could see them (tests/fuzz/regressions/alias_bomb_attribute.yaml): the
+  // copies are counted. And an anchored list that holds its own alias (&a [*a]) is a cycle,
+  // which recursed until the stack ran out (alias_cycle.yaml): the depth is bounded as yaml-cpp
+  // bounds the text's. Errors are placed at the key, where the value is used: an aliased node's
+  // own position is its anchor's.
   RawValue copy_value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who,
-                      const SourceLoc& used_at) const {
+                      const SourceLoc& used_at, int depth) const {
     if (--values_left_ < 0)
       fail(used_at, who + "YAML aliases (*name) expand this value into more values than the file has characters; "
                           "write it out instead");
+    if (depth > kMaxValueDepth)
+      fail(used_at, who + "YAML aliases (*name) nest this value more than " + std::to_string(kMaxValueDepth) +
+                        " levels deep; does an anchored list hold its own alias?");
     const SourceLoc at = loc(node, fallback);
     if (!node.IsSequence() && !node.IsMap()) return scalar_or_expr(node, at, who);
     RawValue r;
@@ -144,7 +149,7 @@ class Reader {
     r.is_map = node.IsMap();
     r.is_list = node.IsSequence();
     if (r.is_list)
-      for (const auto& item : node) r.items.push_back(copy_value(item, at, who, used_at));
+      for (const auto& item : node) r.items.push_back(copy_value(item, at, who, used_at, depth + 1));
     return r;
   }
 
@@ -341,6 +346,7 @@ class Reader {
 
  private:
   static constexpr std::int64_t kAliasSlack = 4096;
+  static constexpr int kMaxValueDepth = 499;  // yaml-cpp's own limit for a document's text
 
   const SourceText& src_;
   mutable std::int64_t values_left_;  // value nodes value() may still copy

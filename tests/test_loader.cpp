@@ -227,6 +227,10 @@ TEST_CASE("what the layers hold is bounded too: alias bombs, and repeat copying 
   CHECK(load_error(bomb + "inputs: {x: [8]}\nlayers:\n  - {type: ReLU, inplace: *l9}\n") ==
         "test.yaml:14:18: error: ReLU '0': inplace: YAML aliases (*name) expand this value into more values than the "
         "file has characters; write it out instead");
+  // An anchored list that holds its own alias never ends (found by fuzzing: a stack overflow).
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: View, shape: &a [1, *a]}\n") ==
+        "test.yaml:3:18: error: View '0': shape: YAML aliases (*name) nest this value more than 499 levels deep; "
+        "does an anchored list hold its own alias?");
   // Reusing an anchored value is fine.
   CHECK(load_error("inputs: {x: [3, 8, 8]}\nlayers:\n  - {type: Conv2d, out_channels: 4, kernel_size: &k [3, 3]}\n"
                    "  - {type: Conv2d, out_channels: 4, kernel_size: *k, repeat: 2000}\n").empty());
