@@ -67,7 +67,8 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
                              const std::vector<TensorType>& params) {
   const OptimizerKind kind = options.optimizer;
-  memory.at(Phase::Optimizer, "optimizer");
+  // Where in the step: "adam.step()", as the user's training loop calls it.
+  memory.at(Phase::Optimizer, std::string(name_of(kind)) + ".step()");
   if (params.empty()) return;
   const bool adam_like = kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW || kind == OptimizerKind::AMSGrad;
   const bool rms_or_adagrad = kind == OptimizerKind::RMSprop || kind == OptimizerKind::Adagrad;

@@ -1,7 +1,8 @@
 // nnmem's training figures against PyTorch's, measured by validation/measure.py (torch 1.13,
 // CPU, some runs under bfloat16 autocast) and committed as validation/fixtures/*.json: parameters, buffers, gradients, optimizer
 // state, input, target and saved-for-backward bytes exactly; the peak of the steady-state step
-// within 5% each, and 2% in the median (so far every one is exact to the byte).
+// within 5% each, and 2% in the median (so far every one is exact to the byte), and the phase
+// and layer where it falls.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -50,6 +51,12 @@ TEST_CASE("training memory matches PyTorch on every validation fixture") {
       const double error = std::fabs(static_cast<double>(t.peak_bytes) - measured) / measured;
       CHECK(error <= 0.05);
       errors.push_back(error);
+      // ... and when: the phase always (the harness calls the optimizer's phase "step"), the
+      // layer whenever PyTorch's peak falls inside a module (not in a functional op).
+      const std::string phase = run["peak_phase"];
+      CHECK(std::string(name_of(t.peak_phase)) == (phase == "step" ? "optimizer" : phase));
+      const std::string module = run["peak_module"].is_string() ? run["peak_module"].get<std::string>() : "";
+      if (phase == "backward" && module != "<functional>") CHECK(t.peak_layer == module);
     }
   }
   REQUIRE(errors.size() >= 100);
