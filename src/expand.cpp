@@ -1,12 +1,14 @@
 // RawSpec -> ModelSpec: instantiates blocks, unrolls `repeat`, drops `when: false` layers
 // (their name then stands for their input), and resolves every input reference to a fully
 // qualified name; values are evaluated by expand_values.cpp. Work is bounded by
-// LoadOptions::max_layers and by kMaxBlockDepth. An error about a layer starts with its title:
-// "Conv2d 'stage2.conv': …", or "Residual 'res': …" for a block instance.
+// expand_budget.hpp (layers, and the values they hold) and by kMaxBlockDepth. An error about a
+// layer starts with its title: "Conv2d 'stage2.conv': …", or "Residual 'res': …" for a block
+// instance.
 #include <algorithm>
 #include <filesystem>
 
 #include "expand.hpp"
+#include "expand_budget.hpp"
 
 namespace nnmem::raw {
 namespace {
@@ -15,14 +17,6 @@ namespace {
 /// spec (a chain of thousands of blocks, each using the next) from exhausting the stack; real
 /// networks nest a handful of levels.
 constexpr std::size_t kMaxBlockDepth = 500;
-
-/// Attribute values (list items included) and input references that the layers may hold, on
-/// average per layer of LoadOptions::max_layers. `repeat` and blocks copy an entry's values
-/// into every instance: a 4.5 KB spec of one layer holding a 1,500-item list, repeated 100,000
-/// times, grew to 150 million values (about 18 GB) before any layer was checked (found in
-/// review during fuzzing: tests/fuzz/regressions/repeat_big_values.yaml); many attributes or
-/// many inputs did the same. The examples hold 2 to 6 per layer (ResNet-50: 506 for 175).
-constexpr std::int64_t kValuesPerLayer = 16;
 
 /// A local name of a layer list, for duplicate checks.
 struct Declared {
@@ -63,9 +57,7 @@ struct Holder {
 class Expander {
  public:
   Expander(const RawSpec& raw, const LoadOptions& options)
-      : raw_(raw), options_(options), budget_(options.max_layers),
-        values_limit_(options.max_layers > INT64_MAX / kValuesPerLayer ? INT64_MAX : options.max_layers * kValuesPerLayer),
-        values_budget_(values_limit_) {
+      : raw_(raw), options_(options), budget_(options.max_layers) {
     for (const auto& b : raw_.blocks) blocks_[b.name] = &b;
   }
 
@@ -224,44 +216,10 @@ class Expander {
 
   // --- expansion ----------------------------------------------------------------------------
 
-  // Every expanded entry (kept or skipped) costs one unit of the budget, so no spec can make
-  // the expansion run away; the error points at the top-level entry being expanded.
-  void spend(const SourceLoc& at, std::int64_t count) {
-    if (count <= budget_) {
-      budget_ -= count;
-      return;
-    }
-    limit_reached(at, "expanding this would create more than " + with_commas(options_.max_layers) +
-                          " layers, the limit (raise it with --max-layers)");
-  }
-
-  // The second budget: what the layers hold. `count` values of the entry at `at`.
-  void spend_values(const SourceLoc& at, std::int64_t count) {
-    if (count <= values_budget_) {
-      values_budget_ -= count;
-      return;
-    }
-    limit_reached(at, "expanding this would create more than " + with_commas(values_limit_) +
-                          " attribute values and input references, the limit (" + std::to_string(kValuesPerLayer) +
-                          " per layer of --max-layers " + with_commas(options_.max_layers) + ")");
-  }
-
-  // A value and the items of its lists, nested ones included.
-  static std::int64_t count_values(const Value& v) {
-    std::int64_t n = 1;
-    for (const auto& item : v.items) n += count_values(item);
-    return n;
-  }
-
-  [[noreturn]] void limit_reached(const SourceLoc& at, const std::string& message) const {
-    if (top_entry_ && top_entry_->line != at.line) throw Error(*top_entry_, message, {{at, "the limit was reached here"}});
-    fail(at, message);
-  }
-
   void expand_list(const std::vector<RawEntry>& entries, NameScope& scope, const VarScope& vars, Inherited inherited) {
     declare(entries, scope);
     for (std::size_t k = 0; k < entries.size(); ++k) {
-      if (stack_.empty()) top_entry_ = entries[k].loc;
+      if (stack_.empty()) budget_.entering(entries[k].loc);
       expand_entry(entries[k], entries[k].name ? entries[k].name->name : std::to_string(k), scope, vars, inherited);
     }
   }
@@ -271,7 +229,7 @@ class Expander {
     const std::string qualified = scope.prefix + local;
     const std::string who = title(e, qualified, vars);
     std::vector<std::string> inputs = entry_inputs(e, scope, local, who);
-    spend(e.loc, 1);
+    budget_.spend_layers(e.loc, 1);
     if (e.when && !evaluate_bool(*e.when, vars, who, "'when'")) {
       if (inputs.size() != 1)
         fail(e.when->loc, who + ": a layer skipped with 'when: false' stands for its input, so it must have exactly "
@@ -285,7 +243,7 @@ class Expander {
       if (count > options_.max_layers)
         fail(e.repeat->loc, who + ": repeat " + with_commas(count) + " would create more than " +
                                 with_commas(options_.max_layers) + " layers, the limit (raise it with --max-layers)");
-      spend(e.repeat->loc, count - 1);
+      budget_.spend_layers(e.repeat->loc, count - 1);
       for (std::int64_t i = 0; i < count; ++i) {
         VarScope with_index{&vars, {}, {}, {}};
         with_index.add("index", index_value(i, e.repeat->loc));
@@ -329,10 +287,10 @@ class Expander {
     layer.trainable = inherited.trainable;
     layer.functional = inherited.functional;
     layer.chained = instance && instance->index > 0;
-    spend_values(e.loc, static_cast<std::int64_t>(inputs.size()));
+    budget_.spend_values(e.loc, static_cast<std::int64_t>(inputs.size()));
     for (const auto& a : e.attrs) {
       layer.attrs.push_back({a.name, evaluate(a.value, vars, who, a.name), a.key_loc});
-      spend_values(a.key_loc, count_values(layer.attrs.back().value));
+      budget_.spend_values(a.key_loc, layer.attrs.back().value);
     }
     claim(qualified, e.name ? e.name->loc : e.loc, who, instance);
     spec_->layers.push_back(std::move(layer));
@@ -355,8 +313,8 @@ class Expander {
       fail(e.block->loc, "block '" + block.name + "' instantiates itself (" + chain + block.name + ")");
     }
     if (stack_.size() >= kMaxBlockDepth)
-      limit_reached(e.block->loc, "expanding this nests blocks more than " + std::to_string(kMaxBlockDepth) +
-                                      " levels deep, the limit");
+      budget_.limit_reached(e.block->loc, "expanding this nests blocks more than " +
+                                              std::to_string(kMaxBlockDepth) + " levels deep, the limit");
     if (inputs.size() != block.inputs.size()) {
       std::string names;
       for (const auto& in : block.inputs) names += (names.empty() ? "" : ", ") + in.name;
@@ -377,7 +335,7 @@ class Expander {
       if (arg != e.attrs.end()) params.add(p.name, evaluate(arg->value, vars, who, p.name));
       else if (p.fallback) params.add(p.name, evaluate(*p.fallback, params, who, p.name));
       else fail(e.loc, who + ": needs parameter '" + p.name + "' (defined at line " + std::to_string(p.loc.line) + ")");
-      spend_values(arg != e.attrs.end() ? arg->key_loc : p.loc, count_values(params.vars.back().second));
+      budget_.spend_values(arg != e.attrs.end() ? arg->key_loc : p.loc, params.vars.back().second);
     }
 
     NameScope inner;
@@ -394,14 +352,11 @@ class Expander {
 
   const RawSpec& raw_;
   const LoadOptions& options_;
-  std::int64_t budget_;
-  const std::int64_t values_limit_;
-  std::int64_t values_budget_;
+  ExpansionBudget budget_;
   std::map<std::string, const RawBlock*> blocks_;
   VarScope globals_;
   std::map<std::string, Holder> taken_;
   std::vector<std::string> stack_;       // blocks being instantiated, outermost first
-  std::optional<SourceLoc> top_entry_;  // the top-level entry being expanded
   ModelSpec* spec_ = nullptr;
 };
 

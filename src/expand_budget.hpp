@@ -1,0 +1,76 @@
+// The two budgets that bound expansion, so that no spec can make nnmem's time or memory run
+// away: the layers it expands to (LoadOptions::max_layers), and the values those layers hold.
+// A limit reached is reported at the top-level entry being expanded, with a note where inside
+// it the limit was reached.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "raw_spec.hpp"
+
+namespace nnmem::raw {
+
+/// Attribute values (list items included) and input references that the layers may hold, on
+/// average per layer of LoadOptions::max_layers. `repeat` and blocks copy an entry's values
+/// into every instance: a 4.5 KB spec of one layer holding a 1,500-item list, repeated 100,000
+/// times, grew to 150 million values (about 18 GB) before any layer was checked (found in
+/// review during fuzzing: tests/fuzz/regressions/repeat_big_values.yaml); many attributes or
+/// many inputs did the same. The examples hold 2 to 6 per layer (ResNet-50: 506 for 175).
+inline constexpr std::int64_t kValuesPerLayer = 16;
+
+class ExpansionBudget {
+ public:
+  explicit ExpansionBudget(std::int64_t max_layers)
+      : max_layers_(max_layers),
+        layers_left_(max_layers),
+        values_limit_(max_layers > INT64_MAX / kValuesPerLayer ? INT64_MAX : max_layers * kValuesPerLayer),
+        values_left_(values_limit_) {}
+
+  /// The top-level entry now being expanded: where a limit reached inside it is reported.
+  void entering(const SourceLoc& top_entry) { top_entry_ = top_entry; }
+
+  /// Every expanded entry, kept or skipped by `when`, costs one layer.
+  void spend_layers(const SourceLoc& at, std::int64_t count) {
+    if (count <= layers_left_) {
+      layers_left_ -= count;
+      return;
+    }
+    limit_reached(at, "expanding this would create more than " + with_commas(max_layers_) +
+                          " layers, the limit (raise it with --max-layers)");
+  }
+
+  /// `count` values held by the entry at `at`: input references, or a value and its items.
+  void spend_values(const SourceLoc& at, std::int64_t count) {
+    if (count <= values_left_) {
+      values_left_ -= count;
+      return;
+    }
+    limit_reached(at, "expanding this would create more than " + with_commas(values_limit_) +
+                          " attribute values and input references, the limit (" + std::to_string(kValuesPerLayer) +
+                          " per layer of --max-layers " + with_commas(max_layers_) + ")");
+  }
+  void spend_values(const SourceLoc& at, const Value& value) { spend_values(at, count_values(value)); }
+
+  /// Reports a limit (these, or another such as the blocks' depth) reached at `at`.
+  [[noreturn]] void limit_reached(const SourceLoc& at, const std::string& message) const {
+    if (top_entry_ && top_entry_->line != at.line) throw Error(*top_entry_, message, {{at, "the limit was reached here"}});
+    throw Error(at, message);
+  }
+
+ private:
+  static std::int64_t count_values(const Value& v) {
+    std::int64_t n = 1;
+    for (const auto& item : v.items) n += count_values(item);
+    return n;
+  }
+
+  const std::int64_t max_layers_;
+  std::int64_t layers_left_;
+  const std::int64_t values_limit_;
+  std::int64_t values_left_;
+  std::optional<SourceLoc> top_entry_;
+};
+
+}  // namespace nnmem::raw
