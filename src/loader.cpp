@@ -122,7 +122,7 @@ class Reader {
   }
 
   // A scalar, a list (of values or lists), or a mapping (its contents dropped).
-  RawValue value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who = {}) const {
+  RawValue value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who = {}) {
     return copy_value(node, fallback, who, fallback, 1);
   }
 
@@ -135,7 +135,7 @@ class Reader {
   // bounds the text's. Errors are placed at the key, where the value is used: an aliased node's
   // own position is its anchor's.
   RawValue copy_value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who,
-                      const SourceLoc& used_at, int depth) const {
+                      const SourceLoc& used_at, int depth) {
     if (--values_left_ < 0)
       fail(used_at, who + "YAML aliases (*name) expand this value into more values than the file has characters; "
                           "write it out instead");
@@ -188,7 +188,7 @@ class Reader {
     return type + " '" + name + "'" + (block.empty() ? "" : " in block '" + block + "'");
   }
 
-  RawEntry entry(const YAML::Node& node, const SourceLoc& fallback, std::size_t index, const std::string& block) const {
+  RawEntry entry(const YAML::Node& node, const SourceLoc& fallback, std::size_t index, const std::string& block) {
     RawEntry e;
     e.loc = loc(node, fallback);
     if (!node.IsMap()) {
@@ -224,7 +224,7 @@ class Reader {
   }
 
   std::vector<RawEntry> entries(const YAML::Node& node, const SourceLoc& at, const std::string& what,
-                                const std::string& block = {}) const {
+                                const std::string& block = {}) {
     if (!node.IsSequence())
       fail(loc(node, at), what + " must be a list of layers (- {type: ...}), found " + kind(node));
     std::vector<RawEntry> out;
@@ -233,7 +233,7 @@ class Reader {
     return out;
   }
 
-  RawBlock block(const std::string& block_name, const YAML::Node& node, const SourceLoc& at) const {
+  RawBlock block(const std::string& block_name, const YAML::Node& node, const SourceLoc& at) {
     RawBlock b;
     b.name = block_name;
     b.loc = at;
@@ -269,7 +269,7 @@ class Reader {
     return b;
   }
 
-  RawInput input(const std::string& input_name, const YAML::Node& node, const SourceLoc& key_loc) const {
+  RawInput input(const std::string& input_name, const YAML::Node& node, const SourceLoc& key_loc) {
     RawInput in;
     in.name = {input_name, key_loc};
     const std::string who = "input '" + input_name + "': ";
@@ -294,7 +294,7 @@ class Reader {
     return in;
   }
 
-  RawSpec document(const YAML::Node& root) const {
+  RawSpec document(const YAML::Node& root) {
     RawSpec spec;
     spec.file = src_.file();
     spec.loc = {spec.file, 1, 1};
@@ -349,7 +349,7 @@ class Reader {
   static constexpr int kMaxValueDepth = 499;  // yaml-cpp's own limit for a document's text
 
   const SourceText& src_;
-  mutable std::int64_t values_left_;  // value nodes value() may still copy
+  std::int64_t values_left_;  // value nodes value() may still copy
 };
 
 }  // namespace
