@@ -69,15 +69,9 @@ LayerResult infer_squeeze(const LayerCall& call) {
   Shape out = call.shape();
   if (call.attrs.given("dim")) {
     const std::size_t dim = normalize_dim(call.attrs.integer("dim"), out.size(), "dim");
-    // Squeezing the only dimension left (x.squeeze(0) on [1]) gives PyTorch a 0-D scalar, but
-    // the rules and the loss read a tensor's dimension 0 (the batch): a 0-D value crashed the
-    // next Reshape (found in review during fuzzing, tests/fuzz/regressions/squeeze_to_scalar.yaml).
-    // Squeeze is the one layer that can drop the last dimension, so refuse it here.
-    if (out[dim] == 1 && out.size() == 1)
-      throw LayerError("squeezing dimension " + std::to_string(dim) + " of " + to_string(out) +
-                           " would leave a 0-D tensor (a scalar); nnmem's tensors keep at least one dimension",
-                       "dim");
-    if (out[dim] == 1) out.erase(out.begin() + static_cast<std::ptrdiff_t>(dim));  // else a no-op, as in PyTorch
+    // A size other than 1 is kept, as in PyTorch. Squeezing [1] leaves a 0-D tensor, which the
+    // graph refuses for every rule.
+    if (out[dim] == 1) out.erase(out.begin() + static_cast<std::ptrdiff_t>(dim));
   } else {
     // Every size-1 dimension but the batch's: nnmem's shapes always keep the batch dimension.
     Shape kept = {out[0]};

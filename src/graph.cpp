@@ -177,6 +177,12 @@ class Builder {
       const TensorType& out = node.result.outputs[k];
       check_fits(out, layer.loc,
                  title(layer) + ": " + (node.result.outputs.size() == 1 ? "the output" : "output " + std::to_string(k)));
+      // PyTorch can make a 0-D scalar (x.squeeze(0) on [1]), but every rule and the loss read
+      // the batch from dimension 0: a 0-D tensor crashed the next View (found while fuzzing,
+      // tests/fuzz/regressions/squeeze_to_scalar.yaml). Checked here, for every rule.
+      if (out.shape.empty())
+        throw Error(layer.loc, title(layer) + ": the output would be a 0-D tensor (a scalar), made from the input " +
+                                   to_string(call.shape()) + "; nnmem's tensors keep at least one dimension");
       for (std::int64_t d : out.shape)
         if (d < 1)
           throw Error(layer.loc, title(layer) + ": the output shape " + to_string(out.shape) +

@@ -11,6 +11,19 @@ TEST_CASE("a layer whose output would pass kMaxRank dimensions is refused, namin
   CHECK(e == "test.yaml:3:5: error: Unsqueeze 'u.62': the output would have 65 dimensions; nnmem supports at most 64");
 }
 
+TEST_CASE("a layer whose output would be a 0-D tensor is refused, whichever rule made it") {
+  // Found while fuzzing (tests/fuzz/regressions/squeeze_to_scalar.yaml): the View after it read
+  // the missing batch dimension out of bounds.
+  const std::string e = error_from("inputs: {x: [1]}\nlayers:\n  - {type: Squeeze, dim: 1}\n"
+                                   "  - {name: sq, type: Squeeze, dim: 0}\n  - {type: View, shape: [-1]}\n");
+  CHECK(e == "test.yaml:4:5: error: Squeeze 'sq': the output would be a 0-D tensor (a scalar), made from the input [1]; "
+             "nnmem's tensors keep at least one dimension");
+  // [3, 4] -> [3, 1] -> [3]: one dimension left is enough.
+  CHECK(error_from("inputs: {x: [4]}\nlayers:\n  - {type: Linear, out_features: 1}\n  - {type: Squeeze, dim: -1}\n",
+                   {.graph = {.batch = 3}})
+            .empty());
+}
+
 TEST_CASE("an input of more than kMaxRank dimensions (batch included) is refused") {
   std::string shape;
   for (int i = 0; i < 64; ++i) shape += (i ? ", " : "") + std::string("1");

@@ -112,11 +112,9 @@ TEST_CASE("Squeeze") {
   // [1, 1, 4, 1] -> [1, 4] where PyTorch's x.squeeze() gives [4]. x.squeeze(0) still removes it.
   CHECK(shape_after("{type: Squeeze}", {1, 1, 4, 1}) == "[1, 4]");
   CHECK(shape_after("{type: Squeeze, dim: 0}", {1, 1, 4, 1}) == "[1, 4, 1]");
-  // ... but not down to a 0-D tensor, which the next layer could not read (found by fuzzing).
-  CHECK(rule_error("{type: Squeeze, dim: 0}", {tensor({1})}) ==
-        "squeezing dimension 0 of [1] would leave a 0-D tensor (a scalar); nnmem's tensors keep at least one dimension");
-  CHECK(rule_error("{type: Squeeze, dim: -1}", {tensor({1})}) ==
-        "squeezing dimension 0 of [1] would leave a 0-D tensor (a scalar); nnmem's tensors keep at least one dimension");
+  // x.squeeze(0) on [1] is a 0-D scalar in PyTorch; the graph refuses it for every rule
+  // (test_graph.cpp), since the next layer reads the batch from dimension 0.
+  CHECK(shape_after("{type: Squeeze, dim: 0}", {1}) == "[]");
   CHECK(shape_after("{type: Squeeze, dim: 0}", {3}) == "[3]");  // a no-op
   // PyTorch: "Dimension out of range (expected to be in range of [-4, 3], but got 4)"
   CHECK(rule_error("{type: Squeeze, dim: 4}", {tensor(in)}) == "dim must be in [-4, 3] for a 4-D input, found 4");
