@@ -1,4 +1,4 @@
-// The layer registry (src/registry.cpp) and the attribute schemas every rule declares. Layer
+// The layer registry (src/graph/registry.cpp) and the attribute schemas every rule declares. Layer
 // files register themselves from static initialisers, which a linker may drop when nothing refers
 // to their object file — so every built-in type is listed here explicitly.
 #include <algorithm>

@@ -5,10 +5,11 @@
 // source_text.cpp's business.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "loader_stream.hpp"
-#include "nnmem/layer.hpp"
 #include "raw_spec.hpp"
 #include "source_text.hpp"
 
@@ -23,6 +24,12 @@ const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
 // A scalar's text for messages, cut short when long.
 std::string excerpt(const std::string& s) { return s.size() <= 40 ? s : s.substr(0, 37) + "..."; }
+
+// A word such as a layer type's name: a letter, then letters, digits and underscores.
+bool is_identifier(const std::string& s) {
+  if (s.empty() || s.size() > 64 || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+}
 
 class Reader {
  public:
@@ -193,7 +200,8 @@ class Reader {
     e.loc = loc(node, fallback);
     if (!node.IsMap()) {
       std::string msg = "each layer must be a mapping such as {type: Conv2d, out_channels: 64, ...}, found " + kind(node);
-      if (node.IsScalar() && find_layer(node.Scalar())) msg += " (did you mean {type: " + node.Scalar() + "}?)";
+      // A bare word is most likely a type name written without its mapping (the graph checks it).
+      if (node.IsScalar() && is_identifier(node.Scalar())) msg += " (did you mean {type: " + node.Scalar() + "}?)";
       fail(e.loc, msg);
     }
     const std::string who = entry_title(node, index, block) + ": ";
