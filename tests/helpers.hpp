@@ -39,7 +39,7 @@ std::string one_layer_error(const std::string& layer_yaml, const Shape& per_samp
 /// inputs need gradients, the device convention. Rule errors escape as LayerError; attribute
 /// errors as Error.
 LayerResult run_rule(const std::string& layer_yaml, const std::vector<InputTensor>& inputs,
-                     Context ctx = {Mode::Train, Device::Cpu, DType::Float32, std::nullopt}, bool trainable = true);
+                     Context ctx = {Mode::Train, Device::Cpu, DType::Float32, std::nullopt, &default_torch_profile()}, bool trainable = true);
 
 /// A float32 input tensor for run_rule.
 InputTensor tensor(const Shape& shape, bool requires_grad = true, DType dtype = DType::Float32);

@@ -54,3 +54,20 @@ TEST_CASE("the memory table widens its columns rather than run values together")
     }
   CHECK(rows >= 6);
 }
+
+TEST_CASE("the PyTorch version modelled is chosen by name, defaults to the newest, and is reported") {
+  REQUIRE(torch_profiles().size() >= 2);
+  CHECK(&default_torch_profile() == &torch_profiles().front());
+  CHECK(default_torch_profile().version == "2.13");
+  REQUIRE(find_torch_profile("1.13") != nullptr);
+  CHECK(find_torch_profile("1.13")->version == "1.13");
+  CHECK(find_torch_profile("2.1") == nullptr);
+  CHECK(find_torch_profile("") == nullptr);
+  CHECK(torch_versions() == "2.13, 1.13");
+
+  EstimateOptions o = eval_mode();
+  o.graph.torch = find_torch_profile("1.13");
+  const Estimate e = estimate(parse_spec("inputs: {x: [4]}\nlayers:\n  - {type: Linear, out_features: 2}\n", "m.yaml"), o);
+  CHECK(render_json(e).find("\"torch\": \"1.13\"") != std::string::npos);
+  CHECK(render_table(e).find(", PyTorch 1.13\n") != std::string::npos);
+}

@@ -48,8 +48,8 @@ struct StepOptions {
 };
 
 struct EstimateOptions {
-  GraphOptions graph;
-  StepOptions step;
+  GraphOptions graph = {};
+  StepOptions step = {};
 };
 
 struct LayerEstimate {

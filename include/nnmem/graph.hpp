@@ -18,11 +18,13 @@ struct GraphOptions {
   Mode mode = Mode::Train;
   Device device = Device::Cuda;
   /// Parameters and floating-point activations; default: the spec's `dtype`, else float32.
-  std::optional<DType> float_dtype;
+  std::optional<DType> float_dtype = std::nullopt;
   /// Mixed precision, as torch.autocast runs the forward pass and loss: ops on autocast's
   /// lower-precision list (convolutions, linear) cast their inputs and parameters to this dtype,
   /// ops on its float32 list cast theirs to float32; parameters stay in float_dtype.
-  std::optional<DType> amp;
+  std::optional<DType> amp = std::nullopt;
+  /// The PyTorch version whose behaviour is modelled (never null).
+  const TorchProfile* torch = &default_torch_profile();
 };
 
 struct TensorValue {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "nnmem/profile.hpp"
 #include "nnmem/shape.hpp"
 #include "nnmem/spec.hpp"
 
@@ -100,6 +101,7 @@ struct Context {
   Device device = Device::Cuda;
   DType float_dtype = DType::Float32;  // the dtype of parameters and float activations
   std::optional<DType> amp = std::nullopt;  // autocast's low-precision dtype, when mixed precision is on
+  const TorchProfile* torch = &default_torch_profile();  // the PyTorch version modelled (never null)
 };
 
 struct InputTensor {

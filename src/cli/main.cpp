@@ -42,6 +42,12 @@ struct SpecArgs {
   }
 };
 
+std::vector<std::string> versions() {
+  std::vector<std::string> v;
+  for (const TorchProfile& p : torch_profiles()) v.emplace_back(p.version);
+  return v;
+}
+
 // What a step is: shared by `estimate` and `check`, so that `check` catches everything
 // `estimate` would with the same flags.
 struct StepArgs {
@@ -51,6 +57,7 @@ struct StepArgs {
   std::string dtype;
   std::string amp;
   std::string optimizer = "adam";
+  std::string torch{default_torch_profile().version};
   std::string loss;
   std::string overhead = "0";
   bool keep_grads = false;
@@ -67,6 +74,9 @@ struct StepArgs {
         ->check(one_of({"float32", "float16", "bfloat16", "float64"}));
     app.add_option("--amp", amp, "mixed precision as torch.autocast runs it: float32 weights, these low-precision copies")
         ->check(one_of({"float16", "bfloat16"}));
+    app.add_option("--torch", torch, "the PyTorch version whose behaviour is modelled: " + torch_versions())
+        ->check(one_of(versions()))
+        ->capture_default_str();
     app.add_option("--optimizer", optimizer, "optimizer whose state and temporaries are counted")
         ->check(one_of({"none", "sgd", "momentum", "nesterov", "adam", "adamw", "amsgrad", "rmsprop", "adagrad", "adam8bit"}));
     app.add_option("--loss", loss, "loss (default: the spec's, else mean)")->check(one_of({"cross_entropy", "mse", "mean"}));
@@ -84,6 +94,7 @@ struct StepArgs {
     o.graph.device = device == "cpu" ? Device::Cpu : Device::Cuda;
     if (!dtype.empty()) o.graph.float_dtype = parse_dtype(dtype);
     if (!amp.empty()) o.graph.amp = parse_dtype(amp);
+    o.graph.torch = find_torch_profile(torch);
     o.step.optimizer = *parse_optimizer(optimizer);
     o.step.rmsprop_momentum = rmsprop_momentum;
     o.step.rmsprop_centered = rmsprop_centered;

@@ -23,6 +23,7 @@ class Builder {
     ctx_.device = options.device;
     ctx_.float_dtype = options.float_dtype.value_or(graph_.spec.dtype.value_or(DType::Float32));
     ctx_.amp = options.amp;
+    ctx_.torch = options.torch;
     graph_.float_dtype = ctx_.float_dtype;
   }
 

@@ -1,0 +1,41 @@
+// The PyTorch versions nnmem models, each with what it measured to know it (validation/,
+// docs/accuracy.md). A difference between versions is a field here, never an `if` on the
+// version elsewhere.
+#include "nnmem/profile.hpp"
+
+#include <array>
+
+namespace nnmem {
+
+namespace {
+
+constexpr std::array kProfiles = {
+    TorchProfile{
+        .version = "2.13",
+        .measured = "torch 2.13.0+cpu",
+    },
+    TorchProfile{
+        .version = "1.13",
+        .measured = "torch 1.13.1 (Debian's python3-torch)",
+    },
+};
+
+}  // namespace
+
+std::span<const TorchProfile> torch_profiles() { return kProfiles; }
+
+const TorchProfile& default_torch_profile() { return kProfiles.front(); }
+
+const TorchProfile* find_torch_profile(std::string_view version) {
+  for (const TorchProfile& p : kProfiles)
+    if (p.version == version) return &p;
+  return nullptr;
+}
+
+std::string torch_versions() {
+  std::string s;
+  for (const TorchProfile& p : kProfiles) s += (s.empty() ? "" : ", ") + std::string(p.version);
+  return s;
+}
+
+}  // namespace nnmem
