@@ -53,8 +53,21 @@ TEST_CASE("blocks and repeat: qualified names, $index, parameters with defaults,
   CHECK(spec.layers[4].find_attr("kernel_size")->value.integer == 3);
   CHECK(spec.layers[2].inputs == std::vector<std::string>{"down.0.conv"});  // the block's output, not its last layer
   CHECK(spec.layers[6].inputs == std::vector<std::string>{"down.2.conv"});
-  CHECK(!spec.layers[0].chained);
   CHECK(spec.outputs == std::vector<std::string>{"head"});
+}
+
+TEST_CASE("repeat: each instance reads the previous one in place of its first input; repeat: 0 is when: false") {
+  const ModelSpec spec = load(
+      "inputs: {x: [8], cos: [8]}\n"
+      "blocks:\n  Two:\n    inputs: [p, q]\n    layers:\n      - {name: s, type: Add, inputs: [p, q]}\n"
+      "layers:\n"
+      "  - {name: t, block: Two, inputs: [x, cos], repeat: 2}\n"
+      "  - {name: none, type: ReLU, repeat: 0}\n"
+      "  - {name: u, type: Add, inputs: [none, cos], repeat: 2}\n");
+  CHECK(names(spec) == std::vector<std::string>{"t.0.s", "t.1.s", "u.0", "u.1"});
+  CHECK(spec.layers[1].inputs == std::vector<std::string>{"t.0.s", "cos"});
+  CHECK(spec.layers[2].inputs == std::vector<std::string>{"t.1.s", "cos"});
+  CHECK(spec.layers[3].inputs == std::vector<std::string>{"u.0", "cos"});
 }
 
 TEST_CASE("when: false drops a layer, and its name stands for its input") {
@@ -64,9 +77,12 @@ TEST_CASE("when: false drops a layer, and its name stands for its input") {
       "layers:\n"
       "  - {name: fc, type: Linear, out_features: 8}\n"
       "  - {name: drop, type: Dropout, when: $dropout}\n"
-      "  - {name: add, type: Add, inputs: [drop, fc]}\n");
-  CHECK(names(spec) == std::vector<std::string>{"fc", "add"});
+      "  - {name: add, type: Add, inputs: [drop, fc]}\n"
+      "  - {name: gate, type: Mul, inputs: [add, fc], when: $dropout}\n"  // several inputs: the first stands for it
+      "  - {name: out, type: Add, inputs: [gate, x]}\n");
+  CHECK(names(spec) == std::vector<std::string>{"fc", "add", "out"});
   CHECK(spec.layers[1].inputs == std::vector<std::string>{"fc", "fc"});
+  CHECK(spec.layers[2].inputs == std::vector<std::string>{"add", "x"});
 }
 
 TEST_CASE("a block instance passes trainable: false down to every layer inside it") {
@@ -195,10 +211,6 @@ TEST_CASE("expansion errors that involve several places") {
                    "layers:\n  - {name: stem, type: ReLU}\n  - {name: head, block: Head}\n") ==
         "test.yaml:5:43: error: Add 'head.s': no layer or input named 'stem' in block 'Head' (a block sees only its "
         "inputs and its own layers)");
-  CHECK(load_error("inputs: {x: [8]}\nblocks:\n  Two:\n    inputs: [p, q]\n    layers:\n      - {type: Add, inputs: [p, q]}\n"
-                   "layers:\n  - {name: t, block: Two, inputs: [x, x], repeat: 2}\n") ==
-        "test.yaml:8:5: error: Two 't.1': takes 2 input(s) (p, q), found 1 (with 'repeat', each instance after the first "
-        "reads only the previous instance's output)");
   LoadOptions small;
   small.max_layers = 10;
   CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: r, type: ReLU, repeat: 11}\n", small) ==

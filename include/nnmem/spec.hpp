@@ -47,6 +47,14 @@ struct Attribute {
   SourceLoc key_loc;
 };
 
+/// `tie: {weight: wte.weight}`: the layer's parameter `param` is another layer's parameter.
+struct ParamTie {
+  std::string param;                 // the tying layer's own parameter name
+  std::string layer;                 // the qualified name of the layer that owns the tensor
+  std::string target;                // that layer's parameter name
+  SourceLoc loc;
+};
+
 struct LayerSpec {
   std::string name;                  // fully qualified: "layer1.0.conv1"
   std::string type;                  // PyTorch class name: "Conv2d"
@@ -55,16 +63,14 @@ struct LayerSpec {
   std::vector<Attribute> attrs;
   bool trainable = true;             // false: its parameters get no gradient and no optimizer state
   bool functional = false;           // called as a function in PyTorch (F.relu, x.view): no module
-  bool chained = false;              // a `repeat` instance after the first: reads only the previous one
+  std::string shares;                // `share: NAME`: calls the module of that (qualified) layer again
+  SourceLoc shares_loc;
+  std::vector<ParamTie> ties;
   SourceLoc loc;                     // the layer's mapping
   SourceLoc type_loc;
 
   const Attribute* find_attr(std::string_view attr) const;
 };
-
-/// What an error about a wrong number of inputs adds for a `chained` layer or block instance.
-inline constexpr std::string_view kChainedInputsNote =
-    " (with 'repeat', each instance after the first reads only the previous instance's output)";
 
 struct InputSpec {
   std::string name;

@@ -163,6 +163,10 @@ class Expander {
 
   std::string resolve(const Named& ref, const NameScope& scope, const std::string* self, const std::string& who) const {
     if (auto it = scope.bound.find(ref.name); it != scope.bound.end()) return it->second;
+    // NAME:k, output k >= 1 of a layer with several (a split's parts); the graph checks k.
+    if (const std::size_t colon = ref.name.rfind(':'); colon != std::string::npos && colon > 0 &&
+        colon + 1 < ref.name.size() && ref.name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+      return resolve({ref.name.substr(0, colon), ref.loc}, scope, self, who) + ref.name.substr(colon);
     const std::string about = who.empty() ? "" : who + ": ";
     if (self && ref.name == *self)
       fail(ref.loc, about + "'" + ref.name + "' reads its own output; a layer can only read layers above it");
@@ -230,16 +234,18 @@ class Expander {
     const std::string who = title(e, qualified, vars);
     std::vector<std::string> inputs = entry_inputs(e, scope, local, who);
     budget_.spend_layers(e.loc, 1);
-    if (e.when && !evaluate_bool(*e.when, vars, who, "'when'")) {
-      if (inputs.size() != 1)
-        fail(e.when->loc, who + ": a layer skipped with 'when: false' stands for its input, so it must have exactly "
-                                "one input, found " + std::to_string(inputs.size()));
+    const bool skipped = e.when && !evaluate_bool(*e.when, vars, who, "'when'");
+    const std::int64_t count = skipped || !e.repeat ? 1 : evaluate_int(*e.repeat, vars, who, "'repeat'", 0);
+    if (skipped || count == 0) {
+      // Like nn.Identity, or nn.Sequential() of no layers: the name stands for the first input.
+      if (inputs.empty())
+        fail((skipped ? e.when : e.repeat)->loc, who + ": a layer skipped with '" + (skipped ? "when: false" : "repeat: 0") +
+                                                     "' stands for its first input, but it reads none");
       scope.bound[local] = inputs[0];
       return;
     }
     std::string output;
     if (e.repeat) {
-      const std::int64_t count = evaluate_int(*e.repeat, vars, who, "'repeat'", 1);
       if (count > options_.max_layers)
         fail(e.repeat->loc, who + ": repeat " + with_commas(count) + " would create more than " +
                                 with_commas(options_.max_layers) + " layers, the limit (raise it with --max-layers)");
@@ -249,7 +255,7 @@ class Expander {
         with_index.add("index", index_value(i, e.repeat->loc));
         const Instance instance{i, &who};
         output = instantiate(e, qualified + "." + std::to_string(i), inputs, scope, with_index, inherited, &instance);
-        inputs = {output};
+        inputs.front() = output;  // the next reads it in place of its first input; the others stay (a mask, cos/sin)
       }
     } else {
       output = instantiate(e, qualified, inputs, scope, vars, inherited, nullptr);
@@ -271,6 +277,9 @@ class Expander {
     const std::string who = title(e, qualified, vars);
     if (e.trainable) inherited.trainable = evaluate_bool(*e.trainable, vars, who, "'trainable'") && inherited.trainable;
     if (e.functional) inherited.functional = evaluate_bool(*e.functional, vars, who, "'functional'") || inherited.functional;
+    if (e.block && (e.share || !e.ties.empty()))
+      fail(e.share ? e.share->loc : e.ties.front().first.loc,
+           who + ": 'share' and 'tie' apply to a layer, not to a block instance");
     if (e.block) return instantiate_block(e, qualified, who, inputs, scope, vars, inherited, instance);
     LayerSpec layer;
     layer.name = qualified;
@@ -286,7 +295,7 @@ class Expander {
     layer.input_locs.resize(inputs.size(), e.loc);
     layer.trainable = inherited.trainable;
     layer.functional = inherited.functional;
-    layer.chained = instance && instance->index > 0;
+    resolve_sharing(e, scope, vars, who, layer);
     budget_.spend_values(e.loc, static_cast<std::int64_t>(inputs.size()));
     for (const auto& a : e.attrs) {
       layer.attrs.push_back({a.name, evaluate(a.value, vars, who, a.name), a.key_loc});
@@ -295,6 +304,31 @@ class Expander {
     claim(qualified, e.name ? e.name->loc : e.loc, who, instance);
     spec_->layers.push_back(std::move(layer));
     return qualified;
+  }
+
+  // `share: NAME` and `tie: {PARAM: LAYER.PARAM}` name layers as `input:` does; the graph
+  // checks that they are layers with such parameters.
+  // A tie's value may be an expression; null or '' unties (tie_word_embeddings: false).
+  void resolve_sharing(const RawEntry& e, const NameScope& scope, const VarScope& vars, const std::string& who,
+                       LayerSpec& layer) {
+    if (e.share) {
+      layer.shares = resolve(*e.share, scope, nullptr, who);
+      layer.shares_loc = e.share->loc;
+    }
+    for (const auto& [param, raw] : e.ties) {
+      const Value v = evaluate(raw, vars, who, "tie: " + param.name);
+      if (v.kind == Value::Kind::Null || (v.kind == Value::Kind::String && v.text.empty())) continue;
+      if (v.kind != Value::Kind::String)
+        fail(raw.loc, who + ": tie: " + param.name + " must name a parameter as LAYER.PARAM (wte.weight), or be null, found " +
+                          v.describe());
+      const Named target{v.text, raw.loc};
+      const std::size_t dot = target.name.rfind('.');
+      if (dot == std::string::npos || dot == 0 || dot + 1 == target.name.size())
+        fail(target.loc, who + ": tie: " + param.name + " names a parameter as LAYER.PARAM (wte.weight), found '" +
+                             target.name + "'");
+      const Named owner{target.name.substr(0, dot), target.loc};
+      layer.ties.push_back({param.name, resolve(owner, scope, nullptr, who), target.name.substr(dot + 1), target.loc});
+    }
   }
 
   std::string instantiate_block(const RawEntry& e, const std::string& qualified, const std::string& who,
@@ -319,7 +353,7 @@ class Expander {
       std::string names;
       for (const auto& in : block.inputs) names += (names.empty() ? "" : ", ") + in.name;
       fail(e.loc, who + ": takes " + std::to_string(block.inputs.size()) + " input(s) (" + names + "), found " +
-                      std::to_string(inputs.size()) + std::string(instance && instance->index > 0 ? kChainedInputsNote : ""));
+                      std::to_string(inputs.size()));
     }
 
     // Arguments are evaluated where the block is used; defaults where it is defined.

@@ -52,9 +52,12 @@ std::vector<Token> tokenize(const std::string& s) {
         ++i;
       }
       out.push_back({real ? Tok::Real : Tok::Int, s.substr(start, i - start), start});
-    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
+               (c == '$' && i + 1 < s.size() && (std::isalpha(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_'))) {
+      // `$name` inside an expression is `name`, as at its start: `$na * (5 + $nc)`.
+      const std::size_t name = c == '$' ? ++i : i;
       while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
-      out.push_back({Tok::Ident, s.substr(start, i - start), start});
+      out.push_back({Tok::Ident, s.substr(name, i - name), start});
     } else if (c == '\'' || c == '"') {
       const std::size_t close = s.find(c, i + 1);
       if (close == std::string::npos) throw ExprError("unterminated string", start);

@@ -168,11 +168,13 @@ class Reader {
     return {node.Scalar(), at};
   }
 
-  std::vector<Named> names(const YAML::Node& node, const SourceLoc& fallback, const std::string& what) const {
+  // `allow_empty`: a layer's `inputs: []` (a Parameter, a constant) reads nothing.
+  std::vector<Named> names(const YAML::Node& node, const SourceLoc& fallback, const std::string& what,
+                           bool allow_empty = false) const {
     std::vector<Named> out;
     if (node.IsSequence()) {
       for (const auto& item : node) out.push_back(name(item, loc(node, fallback), what));
-      if (out.empty()) fail(loc(node, fallback), what + " must name at least one value");
+      if (out.empty() && !allow_empty) fail(loc(node, fallback), what + " must name at least one value");
     } else {
       out.push_back(name(node, fallback, what));
     }
@@ -216,7 +218,13 @@ class Reader {
       } else if (key == "input" || key == "inputs") {
         if (input_key) fail(key_loc, who + "give either 'input' or 'inputs', not both");
         input_key = key_loc;
-        e.inputs = names(v, key_loc, who + "'" + key + "'");
+        e.inputs = names(v, key_loc, who + "'" + key + "'", true);
+      } else if (key == "share") {
+        e.share = name(v, key_loc, who + "'share'");
+      } else if (key == "tie") {
+        each_key(v, key_loc, who + "'tie'", [&](const std::string& param, const YAML::Node& target, const SourceLoc& k) {
+          e.ties.emplace_back(Named{param, k}, value(target, k, who + "tie: " + param + ": "));
+        }, who);
       } else if (key == "repeat" || key == "when" || key == "trainable" || key == "functional") {
         auto& field = key == "repeat" ? e.repeat : key == "when" ? e.when : key == "trainable" ? e.trainable : e.functional;
         field = value(v, key_loc, who + "'" + key + "': ");
