@@ -13,6 +13,7 @@ constexpr std::array kProfiles = {
     TorchProfile{
         .version = "2.13",
         .measured = "torch 2.13.0+cpu",
+        .sdpa = true,
     },
     TorchProfile{
         .version = "1.13",

@@ -39,6 +39,16 @@ struct TensorValue {
   bool cached = false;         // autocast keeps it until the forward pass and loss are done
 };
 
+/// A parameter tensor, once however many layers use it: a module called again (`share`) or a
+/// tied weight (`tie`) adds a use, not a tensor; its gradient contributions are summed.
+struct Parameter {
+  std::string name;            // "wte.weight": the owning layer's name and the parameter's
+  TensorType type;
+  int owner = -1;              // the node that declared it
+  bool trainable = true;       // the owner is not frozen
+  int uses = 0;                // nodes that use it
+};
+
 struct Storage {
   std::int64_t bytes = 0;
   int value = -1;              // the value that allocated it
@@ -51,11 +61,12 @@ struct Node {
   std::vector<int> outputs;    // value indices
   LayerResult result;
   bool trainable = true;
-  std::int64_t param_count = 0;
+  std::int64_t param_count = 0;  // the parameters it declares (not those it shares or ties)
   std::int64_t param_bytes = 0;
-  std::int64_t buffer_bytes = 0;
+  std::int64_t buffer_bytes = 0;  // 0 for a module called again
   std::vector<int> input_casts;  // per input: the autocast copy the layer reads instead, or -1
   std::vector<int> param_casts;  // per parameter: its autocast copy, or -1
+  std::vector<int> params;       // per parameter: its index in Graph::parameters
 
   /// The value the layer reads as input i: its autocast copy, if it has one.
   int read(std::size_t i) const { return input_casts[i] >= 0 ? input_casts[i] : inputs[i]; }
@@ -80,6 +91,7 @@ struct Graph {
   std::vector<TensorValue> values;
   std::vector<Node> nodes;
   std::vector<Storage> storages;
+  std::vector<Parameter> parameters;  // every parameter tensor once, in the order declared
   std::vector<int> inputs;     // value indices of the model inputs
   std::vector<int> outputs;    // value indices of the model outputs
 

@@ -42,6 +42,7 @@ struct AttrDef {
   double min_real = -std::numeric_limits<double>::infinity();   // for Float
   double max_real = std::numeric_limits<double>::infinity();
   int rank = 1;                // IntTuple: number of values in a list
+  bool int_is_list = false;    // IntList: an integer n stands for [n] (normalized_shape: 768)
   std::vector<std::string> words;  // String: accepted values; IntTuple: accepted alternatives
   std::string help;
 
@@ -60,6 +61,7 @@ struct AttrDef {
   AttrDef&& at_least(std::int64_t v) &&;
   AttrDef&& between(double lo, double hi) &&;
   AttrDef&& or_words(std::vector<std::string> w) &&;  // IntTuple alternatives ("same", "valid")
+  AttrDef&& or_int() &&;                        // IntList: also an integer n, meaning [n]
 
   /// "int ≥ 1, required", "float, default 1e-05", … for `nnmem layers TYPE`.
   std::string describe() const;
@@ -102,6 +104,7 @@ struct Context {
   DType float_dtype = DType::Float32;  // the dtype of parameters and float activations
   std::optional<DType> amp = std::nullopt;  // autocast's low-precision dtype, when mixed precision is on
   const TorchProfile* torch = &default_torch_profile();  // the PyTorch version modelled (never null)
+  std::int64_t batch = 1;  // the model inputs' dimension 0 (Expand's shape is per sample)
 };
 
 struct InputTensor {
@@ -123,11 +126,12 @@ struct LayerCall {
   bool training() const { return ctx.mode == Mode::Train; }
 };
 
-/// How output 0 relates to input 0's memory.
+/// How output 0 relates to input 0's memory (or, for Alias::Parameter, to parameter 0).
 enum class Alias {
   None,     // a fresh tensor
   InPlace,  // the same storage, modified (ReLU(inplace=True), x += y)
   View,     // the same storage, reinterpreted (view, flatten, squeeze)
+  Parameter,  // parameter 0 itself (an nn.Parameter read in forward): no memory of its own
 };
 
 /// A tensor an op keeps alive for its backward pass.
@@ -161,6 +165,9 @@ struct LayerResult {
   /// output-shaped gradient summed down to its shape (for mul, computed at the output's shape
   /// first, a temporary as large as the output).
   bool broadcasts = false;
+  /// A view of part of the input (slice, select, split): backward writes the outputs' gradients
+  /// into a new input-sized tensor (zeros where no gradient reached), rather than passing a view.
+  bool grad_scatters = false;
 
   void save_input(int i, std::string what = "input");
   void save_output(int i, std::string what = "output");

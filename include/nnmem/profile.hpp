@@ -13,6 +13,9 @@ namespace nnmem {
 struct TorchProfile {
   std::string_view version;    // what --torch takes: "2.13"
   std::string_view measured;   // the build the CPU figures are validated against
+  /// F.scaled_dot_product_attention and its fused kernels exist (added in 2.0; 1.13 has none:
+  /// `torch.nn.functional.scaled_dot_product_attention` is missing from 1.13.1).
+  bool sdpa = false;
 };
 
 /// Every profile nnmem has, newest first; the first is the default.

@@ -57,6 +57,7 @@ AttrDef AttrDef::list(std::string name, std::string help) {
   d.kind = AttrKind::IntList;
   return d;
 }
+AttrDef&& AttrDef::or_int() && { int_is_list = true; return std::move(*this); }
 AttrDef&& AttrDef::needed() && { required = true; return std::move(*this); }
 AttrDef&& AttrDef::optional() && { nullable = true; fallback = Value{}; return std::move(*this); }
 AttrDef&& AttrDef::or_else(std::int64_t v) && { fallback = int_value(v); return std::move(*this); }
@@ -82,7 +83,7 @@ std::string AttrDef::describe() const {
     case AttrKind::Bool: os << "bool"; break;
     case AttrKind::String: os << "string"; break;
     case AttrKind::IntTuple: os << "int or list of " << rank << " ints"; break;
-    case AttrKind::IntList: os << "list of ints"; break;
+    case AttrKind::IntList: os << (int_is_list ? "int or list of ints" : "list of ints"); break;
   }
   if ((kind == AttrKind::Int || kind == AttrKind::IntTuple || kind == AttrKind::IntList) &&
       min != std::numeric_limits<std::int64_t>::min())
@@ -171,6 +172,7 @@ void check_value(const LayerSpec& layer, const AttrDef& def, const Value& v) {
       for (const auto& item : v.items) check_int(layer, def, item, name);
       return;
     case AttrKind::IntList:
+      if (def.int_is_list && v.kind == Value::Kind::Int) return check_int(layer, def, v, name);
       if (v.kind != Value::Kind::List) bad(layer, v.loc, name + " must be a list of integers, found " + v.describe());
       for (const auto& item : v.items) check_int(layer, def, item, name);
       return;
@@ -238,8 +240,10 @@ std::vector<std::int64_t> Attrs::tuple(std::string_view name) const {
 }
 
 std::vector<std::int64_t> Attrs::list(std::string_view name) const {
+  const Value& v = value(name);
+  if (v.kind == Value::Kind::Int) return {v.integer};
   std::vector<std::int64_t> out;
-  for (const auto& item : value(name).items) out.push_back(item.integer);
+  for (const auto& item : v.items) out.push_back(item.integer);
   return out;
 }
 

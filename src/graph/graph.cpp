@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "parameters.hpp"
+
 namespace nnmem {
 
 namespace {
@@ -19,6 +21,7 @@ class Builder {
   Builder(ModelSpec spec, const GraphOptions& options) {
     graph_.spec = std::move(spec);
     graph_.options = options;
+    ctx_.batch = options.batch;
     ctx_.mode = options.mode;
     ctx_.device = options.device;
     ctx_.float_dtype = options.float_dtype.value_or(graph_.spec.dtype.value_or(DType::Float32));
@@ -39,13 +42,28 @@ class Builder {
     graph_.storages.reserve(spec.inputs.size() + spec.layers.size());
     for (const auto& in : spec.inputs) add_input(in);
     for (std::size_t i = 0; i < spec.layers.size(); ++i) add_layer(static_cast<int>(i));
-    for (std::size_t i = 0; i < spec.outputs.size(); ++i) graph_.outputs.push_back(value_of(spec.outputs[i]));
+    for (std::size_t i = 0; i < spec.outputs.size(); ++i)
+      graph_.outputs.push_back(output_named(spec.outputs[i], spec.output_locs[i], "'outputs'"));
     check_everything_used();
     return std::move(graph_);
   }
 
  private:
   int value_of(const std::string& name) const { return by_name_.at(name); }
+
+  // A value the spec names: a layer's output 0 or a model input (the expander resolved those),
+  // or NAME:k, output k of a layer with several, which only the graph can check.
+  int output_named(const std::string& name, const SourceLoc& at, const std::string& reader) const {
+    if (const auto it = by_name_.find(name); it != by_name_.end()) return it->second;
+    const std::string base = name.substr(0, name.rfind(':'));
+    const int first = value_of(base);
+    const TensorValue& v = graph_.values[first];
+    const std::size_t outputs = v.producer < 0 ? 1 : graph_.nodes[v.producer].outputs.size();
+    std::string names = base;
+    for (std::size_t k = 1; k < outputs; ++k) names += ", " + base + ":" + std::to_string(k);
+    throw Error(at, reader + ": reads '" + name + "', but '" + base + "' has " + std::to_string(outputs) +
+                        " output" + (outputs == 1 ? "" : "s") + " (" + names + ")");
+  }
 
   // Throws unless the tensor can exist in nnmem: at most kMaxRank dimensions, and a size in
   // bytes that fits in 64 bits (else a SizeError). `what` starts the message: "Linear 'fc':
@@ -114,8 +132,7 @@ class Builder {
       const std::string expected = def->min_inputs == def->max_inputs ? std::to_string(def->min_inputs)
                                    : def->max_inputs < 0 ? "at least " + std::to_string(def->min_inputs)
                                                          : std::to_string(def->min_inputs) + " to " + std::to_string(def->max_inputs);
-      throw Error(layer.loc, title(layer) + ": takes " + expected + " input(s), found " + std::to_string(n) +
-                                 std::string(layer.chained ? kChainedInputsNote : ""));
+      throw Error(layer.loc, title(layer) + ": takes " + expected + " input(s), found " + std::to_string(n));
     }
     const Attrs attrs(def->attrs, layer);
 
@@ -130,8 +147,9 @@ class Builder {
     const bool casts = policy != Autocast::Inherit;
     const DType cast_to = policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
     std::vector<InputTensor> inputs;
-    for (const auto& name : layer.inputs) {
-      const int v = value_of(name);
+    for (std::size_t i = 0; i < layer.inputs.size(); ++i) {
+      const std::string& name = layer.inputs[i];
+      const int v = output_named(name, layer.input_locs[i], title(layer));
       node.inputs.push_back(v);
       TensorType type = graph_.values[v].type;
       int copy = -1;
@@ -158,20 +176,30 @@ class Builder {
                                      from + " do not fit in 64 bits (" + e.what() + ")");
     }
     count_parameters(layer, node);
+    detail::assign_parameters(graph_, node, node_index, nodes_by_layer_, ctx_.float_dtype);
+    nodes_by_layer_[layer.name] = node_index;
     // The parameters' low-precision copies. Autocast caches those of parameters that require a
-    // gradient until it exits (after the loss); a frozen layer's are made anew at every use.
-    for (const auto& p : node.result.params) {
+    // gradient until it exits (after the loss); a frozen layer's are made anew at every use. A
+    // shared or tied parameter's cached copy is made by its first use and found by the others.
+    for (std::size_t k = 0; k < node.result.params.size(); ++k) {
+      const ParamDecl& p = node.result.params[k];
       int copy = -1;
       if (policy == Autocast::Lower && p.dtype != *graph_.options.amp) {
-        copy = new_copy(layer.name + "." + p.name + " as " + std::string(dtype_name(*graph_.options.amp)),
-                        {p.shape, *graph_.options.amp}, node_index, layer.trainable && ctx_.mode == Mode::Train);
-        graph_.values[copy].param_copy = true;
-        graph_.values[copy].cached = layer.trainable;
+        const auto cached = cached_param_copies_.find(node.params[k]);
+        if (cached != cached_param_copies_.end()) {
+          copy = cached->second;
+        } else {
+          copy = new_copy(layer.name + "." + p.name + " as " + std::string(dtype_name(*graph_.options.amp)),
+                          {p.shape, *graph_.options.amp}, node_index, node.trainable && ctx_.mode == Mode::Train);
+          graph_.values[copy].param_copy = true;
+          graph_.values[copy].cached = node.trainable;
+          if (node.trainable) cached_param_copies_[node.params[k]] = copy;
+        }
       }
       node.param_casts.push_back(copy);
     }
 
-    const bool has_trainable_params = layer.trainable && !node.result.params.empty();
+    const bool has_trainable_params = node.trainable && !node.result.params.empty();
     const bool requires_grad =
         ctx_.mode == Mode::Train && (call.any_input_requires_grad() || has_trainable_params);
     for (std::size_t k = 0; k < node.result.outputs.size(); ++k) {
@@ -181,18 +209,20 @@ class Builder {
       // PyTorch can make a 0-D scalar (x.squeeze(0) on [1]), but every rule and the loss read
       // the batch from dimension 0: a 0-D tensor crashed the next View (found while fuzzing,
       // tests/fuzz/regressions/squeeze_to_scalar.yaml). Checked here, for every rule.
+      const std::string from = inputs.empty() ? "" : ", made from the input " + to_string(call.shape());
       if (out.shape.empty())
-        throw Error(layer.loc, title(layer) + ": the output would be a 0-D tensor (a scalar), made from the input " +
-                                   to_string(call.shape()) + "; nnmem's tensors keep at least one dimension");
+        throw Error(layer.loc, title(layer) + ": the output would be a 0-D tensor (a scalar)" + from +
+                                   "; nnmem's tensors keep at least one dimension");
       for (std::int64_t d : out.shape)
         if (d < 1)
-          throw Error(layer.loc, title(layer) + ": the output shape " + to_string(out.shape) +
-                                     " has a size below 1 (the input " + to_string(call.shape()) + " is too small)");
+          throw Error(layer.loc, title(layer) + ": the output shape " + to_string(out.shape) + " has a size below 1" +
+                                     (inputs.empty() ? "" : " (the input " + to_string(call.shape()) + " is too small)"));
       const std::string name = k == 0 ? layer.name : layer.name + ":" + std::to_string(k);
       const int v = new_value(name, out, node_index);
       graph_.values[v].requires_grad = requires_grad;
-      const bool aliased = k == 0 && node.result.alias != Alias::None;
+      const bool aliased = k == 0 && (node.result.alias == Alias::InPlace || node.result.alias == Alias::View);
       graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage : new_storage(v);
+      if (k == 0 && node.result.alias == Alias::Parameter) graph_.storages[graph_.values[v].storage].bytes = 0;  // counted as a parameter
       node.outputs.push_back(v);
     }
     if (node.result.alias == Alias::InPlace && ctx_.mode == Mode::Train) check_inplace(layer, node);
@@ -206,18 +236,11 @@ class Builder {
     graph_.nodes.push_back(std::move(node));
   }
 
-  // Parameters and buffers: each tensor's size, and their totals, must fit.
+  // Parameters and buffers: each tensor's size, and the buffers' total, must fit (the
+  // parameters' count is detail::assign_parameters's).
   void count_parameters(const LayerSpec& layer, Node& node) const {
-    for (auto& p : node.result.params) {
-      p.dtype = ctx_.float_dtype;
-      check_fits({p.shape, p.dtype}, layer.loc, title(layer) + ": the " + p.name);  // so its numel fits too
-      try {
-        node.param_count = checked_add(node.param_count, numel(p.shape));
-        node.param_bytes = checked_mul(node.param_count, dtype_size(ctx_.float_dtype));
-      } catch (const OverflowError& e) {
-        throw SizeError(layer.loc, title(layer) + ": its parameters do not fit in 64 bits (" + e.what() + ")");
-      }
-    }
+    for (const auto& p : node.result.params)
+      check_fits({p.shape, ctx_.float_dtype}, layer.loc, title(layer) + ": the " + p.name);  // so its numel fits too
     for (const auto& b : node.result.buffers) {
       const TensorType buffer{b.shape, b.dtype};
       check_fits(buffer, layer.loc, title(layer) + ": the buffer " + b.name);
@@ -267,6 +290,8 @@ class Builder {
   Graph graph_;
   Context ctx_;
   std::unordered_map<std::string, int> by_name_;
+  std::unordered_map<std::string, int> nodes_by_layer_;  // a layer's qualified name -> its node
+  std::unordered_map<int, int> cached_param_copies_;      // parameter -> autocast's cached copy
   std::vector<std::pair<int, int>> first_saver_;  // per storage: (node, its Saved index), or (-1, -1)
 };
 

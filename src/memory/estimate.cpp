@@ -120,7 +120,8 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
       for (int v : node.outputs) {
         const TensorValue& value = graph.values[static_cast<std::size_t>(v)];
         l.outputs.push_back(value.type);
-        if (graph.storages[static_cast<std::size_t>(value.storage)].value == v) l.output_bytes = sum(l.output_bytes, value.type.bytes());
+        const Storage& storage = graph.storages[static_cast<std::size_t>(value.storage)];
+        if (storage.value == v) l.output_bytes = sum(l.output_bytes, storage.bytes);  // 0 for a Parameter's
       }
       l.params = node.param_count;
       l.trainable_params = node.trainable ? node.param_count : 0;
@@ -141,8 +142,6 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
             l.saved_bytes = sum(l.saved_bytes, graph.storages[static_cast<std::size_t>(storage)].bytes);
         }
       }
-      if (training && node.trainable)
-        for (const auto& p : node.result.params) trainable_params.push_back({p.shape, p.dtype});
       t.trainable_params = sum(t.trainable_params, l.trainable_params);
       t.param_bytes = sum(t.param_bytes, l.param_bytes);
       if (l.trainable) t.trainable_param_bytes = sum(t.trainable_param_bytes, l.param_bytes);
@@ -153,6 +152,9 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
       e.layers.push_back(std::move(l));
     }
     t.non_trainable_params = t.params - t.trainable_params;
+    if (training)  // each tensor once, however many layers share or tie it
+      for (const Parameter& p : graph.parameters)
+        if (p.trainable) trainable_params.push_back(p.type);
     for (int v : graph.inputs) {
       const TensorValue& in = graph.values[static_cast<std::size_t>(v)];
       e.inputs.push_back({in.name, in.type});

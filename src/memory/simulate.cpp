@@ -87,7 +87,7 @@ class StepSimulator {
       for (int c : node.input_casts)
         if (c >= 0) copies.push_back(block_of(c) = memory_.alloc(MemoryKind::Activations, value(c).type.bytes(), value(c).name, 1));
       for (int c : node.param_casts) {
-        if (c < 0) continue;
+        if (c < 0 || value(c).producer != static_cast<int>(i)) continue;  // none, or a shared parameter's cached copy
         copies.push_back(block_of(c) = memory_.alloc(MemoryKind::WeightCopies, value(c).type.bytes(), value(c).name, value(c).cached ? 2 : 1));
         if (value(c).cached) cached_copies_.push_back(block_of(c));
       }
@@ -155,12 +155,28 @@ class StepSimulator {
   // 1.13: `old + new` into a new tensor (2.x adds in place when it holds the only reference).
   void accumulate(int v, int contribution) {
     auto [it, fresh] = grad_.emplace(v, contribution);
-    if (fresh) return;
-    int& existing = it->second;
-    const int sum = memory_.alloc(MemoryKind::Transients, memory_.bytes(existing), "accumulated grad");
+    if (!fresh) add_into(it->second, contribution);
+  }
+
+  void add_into(int& existing, int contribution) {
+    const int sum = memory_.alloc(memory_.kind(existing), memory_.bytes(existing), "accumulated grad");
     memory_.release(existing);
     memory_.release(contribution);
     existing = sum;
+  }
+
+  // A parameter used by several layers (a shared module, a tied weight) has one AccumulateGrad
+  // node: the engine sums the contributions in its input buffer and runs it after the last one.
+  // Returns the gradient once complete, else -1.
+  int param_gradient(int param, int contribution) {
+    const int uses = graph_.parameters[static_cast<std::size_t>(param)].uses;
+    if (uses == 1) return contribution;
+    auto [it, fresh] = param_grads_.emplace(param, std::pair{contribution, 1});
+    if (!fresh) add_into(it->second.first, contribution), ++it->second.second;
+    if (it->second.second < uses) return -1;
+    const int done = it->second.first;
+    param_grads_.erase(it);
+    return done;
   }
 
   void backward(const std::vector<TensorType>&) {
@@ -189,10 +205,23 @@ class StepSimulator {
       if (!in_autograd(node)) continue;
       const std::string& name = graph_.layer(node).name;
       memory_.at(Phase::Backward, name);
-      const bool passthrough = node.result.grad_passthrough || node.result.alias == Alias::View;
-      const auto found = grad_.find(node.outputs.front());
-      if (found == grad_.end()) continue;  // no gradient reached it
-      const int grad_out = found->second;
+      const bool passthrough =
+          (node.result.grad_passthrough || node.result.alias == Alias::View) && !node.result.grad_scatters;
+      // The node runs once every output's gradient has arrived; the first present is the one a
+      // passthrough hands on. A split's backward fills those that got none with zeros, then
+      // concatenates them into the input's gradient (SplitBackward0's _split_with_sizes_backward).
+      int grad_out = -1;
+      std::vector<int> zeros;
+      for (int v : node.outputs) {
+        const auto found = grad_.find(v);
+        if (found != grad_.end() && grad_out < 0) grad_out = found->second;
+        if (found == grad_.end() && node.result.grad_scatters)
+          zeros.push_back(memory_.alloc(MemoryKind::Transients, value(v).type.bytes(), "zeros for the grad of " + value(v).name));
+      }
+      if (grad_out < 0) {  // no gradient reached it
+        for (int b : zeros) memory_.release(b);
+        continue;
+      }
       std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
       const TensorType& out_type = value(node.outputs.front()).type;
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
@@ -213,8 +242,13 @@ class StepSimulator {
         contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, in_type.bytes(), "grad of input of " + name));
         if (full >= 0) memory_.release(full);
       }
+      for (int b : zeros) memory_.release(b);
       std::vector<int> param_grads;
-      if (node.trainable)
+      if (node.trainable && node.result.alias == Alias::Parameter) {
+        // The tensor read is the parameter: AccumulateGrad takes the output's gradient as .grad.
+        memory_.hold(grad_out);
+        param_grads.push_back(grad_out);
+      } else if (node.trainable)
         for (std::size_t k = 0; k < node.result.params.size(); ++k) {
           const int copy = node.param_casts[k];
           const ParamDecl& p = node.result.params[k];
@@ -236,7 +270,8 @@ class StepSimulator {
         if (node.param_casts[k] >= 0)
           param_grads[k] = cast_back(param_grads[k], TensorType{node.result.params[k].shape, node.result.params[k].dtype}.bytes(),
                                      "grad of " + name + "." + node.result.params[k].name);
-        if (options_.keep_grads) memory_.release(param_grads[k]);  // AccumulateGrad adds it into .grad, then frees it
+        const int complete = param_gradient(node.params[k], param_grads[k]);
+        if (complete >= 0 && options_.keep_grads) memory_.release(complete);  // AccumulateGrad adds it into .grad, then frees it
       }
     }
     memory_.at(Phase::Backward, "");
@@ -257,6 +292,7 @@ class StepSimulator {
   std::vector<int> previous_outputs_;
   int previous_loss_ = -1;
   std::map<int, int> grad_;                 // value -> block holding its gradient
+  std::map<int, std::pair<int, int>> param_grads_;  // shared parameter -> (summed gradient, contributions so far)
 };
 
 }  // namespace

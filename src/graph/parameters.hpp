@@ -1,0 +1,22 @@
+// A layer's parameters in the graph: each tensor once, however many layers use it. A layer
+// declares its own, calls another layer's module again (`share: NAME`: the same parameters and
+// buffers, counted once, as `sum(p.numel() for p in model.parameters())` counts them), or ties
+// one of its parameters to another layer's (`tie: {weight: wte.weight}`, GPT-2's LM head).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+
+#include "nnmem/graph.hpp"
+
+namespace nnmem::detail {
+
+/// Fills node.params (indices into graph.parameters, adding the tensors the layer declares),
+/// node.param_count/param_bytes (its own tensors only) and node.buffer_bytes (0 when it shares
+/// a module). `nodes_by_layer` maps a layer's qualified name to its node. Throws Error located
+/// at the spec for a share or tie that names no layer or parameter, or whose shapes differ, and
+/// SizeError for counts beyond 64 bits.
+void assign_parameters(Graph& graph, Node& node, int node_index, const std::unordered_map<std::string, int>& nodes_by_layer,
+                       DType float_dtype);
+
+}  // namespace nnmem::detail
