@@ -27,12 +27,16 @@ LayerResult infer_flatten(const LayerCall& call) {
   return view_of(call, out);
 }
 
-// `shape` is per sample (the batch dimension is kept), as in x.view(x.size(0), ...).
+// `shape` is per sample (the batch dimension is kept), as in x.view(x.size(0), ...); with
+// `with_batch: true` it is the whole shape, which may merge the batch into another dimension
+// (a language model's logits.view(-1, vocab) before its loss).
 LayerResult infer_reshape(const LayerCall& call) {
   const Shape& in = call.shape();
   const auto wanted = call.attrs.list("shape");
-  const std::int64_t per_sample = numel(in) / in[0];
-  Shape out = {in[0]};
+  const bool whole = call.attrs.flag("with_batch");
+  const std::int64_t per_sample = whole ? numel(in) : numel(in) / in[0];
+  Shape out;
+  if (!whole) out.push_back(in[0]);
   std::int64_t known = 1;
   int inferred = -1;
   for (std::size_t i = 0; i < wanted.size(); ++i) {
@@ -48,11 +52,11 @@ LayerResult infer_reshape(const LayerCall& call) {
   }
   if (inferred >= 0) {
     if (per_sample % known != 0)
-      throw LayerError("cannot reshape " + with_commas(per_sample) + " elements per sample into " + to_string(wanted) +
+      throw LayerError("cannot reshape " + with_commas(per_sample) + (whole ? " elements" : " elements per sample") + " into " + to_string(wanted) +
                        " (input " + to_string(in) + ")", "shape");
-    out[static_cast<std::size_t>(inferred) + 1] = per_sample / known;
+    out[static_cast<std::size_t>(inferred) + (whole ? 0 : 1)] = per_sample / known;
   } else if (known != per_sample) {
-    throw LayerError("shape " + to_string(wanted) + " holds " + with_commas(known) + " elements per sample, but the input " +
+    throw LayerError("shape " + to_string(wanted) + " holds " + with_commas(known) + (whole ? " elements" : " elements per sample") + ", but the input " +
                      to_string(in) + " has " + with_commas(per_sample), "shape");
   }
   return view_of(call, out);
@@ -94,7 +98,8 @@ const bool registered = [] {
                           infer_flatten));
   for (const char* type : {"Reshape", "View"})
     register_layer(view_def(type, "x.view(batch, *shape): a new per-sample shape, -1 inferred",
-                            {AttrDef::list("shape", "the per-sample shape (without the batch); one -1 is inferred").needed()},
+                            {AttrDef::list("shape", "the per-sample shape (without the batch); one -1 is inferred").needed(),
+                             AttrDef::flag("with_batch", false, "shape is the whole shape, batch included: x.view(-1, vocab)")},
                             infer_reshape));
   register_layer(view_def("Unsqueeze", "inserts a size-1 dimension at dim (a view)",
                           {AttrDef::integer("dim", "where the new dimension goes (batch is 0)").needed()}, infer_unsqueeze));

@@ -25,11 +25,18 @@ const std::vector<std::string> kBuiltins = {
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",                                                        // dropout.cpp
     "Flatten", "Reshape", "View", "Unsqueeze", "Squeeze", "Identity",                                        // reshape.cpp
     "Add", "Mul", "Concat",                                                                                  // merge.cpp
+    "Embedding", "Parameter", "Constant",                                                                    // embedding.cpp
+    "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",               // norm.cpp
+    "ScaledDotProductAttention",                                                                             // attention.cpp
+    "MatMul",                                                                                                // matmul.cpp
+    "Transpose", "Permute", "Contiguous", "Expand", "Slice", "Select", "Split", "Chunk", "RepeatInterleave", // tensor_ops.cpp
+    "Mean", "Sum", "Amax", "Scale", "MaskedFill",                                                            // reduce.cpp
+    "NewGELU",                                                                                               // hf_activation.cpp
 };
 }  // namespace
 
 TEST_CASE("Registry: every built-in layer type is registered") {
-  CHECK(kBuiltins.size() == 49);
+  CHECK(kBuiltins.size() == 75);
   const auto types = layer_types();
   for (const auto& type : kBuiltins) {
     CAPTURE(type);
@@ -38,7 +45,7 @@ TEST_CASE("Registry: every built-in layer type is registered") {
     CHECK(def->type == type);
     CHECK_FALSE(def->summary.empty());
     CHECK(static_cast<bool>(def->infer));
-    CHECK(def->min_inputs >= 1);
+    CHECK(def->min_inputs >= 0);
     CHECK((def->max_inputs == -1 || def->max_inputs >= def->min_inputs));
     CHECK(std::find(types.begin(), types.end(), type) != types.end());
   }
@@ -128,16 +135,24 @@ TEST_CASE("Registry: input counts and autocast policies") {
     if (type == "Add" || type == "Concat") {
       CHECK(def->min_inputs == 2);
       CHECK(def->max_inputs == -1);
-    } else if (type == "Mul") {
+    } else if (type == "Mul" || type == "MatMul" || type == "MaskedFill") {
       CHECK(def->min_inputs == 2);
       CHECK(def->max_inputs == 2);
+    } else if (type == "Parameter" || type == "Constant") {  // they read nothing (inputs: [])
+      CHECK(def->min_inputs == 0);
+      CHECK(def->max_inputs == 0);
+    } else if (type == "ScaledDotProductAttention") {  // query, key, value[, attn_mask]
+      CHECK(def->min_inputs == 3);
+      CHECK(def->max_inputs == 4);
     } else {
       CHECK(def->min_inputs == 1);
       CHECK(def->max_inputs == 1);
     }
-    // torch.autocast: convolutions and linear run in 16-bit, softmax/log_softmax in float32
-    const bool lower = type.rfind("Conv", 0) == 0 || type == "Linear";
-    const bool f32 = type == "Softmax" || type == "LogSoftmax";
+    // torch.autocast on CUDA: convolutions, linear, matmul and attention run in 16-bit;
+    // softmax, log_softmax, layer_norm and group_norm in float32 (not batch, instance or rms norm).
+    const bool lower = type.rfind("Conv", 0) == 0 || type == "Linear" || type == "MatMul" ||
+                       type == "ScaledDotProductAttention";
+    const bool f32 = type == "Softmax" || type == "LogSoftmax" || type == "LayerNorm" || type == "GroupNorm";
     CHECK(def->autocast == (lower ? Autocast::Lower : f32 ? Autocast::Float32 : Autocast::Inherit));
   }
 }

@@ -1,0 +1,197 @@
+// ScaledDotProductAttention: F.scaled_dot_product_attention(q, k, v[, attn_mask]) on
+// [N, (heads,) L, E] queries and [N, (heads,) S, E] keys and values; `kernel` chooses the
+// implementation, each of which keeps different tensors for backward (torch 2.13 on the CPU,
+// saved_tensors_hooks, validation/probe_transformer_ops.py; on CUDA from derivatives.yaml,
+// not measured here):
+//   math      — the composite: q * sqrt(scale) and k * sqrt(scale) (k repeated to the query's
+//               heads), the softmax's probabilities and the copy bmm reads (two L x S tensors per
+//               head; a third, the dropout's, with dropout_p > 0), and v (a copy when repeated or
+//               converted). On the CPU a 16-bit input runs in float32: every kept tensor is.
+//   flash     — q, k, v, the output and the log-sum-exp [N, heads, L] in float32 (float64 for a
+//               float64 input), and, on the CPU, the mask converted to the query's dtype.
+//   efficient — (CUDA) q, k, v, the mask, the output, a log-sum-exp [N, heads, ceil(L/32)*32].
+//   cudnn     — (CUDA) q, k, v, the output, softmax statistics [N, heads, L, 1].
+// So only math keeps the s^2 attention weights: the term that decides long-sequence memory.
+// `auto` chooses as PyTorch does: on the CPU flash for 4-D inputs whose value head size equals
+// the query's, without dropout, else math (measured); on CUDA flash for 16-bit inputs without
+// a mask, else efficient, else math (sdp_utils.cpp's order; not measured).
+#include "common.hpp"
+
+namespace nnmem::layers {
+namespace {
+
+enum class Kernel { Math, Flash, Efficient, Cudnn };
+
+struct Shapes {
+  Shape q, k, v, out;
+  std::size_t rank = 0;
+  bool gqa_repeat = false;  // k and v have fewer heads than q
+};
+
+Shapes check_shapes(const LayerCall& call) {
+  for (std::size_t i = 0; i < 3; ++i) require_float(call, i);
+  Shapes s{call.shape(0), call.shape(1), call.shape(2), {}, call.shape(0).size(), false};
+  const char* names[] = {"query", "key", "value"};
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (call.shape(i).size() < 3)
+      throw LayerError(std::string("expected a ") + names[i] + " of at least 3 dimensions [N, (heads,) L, E], found " +
+                       to_string(call.shape(i)));
+    if (call.shape(i).size() != s.rank || call.input(i).dtype != call.input(0).dtype)
+      throw LayerError("query, key and value must have as many dimensions and one dtype, found " + to_string(s.q) + " " +
+                       std::string(dtype_name(call.input(0).dtype)) + ", " + to_string(s.k) + " " +
+                       std::string(dtype_name(call.input(1).dtype)) + ", " + to_string(s.v) + " " +
+                       std::string(dtype_name(call.input(2).dtype)));
+  }
+  const std::size_t r = s.rank;
+  if (s.k[r - 1] != s.q[r - 1])
+    throw LayerError("the key's head size " + std::to_string(s.k[r - 1]) + " (its last dimension, " + to_string(s.k) +
+                     ") must equal the query's " + std::to_string(s.q[r - 1]) + " (" + to_string(s.q) + ")");
+  if (s.v[r - 2] != s.k[r - 2])
+    throw LayerError("the value's length " + std::to_string(s.v[r - 2]) + " (" + to_string(s.v) +
+                     ") must equal the key's " + std::to_string(s.k[r - 2]) + " (" + to_string(s.k) + ")");
+  const bool gqa = call.attrs.flag("enable_gqa");
+  for (std::size_t d = 0; d + 2 < r; ++d) {
+    const bool heads = d + 3 == r && d > 0;
+    if (s.k[d] != s.v[d])
+      throw LayerError("key " + to_string(s.k) + " and value " + to_string(s.v) + " differ in dimension " + std::to_string(d));
+    if (s.k[d] == s.q[d]) continue;
+    if (heads && gqa && s.q[d] % s.k[d] == 0) {
+      s.gqa_repeat = true;
+      continue;
+    }
+    throw LayerError("the query " + to_string(s.q) + " has " + std::to_string(s.q[d]) + " in dimension " + std::to_string(d) +
+                         (heads ? " (heads)" : "") + ", the key " + to_string(s.k) + " has " + std::to_string(s.k[d]) +
+                         (heads ? (gqa ? "; with enable_gqa the key's heads must divide the query's"
+                                       : "; grouped-query attention needs enable_gqa: true")
+                                : ""),
+                     heads ? "enable_gqa" : "");
+  }
+  s.out = s.q;
+  s.out.back() = s.v.back();
+  return s;
+}
+
+// The attention weights' shape: the query's leading dimensions, L and S.
+Shape weights_shape(const Shapes& s) {
+  Shape w(s.q.begin(), s.q.end() - 1);
+  w.push_back(s.k[s.rank - 2]);
+  return w;
+}
+
+void check_mask(const LayerCall& call, const Shapes& s) {
+  if (call.inputs.size() < 4) return;
+  if (call.attrs.flag("is_causal"))
+    throw LayerError("is_causal is true and an attn_mask is given (input 3); PyTorch refuses both", "is_causal");
+  const TensorType& mask = call.input(3);
+  if (mask.dtype != DType::Bool && mask.dtype != call.input(0).dtype)
+    throw LayerError("attn_mask (input 3) must be bool or the query's dtype " + std::string(dtype_name(call.input(0).dtype)) +
+                     ", found " + std::string(dtype_name(mask.dtype)));
+  const Shape w = weights_shape(s);
+  bool ok = mask.shape.size() <= w.size();
+  for (std::size_t k = 0; ok && k < mask.shape.size(); ++k) {
+    const std::int64_t m = mask.shape[mask.shape.size() - 1 - k], want = w[w.size() - 1 - k];
+    ok = m == want || m == 1;
+  }
+  if (!ok)
+    throw LayerError("attn_mask (input 3) is " + to_string(mask.shape) + ", which does not broadcast to the attention weights " +
+                     to_string(w));
+}
+
+Kernel choose(const LayerCall& call, const Shapes& s, double dropout) {
+  const std::string& k = call.attrs.text("kernel");
+  const bool cpu = call.ctx.device == Device::Cpu;
+  const bool masked = call.inputs.size() == 4;
+  const bool same_head = s.v.back() == s.q.back();
+  if (k == "math") return Kernel::Math;
+  if (k == "auto") {
+    if (cpu) return s.rank == 4 && same_head && dropout == 0.0 ? Kernel::Flash : Kernel::Math;
+    const std::int64_t e = s.q.back();
+    if (s.rank == 4 && dtype_size(call.input(0).dtype) == 2 && !masked && same_head && e <= 256 && e % 8 == 0)
+      return Kernel::Flash;
+    return s.rank == 4 && e % 8 == 0 && s.v.back() % 8 == 0 ? Kernel::Efficient : Kernel::Math;
+  }
+  if (s.rank != 4) throw LayerError("kernel " + k + " takes 4-D inputs [N, heads, L, E], found " + to_string(s.q), "kernel");
+  if (k == "flash") {
+    if (!same_head)
+      throw LayerError("kernel flash needs the value's head size " + std::to_string(s.v.back()) + " to equal the query's " +
+                       std::to_string(s.q.back()), "kernel");
+    if (cpu && dropout > 0.0) throw LayerError("kernel flash on the CPU has no dropout; dropout_p is " + std::to_string(dropout), "kernel");
+    if (!cpu && masked) throw LayerError("kernel flash on CUDA takes no attn_mask (use efficient or math)", "kernel");
+    if (!cpu && dtype_size(call.input(0).dtype) != 2)
+      throw LayerError("kernel flash on CUDA needs float16 or bfloat16, found " + std::string(dtype_name(call.input(0).dtype)), "kernel");
+    return Kernel::Flash;
+  }
+  if (cpu) throw LayerError("kernel " + k + " runs only on CUDA; on the CPU there are math and flash", "kernel");
+  return k == "efficient" ? Kernel::Efficient : Kernel::Cudnn;
+}
+
+LayerResult infer_sdpa(const LayerCall& call) {
+  if (!call.ctx.torch->sdpa)
+    throw LayerError("F.scaled_dot_product_attention exists from PyTorch 2.0; torch " + std::string(call.ctx.torch->version) +
+                     " has none (write the attention with MatMul and Softmax)");
+  const Shapes s = check_shapes(call);
+  check_mask(call, s);
+  const double dropout = call.training() ? call.attrs.real("dropout_p") : 0.0;  // as modules pass it
+  const Kernel kernel = choose(call, s, dropout);
+  const DType dtype = call.input(0).dtype;
+  const Shape w = weights_shape(s);
+  LayerResult res;
+  res.outputs.push_back({s.out, dtype});
+  res.macs = checked_add(checked_mul(numel(w), s.q.back()), checked_mul(numel(w), s.v.back()));
+  if (!call.training() || !(call.input_requires_grad(0) || call.input_requires_grad(1) || call.input_requires_grad(2)))
+    return res;
+  const bool cpu = call.ctx.device == Device::Cpu;
+  const DType acc = dtype == DType::Float64 ? dtype : DType::Float32;
+  const Shape lead(s.q.begin(), s.q.end() - 2);  // the query's batch and heads
+  auto with_lead = [&](const Shape& t) {
+    Shape out = lead;
+    out.insert(out.end(), t.end() - 2, t.end());
+    return out;
+  };
+  if (kernel == Kernel::Math) {
+    const DType math = cpu && dtype_size(dtype) == 2 ? DType::Float32 : dtype;  // the CPU upcasts 16-bit inputs
+    res.save_extra({s.q, math}, "query * sqrt(scale)");
+    res.save_extra({with_lead(s.k), math}, "key * sqrt(scale)");
+    res.save_extra({w, math}, "attention probabilities");
+    if (dropout > 0.0) res.save_extra({w, math}, "dropout's attention weights");
+    res.save_extra({w, math}, "attention weights for bmm");
+    if (math != dtype || s.gqa_repeat) res.save_extra({with_lead(s.v), math}, "value (copied)");
+    else res.save_input(2, "value");
+    return res;
+  }
+  for (int i = 0; i < 3; ++i) res.save_input(i, i == 0 ? "query" : i == 1 ? "key" : "value");
+  res.save_output(0);
+  Shape stats = lead;
+  const std::int64_t l = s.q[s.rank - 2];
+  if (kernel == Kernel::Flash) stats.push_back(l);
+  if (kernel == Kernel::Efficient) stats.push_back(checked_mul((l + 31) / 32, 32));
+  if (kernel == Kernel::Cudnn) stats.insert(stats.end(), {l, 1});
+  res.save_extra({stats, cpu ? acc : DType::Float32}, "logsumexp");
+  if (call.inputs.size() == 4 && (kernel == Kernel::Efficient || cpu)) {
+    if (call.input(3).dtype == dtype) res.save_input(3, "attn_mask");
+    else res.save_extra({call.shape(3), dtype}, "attn_mask as " + std::string(dtype_name(dtype)));
+  }
+  if (!cpu && dropout > 0.0) {
+    res.save_extra({{}, DType::Int64}, "philox_seed");
+    res.save_extra({{}, DType::Int64}, "philox_offset");
+  }
+  return res;
+}
+
+const bool registered = register_layer({
+    .type = "ScaledDotProductAttention",
+    .summary = "F.scaled_dot_product_attention(query, key, value[, attn_mask]): inputs in that order",
+    .attrs = {AttrDef::flag("is_causal", false, "a causal mask, without attn_mask"),
+              AttrDef::real("dropout_p", "dropout on the attention weights (training only)").or_else_real(0.0).between(0.0, 1.0),
+              AttrDef::real("scale", "default 1/sqrt(E); memory does not depend on it").optional(),
+              AttrDef::flag("enable_gqa", false, "key and value may have fewer heads than the query"),
+              AttrDef::word("kernel", {"auto", "math", "flash", "efficient", "cudnn"},
+                            "the implementation; auto chooses as PyTorch does for the device, dtype and shapes")},
+    .min_inputs = 3,
+    .max_inputs = 4,
+    .autocast = Autocast::Lower,
+    .infer = infer_sdpa,
+});
+
+}  // namespace
+}  // namespace nnmem::layers

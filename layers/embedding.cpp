@@ -1,0 +1,87 @@
+// Tensors a model reads without an input: Embedding (a lookup of int64 ids), Parameter (a
+// learnable tensor used as it is: a class token, a learned positional table) and Constant (a
+// tensor made in forward without a gradient: positions, a causal mask, rotary cos/sin tables).
+// Parameter and Constant read nothing (`inputs: []`) and take their full shape, dimension 0
+// included: a leading 1 broadcasts over the batch. What 2.13 keeps (saved_tensors_hooks,
+// validation/probe_transformer_ops.py): embedding keeps only the ids; the others keep nothing.
+#include "common.hpp"
+
+namespace nnmem::layers {
+namespace {
+
+LayerResult infer_embedding(const LayerCall& call) {
+  const DType ids = call.input().dtype;
+  if (ids != DType::Int64 && ids != DType::Int32)
+    throw LayerError("expected integer ids (int64 or int32), found " + std::string(dtype_name(ids)) +
+                     (is_floating(ids) ? " (an Embedding looks rows up by index; a float tensor wants a Linear)" : ""));
+  const std::int64_t rows = call.attrs.integer("num_embeddings");
+  const std::int64_t dim = call.attrs.integer("embedding_dim");
+  if (call.attrs.given("padding_idx")) {
+    const std::int64_t pad = call.attrs.integer("padding_idx");
+    if (pad < -rows || pad >= rows)
+      throw LayerError("padding_idx must be in [" + std::to_string(-rows) + ", " + std::to_string(rows - 1) +
+                           "] for num_embeddings " + with_commas(rows) + ", found " + std::to_string(pad),
+                       "padding_idx");
+  }
+  LayerResult res;
+  Shape out = call.shape();
+  out.push_back(dim);
+  res.outputs.push_back({out, call.ctx.float_dtype});
+  res.params.push_back({"weight", {rows, dim}});
+  if (call.attrs.flag("sparse"))
+    throw LayerError("sparse: true (a sparse gradient of the rows looked up) is not modelled yet; nnmem models the dense "
+                     "gradient, as large as the table", "sparse");
+  if (call.training() && call.trainable) res.save_input(0, "indices");  // embedding_backward(grad, indices, …)
+  return res;
+}
+
+Shape full_shape(const LayerCall& call) {
+  const auto shape = call.attrs.list("shape");
+  for (std::int64_t d : shape)
+    if (d < 1) throw LayerError("shape sizes must be positive, found " + to_string(shape), "shape");
+  return shape;
+}
+
+LayerResult infer_parameter(const LayerCall& call) {
+  LayerResult res;
+  Shape shape = full_shape(call);
+  res.outputs.push_back({shape, call.ctx.float_dtype});
+  res.params.push_back({"value", std::move(shape)});
+  res.alias = Alias::Parameter;
+  return res;
+}
+
+LayerResult infer_constant(const LayerCall& call) {
+  LayerResult res;
+  const std::string& word = call.attrs.text("dtype");
+  res.outputs.push_back({full_shape(call), word == "float" ? call.ctx.float_dtype : *parse_dtype(word)});
+  return res;
+}
+
+const bool registered = [] {
+  register_layer({.type = "Embedding",
+                  .summary = "a lookup table: int64 ids [N, *] -> [N, *, embedding_dim]",
+                  .attrs = {AttrDef::integer("num_embeddings", "rows of the table (the vocabulary)").needed().at_least(1),
+                            AttrDef::integer("embedding_dim", "the size of each row").needed().at_least(1),
+                            AttrDef::integer("padding_idx", "a row that gets no gradient").optional(),
+                            AttrDef::flag("sparse", false, "a sparse gradient: only the rows looked up")},
+                  .infer = infer_embedding});
+  register_layer({.type = "Parameter",
+                  .summary = "a learnable tensor read as it is (inputs: []), e.g. a class token",
+                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed()},
+                  .min_inputs = 0,
+                  .max_inputs = 0,
+                  .infer = infer_parameter});
+  register_layer({.type = "Constant",
+                  .summary = "a tensor made in forward with no gradient (inputs: []): positions, masks, cos/sin",
+                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(),
+                            AttrDef::word("dtype", {"float", "float32", "float16", "bfloat16", "float64", "int64", "int32", "bool"},
+                                          "float: the model's dtype")},
+                  .min_inputs = 0,
+                  .max_inputs = 0,
+                  .infer = infer_constant});
+  return true;
+}();
+
+}  // namespace
+}  // namespace nnmem::layers

@@ -1,0 +1,197 @@
+// Normalisations over the last dimensions or over groups: LayerNorm, RMSNorm, GroupNorm,
+// InstanceNorm1d/2d/3d. What each keeps (torch 2.13, saved_tensors_hooks;
+// validation/probe_transformer_ops.py):
+//   layer_norm    — the input, weight and bias, and mean and rstd ([..., 1] per normalised
+//                   dimension) in the input's dtype, or float32 beside float32 parameters
+//                   (autocast on the CPU runs it on a bfloat16 input with the float32 weight);
+//   rms_norm      — (form: torch, F.rms_norm, a composite) the input in float32 (a float32 copy
+//                   of a 16-bit input), rstd in float32 and, when affine, the weight and the
+//                   normalised input x * rstd in float32; a 16-bit input's result is cast back;
+//                   (form: hf, transformers' LlamaRMSNorm: weight * (x.float() * rstd).to(dtype))
+//                   the same, but the normalised input is kept cast back to the input's dtype;
+//   group_norm    — the input, the weight, and mean and rstd [N, groups];
+//   instance_norm — batch_norm on the input viewed as [1, N*C, *]: the input, save_mean and
+//                   save_invstd [N*C] in float32, and repeat()s of the weight and of the running
+//                   statistics [N*C] when the module has them.
+#include "common.hpp"
+
+namespace nnmem::layers {
+namespace {
+
+// The input's dtype, or float32 when a 16-bit input meets float32 parameters (mixed kernels).
+DType stats_dtype(const LayerCall& call) {
+  const DType in = call.input().dtype;
+  return dtype_size(in) < 4 && call.ctx.float_dtype == DType::Float32 ? DType::Float32 : in;
+}
+
+// The trailing dimensions normalised: the input must end with `normalized_shape`. Returns the
+// shape of the per-row statistics ([..., 1, 1] for two normalised dimensions).
+Shape normalised(const LayerCall& call, const std::vector<std::int64_t>& shape) {
+  const Shape& in = call.shape();
+  bool ok = !shape.empty() && shape.size() < in.size();
+  for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = in[in.size() - shape.size() + i] == shape[i];
+  if (!ok)
+    throw LayerError("normalized_shape is " + to_string(shape) + ", but the input " + to_string(in) +
+                         " does not end with it (after the batch dimension)",
+                     "normalized_shape");
+  Shape stats(in.begin(), in.end() - static_cast<std::ptrdiff_t>(shape.size()));
+  stats.resize(in.size(), 1);
+  return stats;
+}
+
+bool needs_backward(const LayerCall& call, bool has_params) {
+  return call.training() && (call.input_requires_grad() || (call.trainable && has_params));
+}
+
+LayerResult infer_layer_norm(const LayerCall& call) {
+  require_float(call);
+  const auto shape = call.attrs.list("normalized_shape");
+  const Shape stats = normalised(call, shape);
+  const bool affine = call.attrs.flag("elementwise_affine");
+  LayerResult res;
+  res.outputs.push_back(call.input());
+  if (affine) res.params.push_back({"weight", shape});
+  if (affine && call.attrs.flag("bias")) res.params.push_back({"bias", shape});
+  res.macs = call.input().numel();
+  if (needs_backward(call, affine)) {
+    res.save_input(0);
+    for (int k = 0; k < static_cast<int>(res.params.size()); ++k) res.save_param(k, res.params[k].name);
+    res.save_extra({stats, stats_dtype(call)}, "mean");
+    res.save_extra({stats, stats_dtype(call)}, "rstd");
+  }
+  return res;
+}
+
+LayerResult infer_rms_norm(const LayerCall& call) {
+  require_float(call);
+  const auto shape = call.attrs.list("normalized_shape");
+  const Shape stats = normalised(call, shape);
+  const bool affine = call.attrs.flag("elementwise_affine");
+  const bool hf = call.attrs.is("form", "hf");
+  const TensorType& in = call.input();
+  const TensorType wide{in.shape, DType::Float32};
+  LayerResult res;
+  // HF multiplies its weight by the result cast back: the product takes the wider dtype.
+  const DType weight = call.ctx.float_dtype;
+  res.outputs.push_back({in.shape, hf && affine && dtype_size(weight) > dtype_size(in.dtype) ? weight : in.dtype});
+  if (affine) res.params.push_back({"weight", shape});
+  res.macs = in.numel();
+  if (needs_backward(call, affine)) {
+    if (in.dtype == DType::Float32) res.save_input(0);
+    else res.save_extra(wide, "input as float32");
+    res.save_extra({stats, DType::Float32}, "rstd");
+    if (affine) {
+      res.save_param(0);
+      if (hf) res.save_extra(in, "normalised input");
+      else res.save_extra(wide, "normalised input (float32)");
+    }
+  }
+  return res;
+}
+
+LayerResult infer_group_norm(const LayerCall& call) {
+  require_rank(call, 2, 64, "[N, C, *]");
+  require_float(call);
+  const Shape& in = call.shape();
+  const std::int64_t groups = call.attrs.integer("num_groups");
+  check_declared(call, "num_channels", in[1], "channels");
+  if (in[1] % groups != 0)
+    throw LayerError("num_groups " + std::to_string(groups) + " does not divide the input's " + with_commas(in[1]) +
+                         " channels (input " + to_string(in) + ")",
+                     "num_groups");
+  const bool affine = call.attrs.flag("affine");
+  LayerResult res;
+  res.outputs.push_back(call.input());
+  if (affine) {
+    res.params.push_back({"weight", {in[1]}});
+    res.params.push_back({"bias", {in[1]}});
+  }
+  res.macs = call.input().numel();
+  if (needs_backward(call, affine)) {
+    res.save_input(0);
+    if (affine) res.save_param(0);
+    res.save_extra({{in[0], groups}, stats_dtype(call)}, "mean");
+    res.save_extra({{in[0], groups}, stats_dtype(call)}, "rstd");
+  }
+  return res;
+}
+
+LayerResult infer_instance_norm(const LayerCall& call, int rank) {
+  require_rank(call, static_cast<std::size_t>(rank) + 2, static_cast<std::size_t>(rank) + 2, spatial_layout(rank));
+  require_float(call);
+  const Shape& in = call.shape();
+  check_declared(call, "num_features", in[1], "channels");
+  const bool affine = call.attrs.flag("affine"), tracking = call.attrs.flag("track_running_stats");
+  LayerResult res;
+  res.outputs.push_back(call.input());
+  if (affine) {
+    res.params.push_back({"weight", {in[1]}});
+    res.params.push_back({"bias", {in[1]}});
+  }
+  if (tracking) {
+    res.buffers.push_back({"running_mean", {in[1]}, call.ctx.float_dtype});
+    res.buffers.push_back({"running_var", {in[1]}, call.ctx.float_dtype});
+    res.buffers.push_back({"num_batches_tracked", {}, DType::Int64});
+  }
+  res.macs = call.input().numel();
+  if (needs_backward(call, affine)) {
+    const TensorType rows{{checked_mul(in[0], in[1])}, DType::Float32};
+    const TensorType repeated{rows.shape, call.ctx.float_dtype};
+    res.save_input(0);
+    if (affine) res.save_extra(repeated, "weight.repeat(N)");
+    if (tracking) {
+      res.save_extra(repeated, "running_mean.repeat(N)");
+      res.save_extra(repeated, "running_var.repeat(N)");
+    }
+    res.save_extra(rows, "save_mean");
+    res.save_extra(rows, "save_invstd");
+  }
+  return res;
+}
+
+std::vector<AttrDef> trailing_attrs(bool with_bias) {
+  std::vector<AttrDef> a = {AttrDef::list("normalized_shape", "the trailing dimensions normalised (an int n is [n])").needed().or_int(),
+                            AttrDef::real("eps", "added to the variance").or_else_real(1e-5),
+                            AttrDef::flag("elementwise_affine", true, "a learnable weight")};
+  if (with_bias) a.push_back(AttrDef::flag("bias", true, "a learnable bias too (with elementwise_affine)"));
+  return a;
+}
+
+const bool registered = [] {
+  register_layer({.type = "LayerNorm",
+                  .summary = "normalises the last dimensions: (x - mean) / std * weight + bias",
+                  .attrs = trailing_attrs(true),
+                  .autocast = Autocast::Float32,
+                  .infer = infer_layer_norm,
+                  .autocast_cpu = Autocast::Inherit});
+  std::vector<AttrDef> rms = trailing_attrs(false);
+  rms.push_back(AttrDef::word("form", {"torch", "hf"},
+                              "torch: nn.RMSNorm (F.rms_norm); hf: transformers' LlamaRMSNorm, which keeps the "
+                              "normalised input in the input's dtype"));
+  register_layer({.type = "RMSNorm",
+                  .summary = "x / sqrt(mean(x^2) + eps) * weight over the last dimensions",
+                  .attrs = std::move(rms),
+                  .infer = infer_rms_norm});
+  register_layer({.type = "GroupNorm",
+                  .summary = "normalises groups of channels of [N, C, *]",
+                  .attrs = {AttrDef::integer("num_groups", "groups the channels are split into").needed().at_least(1),
+                            AttrDef::integer("num_channels", "channels; inferred, checked when given").optional().at_least(1),
+                            AttrDef::real("eps", "added to the variance").or_else_real(1e-5),
+                            AttrDef::flag("affine", true, "a learnable weight and bias per channel")},
+                  .autocast = Autocast::Float32,
+                  .infer = infer_group_norm,
+                  .autocast_cpu = Autocast::Inherit});
+  for (int rank = 1; rank <= 3; ++rank)
+    register_layer({.type = "InstanceNorm" + std::to_string(rank) + "d",
+                    .summary = "normalises each channel of each sample of a " + std::to_string(rank + 2) + "-D input",
+                    .attrs = {AttrDef::integer("num_features", "channels; inferred, checked when given").optional().at_least(1),
+                              AttrDef::real("eps", "added to the variance").or_else_real(1e-5),
+                              AttrDef::real("momentum", "running statistics' update rate").or_else_real(0.1),
+                              AttrDef::flag("affine", false, "a learnable weight and bias per channel"),
+                              AttrDef::flag("track_running_stats", false, "keep running statistics")},
+                    .infer = [rank](const LayerCall& call) { return infer_instance_norm(call, rank); }});
+  return true;
+}();
+
+}  // namespace
+}  // namespace nnmem::layers
