@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""What the transformer ops keep for backward (torch 2.x CPU): each saved tensor's shape, dtype
+and whether it is the input, the output, a parameter or a new tensor, as saved_tensors_hooks
+sees it.   /work/venv213/bin/python validation/probe_transformer_ops.py [NAME...]"""
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+B, T, H, D = 2, 8, 4, 16  # batch, sequence, heads, head size
+E = H * D
+
+
+def sdpa(backend, **kw):
+    def f(q, k, v):
+        with torch.nn.attention.sdpa_kernel([backend]):
+            return F.scaled_dot_product_attention(q, k, v, **kw)
+    return f
+
+
+def hf_rmsnorm(x, w):  # transformers' LlamaRMSNorm.forward
+    h = x.to(torch.float32)
+    var = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(var + 1e-6)
+    return w * h.to(x.dtype)
+
+
+qkv = [(B, H, T, D)] * 3
+SDPB = torch.nn.attention.SDPBackend
+CASES = {
+    "embedding": (lambda ids, w: F.embedding(ids, w), [("ids", (B, T)), ("w", (100, E))]),
+    "embedding_padding": (lambda ids, w: F.embedding(ids, w, padding_idx=0), [("ids", (B, T)), ("w", (100, E))]),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (E,), w, b), [("x", (B, T, E)), ("w", (E,)), ("b", (E,))]),
+    "layer_norm_noaffine": (lambda x: F.layer_norm(x, (E,)), [("x", (B, T, E))]),
+    "rms_norm": (lambda x, w: F.rms_norm(x, (E,), w, 1e-6), [("x", (B, T, E)), ("w", (E,))]),
+    "hf_rmsnorm": (hf_rmsnorm, [("x", (B, T, E)), ("w", (E,))]),
+    "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [("x", (B, 8, 4, 4)), ("w", (8,)), ("b", (8,))]),
+    "instance_norm": (lambda x: F.instance_norm(x), [("x", (B, 8, 4, 4))]),
+    "matmul4d": (lambda a, b: a @ b, [("a", (B, H, T, D)), ("b", (B, H, D, T))]),
+    "matmul_bcast": (lambda a, b: a @ b, [("a", (B, H, T, D)), ("b", (D, T))]),
+    "transpose": (lambda x: x.transpose(1, 2), [("x", (B, T, H, D))]),
+    "contiguous": (lambda x: x.transpose(1, 2).contiguous(), [("x", (B, T, H, D))]),
+    "split": (lambda x: x.split(E, dim=2)[1], [("x", (B, T, 3 * E))]),
+    "select": (lambda x: x[:, 0], [("x", (B, T, E))]),
+    "slice": (lambda x: x[..., : D // 2], [("x", (B, T, D))]),
+    "div_scalar": (lambda x: x / 8.0, [("x", (B, T, E))]),
+    "mul_scalar": (lambda x: x * 8.0, [("x", (B, T, E))]),
+    "neg": (lambda x: -x, [("x", (B, T, E))]),
+    "masked_fill": (lambda x: x.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), -1e9), [("x", (B, H, T, T))]),
+    "where": (lambda x: torch.where(torch.ones(T, T, dtype=torch.bool).tril(), x, torch.tensor(-1e9)), [("x", (B, H, T, T))]),
+    "mean": (lambda x: x.mean(-1, keepdim=True), [("x", (B, T, E))]),
+    "sum": (lambda x: x.sum(1), [("x", (B, T, E))]),
+    "amax": (lambda x: x.amax(-1), [("x", (B, T, E))]),
+    "pow2": (lambda x: x.pow(2), [("x", (B, T, E))]),
+    "rsqrt": (lambda x: torch.rsqrt(x.abs() + 1), [("x", (B, T, 1))]),
+    "expand": (lambda x: x.expand(B, -1, -1), [("x", (1, 1, E))]),
+    "repeat_interleave": (lambda x: x.repeat_interleave(2, dim=1), [("x", (B, H, T, D))]),
+    "gqa_expand_reshape": (lambda x: x[:, :, None].expand(B, H, 2, T, D).reshape(B, 2 * H, T, D), [("x", (B, H, T, D))]),
+    "sdpa_math": (sdpa(SDPB.MATH), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_math_causal": (sdpa(SDPB.MATH, is_causal=True), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_math_dropout": (sdpa(SDPB.MATH, dropout_p=0.1), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_math_mask": (lambda q, k, v: sdpa(SDPB.MATH, attn_mask=torch.zeros(T, T))(q, k, v), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_flash": (sdpa(SDPB.FLASH_ATTENTION), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_flash_causal": (sdpa(SDPB.FLASH_ATTENTION, is_causal=True), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_flash_mask": (lambda q, k, v: sdpa(SDPB.FLASH_ATTENTION, attn_mask=torch.zeros(T, T))(q, k, v), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_default": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_default_mask": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.zeros(T, T)), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_default_dropout": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.1), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_gqa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), [("q", qkv[0]), ("k", (B, 2, T, D)), ("v", (B, 2, T, D))]),
+    "sdpa_bf16": (lambda q, k, v: F.scaled_dot_product_attention(q.bfloat16(), k.bfloat16(), v.bfloat16()), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "cross_entropy_3d": (lambda x: F.cross_entropy(x.view(-1, 50), torch.zeros(B * T, dtype=torch.long)), [("x", (B, T, 50))]),
+}
+
+
+def describe(t, named):
+    key = t.untyped_storage().data_ptr()
+    for name, ref in named.items():
+        if ref.untyped_storage().data_ptr() == key:
+            same = "" if (t.shape == ref.shape and t.data_ptr() == ref.data_ptr()) else " (view)"
+            return f"{name}{same}"
+    return "new"
+
+
+def run(name):
+    fn, specs = CASES[name]
+    args = []
+    for n, shape in specs:
+        if n == "ids":
+            args.append(torch.randint(0, 100, shape))
+        else:
+            args.append(torch.randn(shape, requires_grad=True))
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        out = fn(*args)
+    named = {n: a for (n, _), a in zip(specs, args)}
+    named["out"] = out
+    lines = []
+    seen = set()
+    for t in saved:
+        key = (t.untyped_storage().data_ptr(), tuple(t.shape), t.dtype)
+        if key in seen:
+            continue
+        seen.add(key)
+        lines.append(f"{list(t.shape)} {str(t.dtype).replace('torch.', '')} {t.untyped_storage().nbytes()}B = {describe(t, named)}")
+    print(f"{name}: out {list(out.shape)} {out.grad_fn.name() if out.grad_fn else None}")
+    for l in lines:
+        print("   ", l)
+
+
+if __name__ == "__main__":
+    for n in sys.argv[1:] or CASES:
+        run(n)
