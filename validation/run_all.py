@@ -45,7 +45,8 @@ OPTIM_NETWORKS_2 = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "residual_net", "conca
 OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"), ("momentum", "fused"),
                     ("adam", "foreach"), ("adam", "fused"),
                     ("adamw", None), ("adamw", "foreach"), ("adamw", "fused")]
-# Under 2.13 the CPU bfloat16 kernels cover ReLU6's backward: autocast runs for more networks.
+# Under 2.13 autocast runs for more networks: activations_net (2.13's CPU bfloat16 kernels
+# have ReLU6's backward, 1.13's do not), se_net and unet_small.
 AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small"]
 # Where each torch version's interpreter lives (--torch V runs measure.py with it).
 TORCH_PYTHON = {"1.13": "/usr/bin/python3", "2.13": "/work/venv213/bin/python"}
