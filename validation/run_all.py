@@ -2,8 +2,8 @@
 """Regenerate validation/fixtures/torch-VERSION/NETWORK.json: for every network, batch
 size, optimizer (sgd, momentum, adam) and zero_grad mode (set_to_none True/False), run
 measure.py in a fresh process and collect its JSON; at the first batch also the variant
-runs of that torch version (VARIANTS: bfloat16 autocast, the optimizers' foreach and
-fused implementations, AdamW).
+runs of that torch version (bfloat16 autocast, the optimizers' foreach and fused
+implementations, AdamW).
 
   /usr/bin/python3 validation/run_all.py --torch 1.13 --jobs 2     (torch 1.13: Debian's)
   /usr/bin/python3 validation/run_all.py --torch 2.13 --jobs 2     (torch 2.13: /work/venv213)
@@ -33,9 +33,11 @@ MODES = [True, False]           # zero_grad(set_to_none=...)
 AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", "concat_net",
                 "frozen_backbone", "resnet18"]  # (CPU bfloat16 lacks ReLU6 backward in 1.13)
 AMP_OPTIMIZERS = ["sgd", "adam"]
-# The optimizers' multi-tensor implementation (foreach=True), at the first batch.
+# The optimizers' multi-tensor implementation (foreach=True), at the first batch; and
+# AdamW (decoupled weight decay 0.01), single-tensor and foreach.
 FOREACH_NETWORKS = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "resnet18"]
 FOREACH_OPTIMIZERS = ["momentum", "adam"]
+ADAMW_VARIANTS = [("adamw", None), ("adamw", "foreach")]
 # torch 2.13: a representative subset (linear, conv + dropout, BN, residual forks,
 # concatenation, frozen layers, in-place activations, a big model) runs every optimizer
 # implementation at its first batch; SGD/momentum/Adam/AdamW with foreach, and fused (the
@@ -121,7 +123,8 @@ def combos(network, extra_only=False):
     plain = [] if extra_only else [(b, o, s, None, None) for b in net.batches for o in OPTIMIZERS for s in MODES]
     if VERSION == "1.13":
         amp = [(b0, o, True, "bfloat16", None) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS else []
-        variants = [(b0, o, True, None, "foreach") for o in FOREACH_OPTIMIZERS] if network in FOREACH_NETWORKS else []
+        variants = [(b0, o, True, None, "foreach") for o in FOREACH_OPTIMIZERS] + \
+            [(b0, o, True, None, i) for o, i in ADAMW_VARIANTS] if network in FOREACH_NETWORKS else []
     else:
         amp = [(b0, o, True, "bfloat16", None) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS_2 else []
         variants = [(b0, o, True, None, i) for o, i in OPTIM_VARIANTS_2] if network in OPTIM_NETWORKS_2 else []
@@ -135,7 +138,8 @@ def run_network(network, jobs, extra_only=False):
     if extra_only:  # keep the plain runs of the existing fixture
         with open(fixture_path(network)) as f:
             old = json.load(f)
-        runs = [r for r in old["runs"] if not r.get("amp") and not r.get("foreach") and not r.get("fused")]
+        runs = [r for r in old["runs"] if not r.get("amp") and not r.get("foreach") and not r.get("fused")
+                and r["optimizer"] in OPTIMIZERS]
         per_batch = old["per_batch"]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [(c, pool.submit(measure, network, *c)) for c in combos(network, extra_only)]
