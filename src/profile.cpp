@@ -13,11 +13,16 @@ constexpr std::array kProfiles = {
     TorchProfile{
         .version = "2.13",
         .measured = "torch 2.13.0+cpu",
+        .grad_sum_in_place = true,
+        .foreach_adam_one_list = true,
+        .fused_sgd = true,
+        .fused_on_cpu = true,
         .sdpa = true,
     },
     TorchProfile{
         .version = "1.13",
         .measured = "torch 1.13.1 (Debian's python3-torch)",
+        .global_avg_pool_keeps_input = true,
     },
 };
 

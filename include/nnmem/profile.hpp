@@ -13,6 +13,30 @@ namespace nnmem {
 struct TorchProfile {
   std::string_view version;    // what --torch takes: "2.13"
   std::string_view measured;   // the build the CPU figures are validated against
+
+  // --- the autograd engine
+  // Two gradients of one tensor (a residual fork, a weight used twice): 2.x's InputBuffer adds
+  // the second into the first in place when the first is a whole, dense tensor nothing else
+  // references; 1.13 always makes `old + new` (validation/torch2-differences.md, R1).
+  bool grad_sum_in_place = false;
+
+  // --- what backward keeps
+  // Global average pooling (AdaptiveAvgPool*d to size 1): both run input.mean(spatial dims);
+  // 1.13's MeanBackward1 keeps the input (`_saved_self`), 2.13's only sizes. Other output
+  // sizes keep the input in both (validation/ops_saved_zoo.md).
+  bool global_avg_pool_keeps_input = false;
+
+  // --- optimizers
+  // foreach Adam/AdamW/AMSGrad: 2.x makes one list of sqrt temporaries and works in place,
+  // after a 4-byte CPU tensor for the step increment; 1.13 makes the sqrt list and then a denom
+  // list, both alive together (R3).
+  bool foreach_adam_one_list = false;
+  // fused=True: SGD has it (1.13: only Adam and AdamW do) and the fused kernels run on the CPU
+  // (1.13: CUDA only). A fused step allocates nothing (R4).
+  bool fused_sgd = false;
+  bool fused_on_cpu = false;
+
+  // --- layers
   /// F.scaled_dot_product_attention and its fused kernels exist (added in 2.0; 1.13 has none:
   /// `torch.nn.functional.scaled_dot_product_attention` is missing from 1.13.1).
   bool sdpa = false;

@@ -31,7 +31,7 @@ class StepSimulator {
     if (training) {
       loss_forward();
       backward(params);
-      simulate_optimizer_step(memory_, options_, graph_.options.device, params);
+      simulate_optimizer_step(memory_, options_, graph_.options.device, *graph_.options.torch, params);
     }
     StepResult r;
     r.peak = memory_.peak();
@@ -151,14 +151,21 @@ class StepSimulator {
     return converted;
   }
 
-  // Adds a gradient contribution to value v's gradient as autograd's InputBuffer does in torch
-  // 1.13: `old + new` into a new tensor (2.x adds in place when it holds the only reference).
+  // Adds a gradient contribution to value v's gradient as autograd's InputBuffer does: torch
+  // 1.13 makes `old + new`, a new tensor; 2.x adds `new` into `old` in place when `old` is a
+  // whole tensor of v's size (not a slice of a larger gradient, such as cat's) that nothing
+  // else holds.
   void accumulate(int v, int contribution) {
     auto [it, fresh] = grad_.emplace(v, contribution);
-    if (!fresh) add_into(it->second, contribution);
+    if (!fresh) add_into(it->second, contribution, value(v).type.bytes());
   }
 
-  void add_into(int& existing, int contribution) {
+  // `whole`: the size of the tensor whose gradient this is (a slice of a larger one is smaller).
+  void add_into(int& existing, int contribution, std::int64_t whole) {
+    if (graph_.options.torch->grad_sum_in_place && memory_.refs(existing) == 1 && memory_.bytes(existing) == whole) {
+      memory_.release(contribution);
+      return;
+    }
     const int sum = memory_.alloc(memory_.kind(existing), memory_.bytes(existing), "accumulated grad");
     memory_.release(existing);
     memory_.release(contribution);
@@ -172,7 +179,8 @@ class StepSimulator {
     const int uses = graph_.parameters[static_cast<std::size_t>(param)].uses;
     if (uses == 1) return contribution;
     auto [it, fresh] = param_grads_.emplace(param, std::pair{contribution, 1});
-    if (!fresh) add_into(it->second.first, contribution), ++it->second.second;
+    if (!fresh) add_into(it->second.first, contribution, graph_.parameters[static_cast<std::size_t>(param)].type.bytes()),
+                ++it->second.second;
     if (it->second.second < uses) return -1;
     const int done = it->second.first;
     param_grads_.erase(it);

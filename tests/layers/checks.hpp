@@ -13,6 +13,8 @@ namespace nnmem::test {
 inline const Context kCpu{Mode::Train, Device::Cpu, DType::Float32, std::nullopt};
 inline const Context kCuda{Mode::Train, Device::Cuda, DType::Float32, std::nullopt};
 inline const Context kEval{Mode::Eval, Device::Cpu, DType::Float32, std::nullopt};
+/// Training on the CPU with PyTorch 1.13's behaviour (--torch 1.13).
+inline const Context kCpu113{Mode::Train, Device::Cpu, DType::Float32, std::nullopt, find_torch_profile("1.13")};
 
 /// The shape of output `i`: "[2, 8, 30, 30]".
 inline std::string out_shape(const LayerResult& r, std::size_t i = 0) { return to_string(r.outputs.at(i).shape); }
