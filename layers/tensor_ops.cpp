@@ -67,13 +67,14 @@ LayerResult infer_expand(const LayerCall& call) {
   Shape out = {call.ctx.batch};
   out.insert(out.end(), wanted.begin(), wanted.end());
   const std::size_t lead = out.size() - in.size();
+  for (std::size_t d = 1; d < out.size(); ++d) {
+    if (out[d] != -1) continue;
+    if (d < lead) throw LayerError("shape " + to_string(wanted) + ": -1 in a new leading dimension", "shape");
+    out[d] = in[d - lead];
+  }
   for (std::size_t d = 0; d < out.size(); ++d) {
-    const bool existing = d >= lead;
-    const std::int64_t have = existing ? in[d - lead] : 1;
-    if (d > 0 && out[d] == -1) {
-      if (!existing) throw LayerError("shape " + to_string(wanted) + ": -1 in a new leading dimension", "shape");
-      out[d] = have;
-    } else if (out[d] < 1) {
+    const std::int64_t have = d >= lead ? in[d - lead] : 1;
+    if (out[d] < 1) {
       throw LayerError("shape sizes must be positive or -1, found " + to_string(wanted), "shape");
     } else if (have != out[d] && have != 1) {
       throw LayerError("cannot expand the input " + to_string(in) + " to " + to_string(out) + ": dimension " +

@@ -1,0 +1,38 @@
+// Embedding, Parameter and Constant (layers/embedding.cpp); torch 2.13.0+cpu, saved_tensors_hooks.
+#include "../helpers.hpp"
+#include "checks.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+TEST_CASE("Embedding: int64 ids in, rows out; keeps the ids") {
+  const auto r = run_rule("{type: Embedding, num_embeddings: 100, embedding_dim: 64}", {tensor({2, 8}, false, DType::Int64)});
+  CHECK(out_shape(r) == "[2, 8, 64]");
+  CHECK(r.outputs[0].dtype == DType::Float32);
+  CHECK(params_of(r) == "weight[100, 64]");
+  CHECK(saved_of(r) == "input0");
+  CHECK(saved_of(run_rule("{type: Embedding, num_embeddings: 100, embedding_dim: 64}", {tensor({2, 8}, false, DType::Int64)},
+                          kCpu, false))
+            .empty());  // frozen: no weight gradient, nothing kept
+  CHECK(rule_error("{type: Embedding, num_embeddings: 100, embedding_dim: 64}", {tensor({2, 8})}) ==
+        "expected integer ids (int64 or int32), found float32 (an Embedding looks rows up by index; a float tensor wants a Linear)");
+  CHECK(rule_error("{type: Embedding, num_embeddings: 100, embedding_dim: 64, padding_idx: 100}",
+                   {tensor({2, 8}, false, DType::Int64)}) ==
+        "padding_idx must be in [-100, 99] for num_embeddings 100, found 100");
+  CHECK_HAS(rule_error("{type: Embedding, num_embeddings: 100, embedding_dim: 64, sparse: true}",
+                       {tensor({2, 8}, false, DType::Int64)}),
+            "sparse: true (a sparse gradient of the rows looked up) is not modelled yet");
+}
+
+TEST_CASE("Parameter and Constant read nothing") {
+  const auto p = run_rule("{type: Parameter, shape: [1, 1, 768]}", {});
+  CHECK(out_shape(p) == "[1, 1, 768]");
+  CHECK(params_of(p) == "value[1, 1, 768]");
+  CHECK(p.alias == Alias::Parameter);
+  const auto c = run_rule("{type: Constant, shape: [1, 16], dtype: int64}", {});
+  CHECK(out_shape(c) == "[1, 16]");
+  CHECK(c.outputs[0].dtype == DType::Int64);
+  CHECK(c.params.empty());
+  CHECK(run_rule("{type: Constant, shape: [1, 16]}", {}).outputs[0].dtype == DType::Float32);
+  CHECK(rule_error("{type: Constant, shape: [1, 0]}", {}) == "shape sizes must be positive, found [1, 0]");
+}

@@ -1,0 +1,64 @@
+// LayerNorm, RMSNorm, GroupNorm, InstanceNorm (layers/norm.cpp). Parameter counts from PyTorch;
+// what each keeps read on torch 2.13.0+cpu with saved_tensors_hooks
+// (validation/probe_transformer_ops.py, and the bfloat16 and autocast cases beside it).
+#include "../helpers.hpp"
+#include "checks.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+TEST_CASE("LayerNorm: parameters; keeps the input, weight, bias, mean and rstd") {
+  const auto r = run_rule("{type: LayerNorm, normalized_shape: 64}", {tensor({2, 8, 64})});
+  CHECK(params_of(r) == "weight[64] bias[64]");
+  CHECK(saved_of(r) == "input0 extra[2, 8, 1]:float32 extra[2, 8, 1]:float32");
+  CHECK(kept_params(r) == "param0 param1");
+  CHECK(params_of(run_rule("{type: LayerNorm, normalized_shape: [8, 64], bias: false}", {tensor({2, 8, 64})})) ==
+        "weight[8, 64]");
+  CHECK(saved_of(run_rule("{type: LayerNorm, normalized_shape: [8, 64]}", {tensor({2, 8, 64})})) ==
+        "input0 extra[2, 1, 1]:float32 extra[2, 1, 1]:float32");
+  const auto plain = run_rule("{type: LayerNorm, normalized_shape: 64, elementwise_affine: false}", {tensor({2, 8, 64})});
+  CHECK(params_of(plain).empty());
+  CHECK(saved_of(plain) == "input0 extra[2, 8, 1]:float32 extra[2, 8, 1]:float32");
+  // bfloat16 model: bfloat16 statistics; a bfloat16 input beside float32 weights (CPU autocast): float32
+  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16, std::nullopt};
+  CHECK(saved_of(run_rule("{type: LayerNorm, normalized_shape: 64}", {tensor({2, 8, 64}, true, DType::BFloat16)}, bf16)) ==
+        "input0 extra[2, 8, 1]:bfloat16 extra[2, 8, 1]:bfloat16");
+  CHECK(saved_of(run_rule("{type: LayerNorm, normalized_shape: 64}", {tensor({2, 8, 64}, true, DType::BFloat16)})) ==
+        "input0 extra[2, 8, 1]:float32 extra[2, 8, 1]:float32");
+  CHECK(rule_error("{type: LayerNorm, normalized_shape: 32}", {tensor({2, 8, 64})}) ==
+        "normalized_shape is [32], but the input [2, 8, 64] does not end with it (after the batch dimension)");
+}
+
+TEST_CASE("RMSNorm: the torch and hf forms keep different tensors") {
+  const auto t = run_rule("{type: RMSNorm, normalized_shape: 64}", {tensor({2, 8, 64})});
+  CHECK(params_of(t) == "weight[64]");
+  CHECK(saved_of(t) == "input0 extra[2, 8, 1]:float32 extra[2, 8, 64]:float32");
+  CHECK(saved_of(run_rule("{type: RMSNorm, normalized_shape: 64, elementwise_affine: false}", {tensor({2, 8, 64})})) ==
+        "input0 extra[2, 8, 1]:float32");
+  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16, std::nullopt};
+  const auto in = std::vector<InputTensor>{tensor({2, 8, 64}, true, DType::BFloat16)};
+  // F.rms_norm on bfloat16: a float32 copy of x, rstd and x * rstd in float32
+  CHECK(saved_of(run_rule("{type: RMSNorm, normalized_shape: 64}", in, bf16)) ==
+        "extra[2, 8, 64]:float32 extra[2, 8, 1]:float32 extra[2, 8, 64]:float32");
+  // LlamaRMSNorm: the normalised input is kept cast back to bfloat16
+  const auto hf = run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", in, bf16);
+  CHECK(saved_of(hf) == "extra[2, 8, 64]:float32 extra[2, 8, 1]:float32 extra[2, 8, 64]:bfloat16");
+  CHECK(hf.outputs[0].dtype == DType::BFloat16);
+  // beside a float32 weight (autocast), HF's weight * x.to(bfloat16) is float32
+  CHECK(run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", in).outputs[0].dtype == DType::Float32);
+}
+
+TEST_CASE("GroupNorm and InstanceNorm") {
+  const auto g = run_rule("{type: GroupNorm, num_groups: 2}", {tensor({2, 8, 4, 4})});
+  CHECK(params_of(g) == "weight[8] bias[8]");
+  CHECK(saved_of(g) == "input0 extra[2, 2]:float32 extra[2, 2]:float32");
+  CHECK(kept_params(g) == "param0");
+  CHECK(rule_error("{type: GroupNorm, num_groups: 3}", {tensor({2, 8, 4, 4})}) ==
+        "num_groups 3 does not divide the input's 8 channels (input [2, 8, 4, 4])");
+  CHECK(saved_of(run_rule("{type: InstanceNorm2d}", {tensor({2, 8, 4, 4})})) == "input0 extra[16]:float32 extra[16]:float32");
+  const auto full = run_rule("{type: InstanceNorm2d, affine: true, track_running_stats: true}", {tensor({2, 8, 4, 4})});
+  CHECK(params_of(full) == "weight[8] bias[8]");
+  CHECK(buffers_of(full) == "running_mean[8]:float32 running_var[8]:float32 num_batches_tracked[]:int64");
+  CHECK(saved_of(full) == "input0 extra[16]:float32 extra[16]:float32 extra[16]:float32 extra[16]:float32 extra[16]:float32");
+  CHECK(rule_error("{type: InstanceNorm1d}", {tensor({2, 8, 4, 4})}) == "expected a 3-D input [N, C, L], found 4-D [2, 8, 4, 4]");
+}

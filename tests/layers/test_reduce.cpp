@@ -1,0 +1,31 @@
+// Mean, Sum, Amax, Scale, MaskedFill (layers/reduce.cpp) and NewGELU (layers/hf_activation.cpp);
+// torch 2.13.0+cpu, saved_tensors_hooks.
+#include "../helpers.hpp"
+#include "checks.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+TEST_CASE("reductions: shapes, keepdim, what they keep") {
+  const auto mean = run_rule("{type: Mean, dim: -1, keepdim: true}", {tensor({2, 8, 64})});
+  CHECK(out_shape(mean) == "[2, 8, 1]");
+  CHECK(saved_of(mean).empty());
+  const auto sum = run_rule("{type: Sum, dim: 1}", {tensor({2, 8, 64})});
+  CHECK(out_shape(sum) == "[2, 64]");
+  CHECK(sum.grad_passthrough);  // its gradient is the output's, expanded
+  CHECK(saved_of(run_rule("{type: Amax, dim: [-1]}", {tensor({2, 8, 64})})) == "input0 output0");
+  CHECK(rule_error("{type: Mean, dim: [1, 1]}", {tensor({2, 8, 64})}) == "dim names dimension 1 twice: [1, 1]");
+  CHECK(rule_error("{type: Sum, dim: 0}", {tensor({2, 8, 64})}) == "dim 0 is the batch; nnmem keeps every sample");
+}
+
+TEST_CASE("Scale, MaskedFill, NewGELU") {
+  CHECK(saved_of(run_rule("{type: Scale, by: 0.125}", {tensor({2, 8, 64})})).empty());
+  const auto fill = run_rule("{type: MaskedFill, value: -1e9}", {tensor({2, 4, 8, 8}), tensor({1, 1, 8, 8}, false, DType::Bool)});
+  CHECK(saved_of(fill) == "input1");
+  CHECK(rule_error("{type: MaskedFill, value: 0}", {tensor({2, 4, 8, 8}), tensor({8, 8}, false)}) ==
+        "the mask (input 1) must be bool, found float32");
+  CHECK(rule_error("{type: MaskedFill, value: 0}", {tensor({2, 4, 8, 8}), tensor({7, 8}, false, DType::Bool)}) ==
+        "the mask [7, 8] does not broadcast to the input [2, 4, 8, 8]");
+  CHECK(saved_of(run_rule("{type: NewGELU}", {tensor({2, 8, 64})})) ==
+        "input0 extra[2, 8, 64]:float32 extra[2, 8, 64]:float32 extra[2, 8, 64]:float32");
+}

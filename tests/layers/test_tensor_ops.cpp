@@ -1,0 +1,60 @@
+// Transpose, Permute, Contiguous, Expand, Slice, Select, Split, Chunk, RepeatInterleave
+// (layers/tensor_ops.cpp) and MatMul (layers/matmul.cpp); shapes as PyTorch gives them, what
+// they keep read on torch 2.13.0+cpu with saved_tensors_hooks.
+#include "../helpers.hpp"
+#include "checks.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+TEST_CASE("views: Transpose, Permute, Expand keep nothing and alias the input") {
+  const auto t = run_rule("{type: Transpose, dim0: 1, dim1: 2}", {tensor({2, 8, 4, 16})});
+  CHECK(out_shape(t) == "[2, 4, 8, 16]");
+  CHECK(t.alias == Alias::View);
+  CHECK(saved_of(t).empty());
+  CHECK(out_shape(run_rule("{type: Permute, dims: [0, 2, 3, 1]}", {tensor({2, 3, 4, 5})})) == "[2, 4, 5, 3]");
+  CHECK(rule_error("{type: Permute, dims: [0, 1, 1]}", {tensor({2, 3, 4})}) == "dims must name each dimension once, found [0, 1, 1]");
+  Context batch4 = kCpu;
+  batch4.batch = 4;
+  const auto e = run_rule("{type: Expand, shape: [-1, -1]}", {tensor({1, 1, 768})}, batch4);
+  CHECK(out_shape(e) == "[4, 1, 768]");
+  CHECK(e.broadcasts);
+  CHECK(rule_error("{type: Expand, shape: [3, -1]}", {tensor({1, 2, 8})}) ==
+        "cannot expand the input [1, 2, 8] to [1, 3, 8]: dimension 1 has size 2, neither 1 nor 3");
+  const auto c = run_rule("{type: Contiguous}", {tensor({2, 4, 8})});
+  CHECK(c.alias == Alias::None);
+  CHECK(saved_of(c).empty());
+}
+
+TEST_CASE("parts: Slice, Select, Split, Chunk write their gradients into a new input-sized tensor") {
+  const auto s = run_rule("{type: Slice, dim: 3, start: 8}", {tensor({2, 4, 8, 16})});
+  CHECK(out_shape(s) == "[2, 4, 8, 8]");
+  CHECK(s.grad_scatters);
+  CHECK(out_shape(run_rule("{type: Slice, dim: 2, end: -1, step: 2}", {tensor({2, 4, 9})})) == "[2, 4, 4]");
+  CHECK(out_shape(run_rule("{type: Select, dim: 1, index: 0}", {tensor({2, 197, 768})})) == "[2, 768]");
+  CHECK(rule_error("{type: Select, dim: 1, index: 197}", {tensor({2, 197, 768})}) ==
+        "index must be in [-197, 196] for dimension 1 of the input [2, 197, 768], found 197");
+  const auto sp = run_rule("{type: Split, split_size_or_sections: 64, dim: 2}", {tensor({2, 8, 192})});
+  REQUIRE(sp.outputs.size() == 3);
+  CHECK(out_shape(sp, 2) == "[2, 8, 64]");
+  CHECK(sp.alias == Alias::View);
+  CHECK(out_shape(run_rule("{type: Split, split_size_or_sections: [10, 20], dim: 1}", {tensor({2, 30})}), 1) == "[2, 20]");
+  CHECK(rule_error("{type: Split, split_size_or_sections: [10, 10], dim: 1}", {tensor({2, 30})}) ==
+        "the sections [10, 10] add up to 20, but dimension 1 of the input [2, 30] has 30");
+  CHECK(run_rule("{type: Chunk, chunks: 3, dim: 1}", {tensor({2, 7})}).outputs.size() == 3);  // 3, 3, 1
+  CHECK(rule_error("{type: Chunk, chunks: 2, dim: 0}", {tensor({2, 7})}) == "dim 0 is the batch; nnmem keeps every sample");
+  CHECK(out_shape(run_rule("{type: RepeatInterleave, repeats: 4, dim: 1}", {tensor({2, 2, 8, 16})})) == "[2, 8, 8, 16]");
+}
+
+TEST_CASE("MatMul: broadcasting leading dimensions; each operand kept for the other's gradient") {
+  const auto m = run_rule("{type: MatMul}", {tensor({2, 4, 8, 16}), tensor({2, 4, 16, 8})});
+  CHECK(out_shape(m) == "[2, 4, 8, 8]");
+  CHECK(saved_of(m) == "input0 input1");
+  CHECK(m.macs == 2 * 4 * 8 * 8 * 16);
+  CHECK(out_shape(run_rule("{type: MatMul}", {tensor({2, 4, 8, 16}), tensor({16, 8})})) == "[2, 4, 8, 8]");
+  CHECK(saved_of(run_rule("{type: MatMul}", {tensor({2, 8, 16}), tensor({2, 16, 8}, false)})) == "input1");
+  CHECK(rule_error("{type: MatMul}", {tensor({2, 8, 16}), tensor({2, 12, 8})}) ==
+        "the first operand [2, 8, 16] has 16 columns, but the second [2, 12, 8] has 12 rows");
+  CHECK(rule_error("{type: MatMul}", {tensor({2, 8, 16}), tensor({3, 16, 8})}) ==
+        "the operands' leading dimensions [2, 8, 16] and [3, 16, 8] do not broadcast: 2 and 3 meet in dimension 0");
+}
