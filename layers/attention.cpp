@@ -138,6 +138,10 @@ LayerResult infer_sdpa(const LayerCall& call) {
   LayerResult res;
   res.outputs.push_back({s.out, dtype});
   res.macs = checked_add(checked_mul(numel(w), s.q.back()), checked_mul(numel(w), s.v.back()));
+  // The CPU flash kernel lays its output out as the query is (measured: a query stored as
+  // [B, L, H, D] gives an output whose .transpose(1, 2).contiguous() copies nothing); math's
+  // output is a bmm's, contiguous. CUDA kernels: not measured, taken as contiguous.
+  res.layout = call.ctx.device == Device::Cpu && kernel == Kernel::Flash ? call.inputs[0].layout : Layout::Contiguous;
   if (!call.training() || !(call.input_requires_grad(0) || call.input_requires_grad(1) || call.input_requires_grad(2)))
     return res;
   const bool cpu = call.ctx.device == Device::Cpu;

@@ -25,7 +25,13 @@ LayerResult infer_transpose(const LayerCall& call) {
   const std::size_t a = normalize_dim(call.attrs.integer("dim0"), out.size(), "dim0");
   const std::size_t b = normalize_dim(call.attrs.integer("dim1"), out.size(), "dim1");
   std::swap(out[a], out[b]);
-  return view_of(call, out);
+  LayerResult res = view_of(call, out);
+  const Layout in = call.inputs[0].layout;
+  if (a != b && std::min(a, b) == 1 && std::max(a, b) == 2 && in != Layout::Strided)
+    res.layout = in == Layout::Contiguous ? Layout::Swapped12 : Layout::Contiguous;
+  else if (a != b)
+    res.layout = Layout::Strided;
+  return res;
 }
 
 LayerResult infer_permute(const LayerCall& call) {
@@ -50,9 +56,12 @@ LayerResult infer_permute(const LayerCall& call) {
   return view_of(call, out);
 }
 
+// A copy (CloneBackward keeps nothing), unless the input already is contiguous: then x itself.
 LayerResult infer_contiguous(const LayerCall& call) {
   LayerResult res;
-  res.outputs.push_back(call.input());  // a copy; CloneBackward keeps nothing
+  res.outputs.push_back(call.input());
+  if (call.inputs[0].layout == Layout::Contiguous) res.alias = Alias::View;
+  res.layout = Layout::Contiguous;
   return res;
 }
 

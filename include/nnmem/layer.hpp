@@ -107,9 +107,18 @@ struct Context {
   std::int64_t batch = 1;  // the model inputs' dimension 0 (Expand's shape is per sample)
 };
 
+/// How a tensor's elements lie in memory, as far as nnmem follows it: whether `.contiguous()`
+/// copies, and how attention kernels lay out their output.
+enum class Layout {
+  Contiguous,
+  Swapped12,  // stored as .transpose(1, 2) of a contiguous tensor ([B, L, H, D] viewed as [B, H, L, D])
+  Strided,    // anything else
+};
+
 struct InputTensor {
   TensorType type;
   bool requires_grad = false;
+  Layout layout = Layout::Contiguous;
 };
 
 struct LayerCall {
@@ -168,6 +177,10 @@ struct LayerResult {
   /// A view of part of the input (slice, select, split): backward writes the outputs' gradients
   /// into a new input-sized tensor (zeros where no gradient reached), rather than passing a view.
   bool grad_scatters = false;
+  /// Output 0's layout when the rule knows it; otherwise a view or in-place output keeps its
+  /// input's, an output shaped like input 0 follows it (element-wise ops keep their input's
+  /// strides), and anything else is contiguous.
+  std::optional<Layout> layout = std::nullopt;
 
   void save_input(int i, std::string what = "input");
   void save_output(int i, std::string what = "output");

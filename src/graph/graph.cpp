@@ -159,7 +159,7 @@ class Builder {
         graph_.values[copy].copy_of = v;
       }
       node.input_casts.push_back(copy);
-      inputs.push_back({type, graph_.values[v].requires_grad});
+      inputs.push_back({type, graph_.values[v].requires_grad, copy >= 0 ? Layout::Contiguous : graph_.values[v].layout});
     }
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};
     try {
@@ -220,6 +220,7 @@ class Builder {
       const std::string name = k == 0 ? layer.name : layer.name + ":" + std::to_string(k);
       const int v = new_value(name, out, node_index);
       graph_.values[v].requires_grad = requires_grad;
+      graph_.values[v].layout = output_layout(node.result, k, inputs);
       const bool aliased = k == 0 && (node.result.alias == Alias::InPlace || node.result.alias == Alias::View);
       graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage : new_storage(v);
       if (k == 0 && node.result.alias == Alias::Parameter) graph_.storages[graph_.values[v].storage].bytes = 0;  // counted as a parameter
@@ -234,6 +235,14 @@ class Builder {
       if (saver.first < 0) saver = {node_index, static_cast<int>(k)};
     }
     graph_.nodes.push_back(std::move(node));
+  }
+
+  static Layout output_layout(const LayerResult& r, std::size_t k, const std::vector<InputTensor>& inputs) {
+    if (k == 0 && r.layout) return *r.layout;
+    if (inputs.empty()) return Layout::Contiguous;
+    if (r.alias == Alias::View || r.alias == Alias::InPlace || r.outputs[k].shape == inputs[0].type.shape)
+      return inputs[0].layout;
+    return Layout::Contiguous;
   }
 
   // Parameters and buffers: each tensor's size, and the buffers' total, must fit (the

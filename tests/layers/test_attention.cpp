@@ -48,6 +48,12 @@ TEST_CASE("ScaledDotProductAttention: what each kernel keeps on the CPU") {
                             {tensor({2, 8, 16}), tensor({2, 8, 16}), tensor({2, 8, 16})});
     CHECK(saved_of(r) == "extra[2, 8, 16]:float32 extra[2, 8, 16]:float32 extra[2, 8, 8]:float32 extra[2, 8, 8]:float32 input2");
   }
+  SUBCASE("flash lays its output out as the query; math's is contiguous") {
+    auto in = qkv();
+    in[0].layout = Layout::Swapped12;
+    CHECK(run_rule("{type: ScaledDotProductAttention}", in).layout == Layout::Swapped12);
+    CHECK(run_rule("{type: ScaledDotProductAttention, kernel: math}", in).layout == Layout::Contiguous);
+  }
   SUBCASE("evaluation keeps nothing") {
     CHECK(saved_of(run_rule("{type: ScaledDotProductAttention}", qkv(), kEval)).empty());
   }

@@ -21,9 +21,17 @@ TEST_CASE("views: Transpose, Permute, Expand keep nothing and alias the input") 
   CHECK(e.broadcasts);
   CHECK(rule_error("{type: Expand, shape: [3, -1]}", {tensor({1, 2, 8})}) ==
         "cannot expand the input [1, 2, 8] to [1, 3, 8]: dimension 1 has size 2, neither 1 nor 3");
-  const auto c = run_rule("{type: Contiguous}", {tensor({2, 4, 8})});
+  // Layouts: Transpose(1, 2) swaps; .contiguous() copies only what is not contiguous already
+  // (the CPU flash kernel's output is laid out as its query: measured on 2.13).
+  InputTensor swapped = tensor({2, 4, 8, 16});
+  swapped.layout = Layout::Swapped12;
+  CHECK(run_rule("{type: Transpose, dim0: 2, dim1: 1}", {swapped}).layout == Layout::Contiguous);
+  CHECK(t.layout == Layout::Swapped12);
+  CHECK(run_rule("{type: Transpose, dim0: 2, dim1: 3}", {tensor({2, 4, 8, 16})}).layout == Layout::Strided);
+  const auto c = run_rule("{type: Contiguous}", {swapped});
   CHECK(c.alias == Alias::None);
   CHECK(saved_of(c).empty());
+  CHECK(run_rule("{type: Contiguous}", {tensor({2, 4, 8})}).alias == Alias::View);
 }
 
 TEST_CASE("parts: Slice, Select, Split, Chunk write their gradients into a new input-sized tensor") {
