@@ -27,7 +27,8 @@ enum class AttrKind {
   Float,     // 1e-5 (an integer is accepted)
   Bool,      // true
   String,    // one of `words`
-  IntTuple,  // 3 or [3, 1]: one value per spatial dimension (`rank` of them); may also be a word
+  IntTuple,  // 3 or [3, 1]: one value per spatial dimension (`rank` of them, or any number when
+             // `rank` is 0; a scalar then reads as one value); may also be a word
   IntList,   // [1, -1, 7]: any length (shapes)
 };
 
@@ -41,7 +42,7 @@ struct AttrDef {
   std::int64_t min = std::numeric_limits<std::int64_t>::min();  // for integers
   double min_real = -std::numeric_limits<double>::infinity();   // for Float
   double max_real = std::numeric_limits<double>::infinity();
-  int rank = 1;                // IntTuple: number of values in a list
+  int rank = 1;                // IntTuple: number of values in a list (0: any number, at least one)
   std::vector<std::string> words;  // String: accepted values; IntTuple: accepted alternatives
   std::string help;
 
@@ -141,6 +142,16 @@ struct Saved {
   std::string what;         // for reports: "indices", "save_mean", …
 };
 
+/// A tensor an op allocates and frees again within one call of its forward or backward,
+/// beyond what it returns and keeps: Softmin's negated input, the element-wise weight gradient
+/// 2.x's PReLU sums down. Forward scratch coexists with the op's outputs; backward scratch with
+/// the input gradients, and (unless freed early) with the parameters' gradients.
+struct Scratch {
+  TensorType type;
+  std::string what;
+  bool freed_before_param_grads = false;  // backward: released before the parameters' gradients exist
+};
+
 struct ParamDecl {
   std::string name;
   Shape shape;
@@ -161,6 +172,11 @@ struct LayerResult {
   /// output-shaped gradient summed down to its shape (for mul, computed at the output's shape
   /// first, a temporary as large as the output).
   bool broadcasts = false;
+  /// The storage backward's gradient for input 0 comes in, when it is not input-sized: col2im
+  /// (Unfold's backward) resizes an output-sized buffer down to the input's shape.
+  std::optional<TensorType> input_grad_storage;
+  std::vector<Scratch> forward_scratch;   // training or not
+  std::vector<Scratch> backward_scratch;  // when its backward runs
 
   void save_input(int i, std::string what = "input");
   void save_output(int i, std::string what = "output");

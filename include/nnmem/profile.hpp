@@ -13,6 +13,22 @@ namespace nnmem {
 struct TorchProfile {
   std::string_view version;    // what --torch takes: "2.13"
   std::string_view measured;   // the build the CPU figures are validated against
+  // Layer types (PyTorch class names) this version does not have: nn.ZeroPad1d/3d and
+  // nn.CircularPad1d/2d/3d are missing from 1.13 (hasattr(torch.nn, ...) is False there).
+  std::span<const std::string_view> absent_layers = {};
+  // Unfold (im2col): 1.13's Im2ColBackward0 keeps its input (`_saved_self`); 2.13's keeps
+  // only sizes (validation/ops_saved_zoo.md).
+  bool im2col_keeps_input = false;
+  // PReLU: 2.13's _prelu_kernel_backward computes the weight's gradient element-wise, an
+  // input-sized tensor, and sums it down (measured: +input +input +weight -input); 1.13's
+  // prelu_backward allocates only the two gradients.
+  bool prelu_weight_grad_elementwise = false;
+  // ChannelShuffle: 1.13 has no derivative for channel_shuffle (backward raises "derivative
+  // for channel_shuffle is not implemented"); 2.13 has ChannelShuffleBackward0.
+  bool channel_shuffle_differentiable = true;
+
+  /// Whether this version has the layer type (a PyTorch class name).
+  bool has_layer(std::string_view type) const;
 };
 
 /// Every profile nnmem has, newest first; the first is the default.

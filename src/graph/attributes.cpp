@@ -57,7 +57,7 @@ AttrDef AttrDef::list(std::string name, std::string help) {
   d.kind = AttrKind::IntList;
   return d;
 }
-AttrDef&& AttrDef::needed() && { required = true; return std::move(*this); }
+AttrDef&& AttrDef::needed() && { required = true; fallback = Value{}; return std::move(*this); }
 AttrDef&& AttrDef::optional() && { nullable = true; fallback = Value{}; return std::move(*this); }
 AttrDef&& AttrDef::or_else(std::int64_t v) && { fallback = int_value(v); return std::move(*this); }
 AttrDef&& AttrDef::or_else_real(double v) && {
@@ -81,7 +81,7 @@ std::string AttrDef::describe() const {
     case AttrKind::Float: os << "float"; break;
     case AttrKind::Bool: os << "bool"; break;
     case AttrKind::String: os << "string"; break;
-    case AttrKind::IntTuple: os << "int or list of " << rank << " ints"; break;
+    case AttrKind::IntTuple: os << "int or list of " << (rank > 0 ? std::to_string(rank) + " ints" : "ints"); break;
     case AttrKind::IntList: os << "list of ints"; break;
   }
   if ((kind == AttrKind::Int || kind == AttrKind::IntTuple || kind == AttrKind::IntList) &&
@@ -165,9 +165,10 @@ void check_value(const LayerSpec& layer, const AttrDef& def, const Value& v) {
         check_int(layer, def, v, name);
         return;
       }
-      if (v.kind != Value::Kind::List || static_cast<int>(v.items.size()) != def.rank)
-        bad(layer, v.loc, name + " must be an integer or a list of " + std::to_string(def.rank) + " integers, found " +
-                              v.describe());
+      // rank 0: one value per spatial dimension of an input whose rank the schema cannot know.
+      if (v.kind != Value::Kind::List || (def.rank > 0 ? static_cast<int>(v.items.size()) != def.rank : v.items.empty()))
+        bad(layer, v.loc, name + " must be an integer or a list of " +
+                              (def.rank > 0 ? std::to_string(def.rank) + " integers" : "integers") + ", found " + v.describe());
       for (const auto& item : v.items) check_int(layer, def, item, name);
       return;
     case AttrKind::IntList:
@@ -233,7 +234,7 @@ bool Attrs::is(std::string_view name, std::string_view word) const {
 
 std::vector<std::int64_t> Attrs::tuple(std::string_view name) const {
   const Value& v = value(name);
-  if (v.kind == Value::Kind::Int) return std::vector<std::int64_t>(static_cast<std::size_t>(def(name).rank), v.integer);
+  if (v.kind == Value::Kind::Int) return std::vector<std::int64_t>(static_cast<std::size_t>(std::max(def(name).rank, 1)), v.integer);
   return list(name);
 }
 

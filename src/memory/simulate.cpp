@@ -109,6 +109,7 @@ class StepSimulator {
           }
         }
       }
+      scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
       for (int b : fresh) memory_.release(b);
       for (int v : node.inputs) memory_.release(block_of(v));
       for (int b : copies) memory_.release(b);
@@ -142,6 +143,17 @@ class StepSimulator {
     memory_.release(previous_loss_);
     if (loss_tensors_.cast) memory_.release(input);
     if (graph_.options.amp) release_autocast_cache();
+  }
+
+  // A layer's scratch tensors (layer.hpp): all allocated at once; those `now` says are
+  // released again at once, the others returned for the caller to release later.
+  template <typename Now>
+  std::vector<int> scratch(const std::vector<Scratch>& tensors, const std::string& layer, Now now) {
+    std::vector<int> blocks, later;
+    for (const Scratch& s : tensors) blocks.push_back(memory_.alloc(MemoryKind::Transients, s.type.bytes(), s.what + " of " + layer));
+    for (std::size_t k = 0; k < tensors.size(); ++k)
+      now(tensors[k]) ? memory_.release(blocks[k]) : later.push_back(blocks[k]);
+    return later;
   }
 
   // ToCopyBackward0: the gradient of an autocast copy becomes one in the original dtype.
@@ -210,9 +222,11 @@ class StepSimulator {
                              ? memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
                                              "grad of input of " + name + " before reduction")
                              : -1;
-        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, in_type.bytes(), "grad of input of " + name));
+        const std::int64_t bytes = k == 0 && node.result.input_grad_storage ? node.result.input_grad_storage->bytes() : in_type.bytes();
+        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, "grad of input of " + name));
         if (full >= 0) memory_.release(full);
       }
+      std::vector<int> late = scratch(node.result.backward_scratch, name, [](const Scratch& s) { return s.freed_before_param_grads; });
       std::vector<int> param_grads;
       if (node.trainable)
         for (std::size_t k = 0; k < node.result.params.size(); ++k) {
@@ -221,6 +235,7 @@ class StepSimulator {
           const TensorType type = copy >= 0 ? value(copy).type : TensorType{p.shape, p.dtype};
           param_grads.push_back(memory_.alloc(MemoryKind::Gradients, type.bytes(), "grad of " + name + "." + p.name));
         }
+      for (int b : late) memory_.release(b);
       for (int b : kept_[i]) memory_.release(b);
       for (int v : node.outputs)
         if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);
