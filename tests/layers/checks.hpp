@@ -20,9 +20,13 @@ inline const Context kCpu113{Mode::Train, Device::Cpu, DType::Float32, std::null
 /// (a trailing * marks scratch freed before the parameters' gradients exist).
 inline std::string scratch_of(const std::vector<Scratch>& list) {
   std::string s;
-  for (const auto& k : list)
-    s += (s.empty() ? "" : " ") + to_string(k.type.shape) + ":" + std::string(dtype_name(k.type.dtype)) +
-         (k.freed_before_param_grads ? "*" : "");
+  for (const auto& k : list) {  // piece by piece: GCC 12 warns a bogus -Wrestrict on `"" + string`
+    if (!s.empty()) s += ' ';
+    s += to_string(k.type.shape);
+    s += ':';
+    s += dtype_name(k.type.dtype);
+    if (k.freed_before_param_grads) s += '*';
+  }
   return s;
 }
 
