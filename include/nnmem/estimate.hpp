@@ -14,7 +14,7 @@
 namespace nnmem {
 
 enum class OptimizerKind { None, Sgd, Momentum, Nesterov, Adam, AdamW, AMSGrad, RMSprop, Adagrad, Adam8bit };
-enum class LossKind { CrossEntropy, Mse, Mean };
+enum class LossKind { CrossEntropy, Mse, Mean, BceWithLogits, Nll, L1, SmoothL1, Huber };
 enum class Phase { Forward, Backward, Optimizer };  // the loss counts as forward
 
 /// What a byte of the step is: the breakdown of the memory live at the peak.

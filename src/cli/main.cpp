@@ -79,7 +79,7 @@ struct StepArgs {
         ->capture_default_str();
     app.add_option("--optimizer", optimizer, "optimizer whose state and temporaries are counted")
         ->check(one_of({"none", "sgd", "momentum", "nesterov", "adam", "adamw", "amsgrad", "rmsprop", "adagrad", "adam8bit"}));
-    app.add_option("--loss", loss, "loss (default: the spec's, else mean)")->check(one_of({"cross_entropy", "mse", "mean"}));
+    app.add_option("--loss", loss, "loss (default: the spec's, else mean)")->check(one_of({"cross_entropy", "mse", "mean", "bce_with_logits", "nll", "l1", "smooth_l1", "huber"}));
     app.add_option("--overhead", overhead, "framework overhead added on CUDA, e.g. 500MiB (the CUDA context)");
     app.add_flag("--keep-grads", keep_grads, "zero_grad(set_to_none=False): gradients persist between steps");
     app.add_flag("--foreach", foreach, "the optimizer's multi-tensor (foreach) implementation");

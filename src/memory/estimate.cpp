@@ -32,8 +32,10 @@ constexpr Names<OptimizerKind, 10> kOptimizers{{{
     {OptimizerKind::AMSGrad, "amsgrad"}, {OptimizerKind::RMSprop, "rmsprop"}, {OptimizerKind::Adagrad, "adagrad"},
     {OptimizerKind::Adam8bit, "adam8bit"},
 }}};
-constexpr Names<LossKind, 3> kLosses{{{
+constexpr Names<LossKind, 8> kLosses{{{
     {LossKind::CrossEntropy, "cross_entropy"}, {LossKind::Mse, "mse"}, {LossKind::Mean, "mean"},
+    {LossKind::BceWithLogits, "bce_with_logits"}, {LossKind::Nll, "nll"}, {LossKind::L1, "l1"},
+    {LossKind::SmoothL1, "smooth_l1"}, {LossKind::Huber, "huber"},
 }}};
 constexpr Names<Phase, 3> kPhases{{{
     {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"},
@@ -171,7 +173,7 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
       if (loss.keeps_input && loss.cast) t.saved_bytes = sum(t.saved_bytes, loss.cast->bytes());
       else if (loss.keeps_input && kept_storages.insert(out_storage).second)
         t.saved_bytes = sum(t.saved_bytes, graph.storages[static_cast<std::size_t>(out_storage)].bytes);
-      if (loss.target) t.saved_bytes = sum(t.saved_bytes, t.target_bytes);  // cross_entropy and mse keep it
+      if (loss.keeps_target) t.saved_bytes = sum(t.saved_bytes, t.target_bytes);
       t.grad_bytes = t.trainable_param_bytes;
       e.optimizer_slots = detail::optimizer_slots(options, graph.options.device, trainable_params);
       for (const auto& s : e.optimizer_slots) t.optimizer_state_bytes = sum(t.optimizer_state_bytes, s.bytes);

@@ -190,7 +190,10 @@ class StepSimulator {
       memory_.release(grad_logp);
       memory_.release(loss_kept_[0]);  // log-probabilities
     } else {
+      std::vector<int> scratch;
+      for (const TensorType& t : loss_tensors_.backward_scratch) scratch.push_back(memory_.alloc(MemoryKind::Transients, t.bytes(), "loss backward temporary"));
       grad_in = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of output");
+      for (int b : scratch) memory_.release(b);
       for (int b : loss_kept_) memory_.release(b);
     }
     if (loss_tensors_.cast) grad_in = cast_back(grad_in, value(out).type.bytes(), "grad of output");
