@@ -209,6 +209,7 @@ class StepSimulator {
       if (found == grad_.end()) continue;  // no gradient reached it
       const int grad_out = found->second;
       std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
+      std::vector<std::pair<std::size_t, TensorType>> reductions;  // (position in contributions, reduced type)
       const TensorType& out_type = value(node.outputs.front()).type;
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         if (!value(node.inputs[k]).requires_grad) continue;
@@ -220,14 +221,21 @@ class StepSimulator {
           continue;
         }
         // A broadcast input's gradient is summed down from an output-shaped one: the output's
-        // gradient itself (add), or a product computed at the output's shape (mul).
-        const int full = broadcast && !passthrough
-                             ? memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
-                                             "grad of input of " + name + " before reduction")
-                             : -1;
+        // gradient itself (add), or a product computed at the output's shape (mul) — which
+        // lives until the engine's validate_outputs sums it, after the node made every gradient.
+        if (broadcast && !passthrough) {
+          reductions.emplace_back(contributions.size(), in_type);
+          contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
+                                                      "grad of input of " + name + " before reduction"));
+          continue;
+        }
         const std::int64_t bytes = k == 0 && node.result.input_grad_storage ? node.result.input_grad_storage->bytes() : in_type.bytes();
         contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, "grad of input of " + name));
-        if (full >= 0) memory_.release(full);
+      }
+      for (const auto& [at, type] : reductions) {
+        const int full = contributions[at].second;
+        contributions[at].second = memory_.alloc(MemoryKind::Transients, type.bytes(), "grad of input of " + name);
+        memory_.release(full);
       }
       std::vector<int> late = scratch(node.result.backward_scratch, name, [](const Scratch& s) { return s.freed_before_param_grads; });
       std::vector<int> param_grads;
