@@ -32,10 +32,15 @@ def spec_of(network):
     return SPECS.get(network, ("examples/%s.yaml" % network, []))
 
 
-def run_nnmem(binary, network, batch, optimizer, set_to_none, mode="train", amp=None, foreach=False):
+def torch_of(fixture):
+    """The PyTorch version a fixture measured, as --torch takes it: "1.13.0a0" -> "1.13"."""
+    return ".".join(fixture["torch_version"].split(".")[:2])
+
+
+def run_nnmem(binary, network, batch, optimizer, set_to_none, mode="train", amp=None, foreach=False, torch=None):
     spec, extra = spec_of(network)
     args = [binary, "estimate", spec, "--format", "json", "--device", "cpu", "--batch", str(batch),
-            "--optimizer", optimizer, "--mode", mode] + extra
+            "--optimizer", optimizer, "--mode", mode] + extra + (["--torch", torch] if torch else [])
     if not set_to_none:
         args.append("--keep-grads")
     if amp:
@@ -64,7 +69,7 @@ def compare(binary, only=None):
             continue
         for run in fixture["runs"]:
             est = run_nnmem(binary, network, run["batch"], run["optimizer"], run["set_to_none"], amp=run.get("amp"),
-                            foreach=run.get("foreach", False))
+                            foreach=run.get("foreach", False), torch=torch_of(fixture))
             tot = est["totals"]
             row = {"network": network, "batch": run["batch"], "optimizer": run["optimizer"],
                    "set_to_none": run["set_to_none"], "amp": run.get("amp"), "foreach": run.get("foreach", False),
@@ -118,7 +123,7 @@ def eval_rows(binary):
             if run["batch"] in seen:
                 continue
             seen.add(run["batch"])
-            est = run_nnmem(binary, fixture["network"], run["batch"], "sgd", True, mode="eval")["totals"]
+            est = run_nnmem(binary, fixture["network"], run["batch"], "sgd", True, mode="eval", torch=torch_of(fixture))["totals"]
             base = est["param_bytes"] + est["buffer_bytes"] + est["input_bytes"]
             rows.append((fixture["network"], run["batch"], run["eval_peak_bytes"] - run["eval_start_bytes"],
                          est["peak_bytes"] - base))
