@@ -1,7 +1,9 @@
 // Adaptive pooling: AdaptiveAvgPool1d/2d/3d and AdaptiveMaxPool1d/2d/3d, any output size.
 // Backward: adaptive max-pooling keeps its input and int64 indices; adaptive average pooling
-// keeps its input — even at output size 1, where PyTorch 1.13 computes a mean over the spatial
-// dimensions whose backward (MeanBackward1) still holds the input (validation/ops_saved.md).
+// keeps its input — at output size 1 too in PyTorch 1.13, whose mean over the spatial
+// dimensions (MeanBackward1) still holds it, but not in 2.13 (validation/ops_saved_zoo.md).
+#include <algorithm>
+
 #include "common.hpp"
 
 namespace nnmem::layers {
@@ -14,7 +16,10 @@ LayerResult infer_adaptive(const LayerCall& call, int rank, bool max) {
   const auto size = call.attrs.tuple("output_size");
   Shape out = {call.shape()[0], call.shape()[1]};
   out.insert(out.end(), size.begin(), size.end());
-  return pooled(call, std::move(out), max);
+  const bool global = std::all_of(size.begin(), size.end(), [](std::int64_t s) { return s == 1; });
+  LayerResult res = pooled(call, std::move(out), max);
+  if (!max && global && !call.ctx.torch->global_avg_pool_keeps_input) res.saved.clear();
+  return res;
 }
 
 LayerDef adaptive_def(int rank, bool max) {

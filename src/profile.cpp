@@ -23,6 +23,7 @@ constexpr std::array kProfiles = {
         .measured = "torch 1.13.1 (Debian's python3-torch)",
         .absent_layers = kAbsentIn1_13,
         .im2col_keeps_input = true,
+        .global_avg_pool_keeps_input = true,
         .channel_shuffle_differentiable = false,
     },
 };

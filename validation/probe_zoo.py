@@ -113,6 +113,11 @@ CASES = [
     ("ChannelShuffle(2)", lambda: m(nn.ChannelShuffle(2)), [(2, 8, 4, 4)]),
     ("Unfold(3, padding=1)", lambda: m(nn.Unfold(3, padding=1)), [X4]),
     ("Fold(8, 3, padding=1)", lambda: m(nn.Fold(8, 3, padding=1)), [(2, 27, 64)]),
+    # global average pooling (squeeze-and-excitation, classifier heads): mean in both versions
+    ("AdaptiveAvgPool1d(1)", lambda: m(nn.AdaptiveAvgPool1d(1)), [(2, 3, 8)]),
+    ("AdaptiveAvgPool2d(1)", lambda: m(nn.AdaptiveAvgPool2d(1)), [X4]),
+    ("AdaptiveAvgPool2d(2)", lambda: m(nn.AdaptiveAvgPool2d(2)), [X4]),
+    ("AdaptiveAvgPool3d(1)", lambda: m(nn.AdaptiveAvgPool3d(1)), [(2, 3, 4, 4, 4)]),
     # regularisation
     ("stochastic_depth(0.2, row)", lambda: (lambda xs: stochastic_depth(xs[0], 0.2, "row")), [X4]),
     ("stochastic_depth(0.2, batch)", lambda: (lambda xs: stochastic_depth(xs[0], 0.2, "batch")), [X4]),

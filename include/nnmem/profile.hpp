@@ -23,6 +23,10 @@ struct TorchProfile {
   // input-sized tensor, and sums it down (measured: +input +input +weight -input); 1.13's
   // prelu_backward allocates only the two gradients.
   bool prelu_weight_grad_elementwise = false;
+  // Global average pooling (AdaptiveAvgPool*d to size 1): both run input.mean(spatial dims);
+  // 1.13's MeanBackward1 keeps the input (`_saved_self`), 2.13's only sizes. Other output
+  // sizes keep the input in both (validation/ops_saved_zoo.md).
+  bool global_avg_pool_keeps_input = false;
   // ChannelShuffle: 1.13 has no derivative for channel_shuffle (backward raises "derivative
   // for channel_shuffle is not implemented"); 2.13 has ChannelShuffleBackward0.
   bool channel_shuffle_differentiable = true;

@@ -262,7 +262,7 @@ TEST_CASE("Adaptive pooling: shapes and what backward keeps") {
   CHECK(saved_of(pool("{type: AdaptiveMaxPool2d, output_size: 1}", {2, 3, 10, 9})) == "input0 extra[2, 3, 1, 1]:int64");
   CHECK(saved_of(pool("{type: AdaptiveMaxPool1d, output_size: 3}", {1, 3, 10})) == "input0 extra[1, 3, 3]:int64");
   // 3-D
-  r = pool("{type: AdaptiveAvgPool3d, output_size: 1}", {1, 3, 6, 5, 4});
+  r = run_rule("{type: AdaptiveAvgPool3d, output_size: 1}", {tensor({1, 3, 6, 5, 4})}, kCpu113);
   CHECK(out_shape(r) == "[1, 3, 1, 1, 1]");
   CHECK(saved_of(r) == "input0");
   r = pool("{type: AdaptiveMaxPool3d, output_size: 3}", {1, 3, 6, 5, 4});
@@ -275,15 +275,29 @@ TEST_CASE("Adaptive pooling: shapes and what backward keeps") {
   CHECK(saved_of(run_rule("{type: AdaptiveAvgPool2d, output_size: 3}", {tensor({2, 3, 10, 9})}, kEval)).empty());
 }
 
-// Global average pooling: AdaptiveAvgPool1d/2d(1) run input.mean(spatial dims) in PyTorch 1.13,
-// and its MeanBackward1 node keeps `self` (grad_fn._saved_self; saved_tensors_hooks reports the
-// input) — so it is not free in 1.13: the input is kept, as for any other output size.
-TEST_CASE("Adaptive pooling: global average pooling keeps the input (PyTorch 1.13)") {
-  CHECK(out_shape(pool("{type: AdaptiveAvgPool2d, output_size: 1}", {2, 3, 10, 9})) == "[2, 3, 1, 1]");
-  CHECK(saved_of(pool("{type: AdaptiveAvgPool2d, output_size: 1}", {2, 3, 10, 9})) == "input0");
-  CHECK(saved_of(pool("{type: AdaptiveAvgPool2d, output_size: [1, 1]}", {2, 3, 10, 9})) == "input0");
-  CHECK(out_shape(pool("{type: AdaptiveAvgPool1d, output_size: 1}", {1, 3, 10})) == "[1, 3, 1]");
-  CHECK(saved_of(pool("{type: AdaptiveAvgPool1d, output_size: 1}", {1, 3, 10})) == "input0");
+// Global average pooling: AdaptiveAvgPool1d/2d/3d(1) run input.mean(spatial dims). In PyTorch
+// 1.13 its MeanBackward1 node keeps `self` (grad_fn._saved_self; saved_tensors_hooks reports the
+// input) — so it is not free there: the input is kept, as for any other output size. 2.13's
+// keeps nothing (hooks: no saved tensor for AdaptiveAvgPool1d/2d/3d(1); validation/ops_saved_zoo.md).
+TEST_CASE("Adaptive pooling: global average pooling keeps the input in 1.13, nothing in 2.13") {
+  const auto in113 = [](const std::string& yaml, const Shape& in) { return run_rule(yaml, {tensor(in)}, kCpu113); };
+  CHECK(out_shape(in113("{type: AdaptiveAvgPool2d, output_size: 1}", {2, 3, 10, 9})) == "[2, 3, 1, 1]");
+  CHECK(saved_of(in113("{type: AdaptiveAvgPool2d, output_size: 1}", {2, 3, 10, 9})) == "input0");
+  CHECK(saved_of(in113("{type: AdaptiveAvgPool2d, output_size: [1, 1]}", {2, 3, 10, 9})) == "input0");
+  CHECK(out_shape(in113("{type: AdaptiveAvgPool1d, output_size: 1}", {1, 3, 10})) == "[1, 3, 1]");
+  CHECK(saved_of(in113("{type: AdaptiveAvgPool1d, output_size: 1}", {1, 3, 10})) == "input0");
+  for (const std::string yaml : {"{type: AdaptiveAvgPool1d, output_size: 1}", "{type: AdaptiveAvgPool2d, output_size: 1}",
+                                 "{type: AdaptiveAvgPool3d, output_size: [1, 1, 1]}"}) {
+    CAPTURE(yaml);
+    const Shape in = yaml.find("1d") != std::string::npos ? Shape{1, 3, 10}
+                     : yaml.find("2d") != std::string::npos ? Shape{2, 3, 10, 9} : Shape{1, 3, 6, 5, 4};
+    CHECK(saved_of(pool(yaml, in)).empty());
+  }
+  // not global: the input, in 2.13 too
+  CHECK(saved_of(pool("{type: AdaptiveAvgPool2d, output_size: [1, 2]}", {2, 3, 10, 9})) == "input0");
+  CHECK(saved_of(pool("{type: AdaptiveAvgPool1d, output_size: 4}", {1, 3, 10})) == "input0");
+  // max pooling keeps its indices and input at size 1 as well
+  CHECK(saved_of(pool("{type: AdaptiveMaxPool2d, output_size: 1}", {2, 3, 10, 9})) == "input0 extra[2, 3, 1, 1]:int64");
 }
 
 TEST_CASE("Adaptive pooling: errors") {
