@@ -78,7 +78,8 @@ LayerResult infer_composite(const LayerCall& call, Composite op) {
       if (call.ctx.device == Device::Cpu) res.save_extra(in, "buffer");
       break;
     case Composite::Softsign:
-      res.forward_scratch.push_back({wrapped_one, "the 1 of 1 + |x|"});
+      // a wrapped Python number is a CPU tensor: device memory only on the CPU
+      if (call.ctx.device == Device::Cpu) res.forward_scratch.push_back({wrapped_one, "the 1 of 1 + |x|"});
       if (!backward) {
         res.forward_scratch.push_back({in, "1 + |x|"});
         break;

@@ -80,6 +80,7 @@ TEST_CASE("LogSigmoid, Softsign, Tanhshrink, Softmin: kept tensors and temporari
   r = run_rule("{type: Softsign}", {tensor({4, 16})});
   CHECK(saved_of(r) == "input0 extra[4, 16]:float32");
   CHECK(scratch_of(r.forward_scratch) == "[]:float64");
+  CHECK(run_rule("{type: Softsign}", {tensor({4, 16})}, kCuda).forward_scratch.empty());  // a CPU scalar on CUDA
   CHECK(scratch_of(r.backward_scratch) == "[4, 16]:float32 [4, 16]:float32 [4, 16]:float32");
   r = run_rule("{type: Softsign}", {tensor({4, 16}, false)});
   CHECK(saved_of(r).empty());
