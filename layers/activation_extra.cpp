@@ -64,13 +64,16 @@ LayerResult infer_glu(const LayerCall& call) {
 // One of the composite activations: what it keeps beyond its input, and its temporaries.
 enum class Composite { LogSigmoid, Softsign, Tanhshrink };
 
+// Softsign and Tanhshrink are Python arithmetic: an integer input gives a float32 output (true
+// division, tanh), and bool is refused (abs, subtraction); log_sigmoid takes floats only.
 LayerResult infer_composite(const LayerCall& call, Composite op) {
-  require_float(call);
   const TensorType& in = call.input();
   LayerResult res;
-  res.outputs.push_back(in);
+  res.outputs.push_back(activation_output(call, op == Composite::LogSigmoid ? Dtypes::Float : Dtypes::FloatOrInt));
+  if (!is_floating(in.dtype)) res.outputs[0].dtype = DType::Float32;
   const bool backward = call.training() && call.input_requires_grad();
-  const TensorType wrapped_one{{}, DType::Float64};
+  // the 1 of 1 + |x|, a wrapped Python number: a double beside a float, an int64 beside an integer
+  const TensorType wrapped_one{{}, is_floating(in.dtype) ? DType::Float64 : DType::Int64};
   switch (op) {
     case Composite::LogSigmoid:
       if (!backward) break;
@@ -90,7 +93,7 @@ LayerResult infer_composite(const LayerCall& call, Composite op) {
       break;
     case Composite::Tanhshrink:
       if (!backward) {
-        res.forward_scratch.push_back({in, "tanh(x)"});
+        res.forward_scratch.push_back({res.outputs[0], "tanh(x)"});
         break;
       }
       res.save_extra(in, "tanh(x)");

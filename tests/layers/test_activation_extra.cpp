@@ -98,6 +98,24 @@ TEST_CASE("LogSigmoid, Softsign, Tanhshrink, Softmin: kept tensors and temporari
   CHECK(run_rule("{type: Softmax, dim: 1}", {tensor({4, 16})}).forward_scratch.empty());
 }
 
+TEST_CASE("Composite activations: integer and bool inputs") {
+  // nn.Softsign()/nn.Tanhshrink() on int64 give float32 (1.13 and 2.13); on bool, "abs_cpu" not
+  // implemented for 'Bool' / bool subtraction is not supported; LogSigmoid, Softmin, GLU: floats only
+  auto r = run_rule("{type: Softsign}", {tensor({2, 4}, false, DType::Int64)});
+  CHECK(r.outputs[0].dtype == DType::Float32);
+  CHECK(scratch_of(r.forward_scratch) == "[]:int64 [2, 4]:int64");  // |x| + 1 stays int64
+  r = run_rule("{type: Tanhshrink}", {tensor({2, 4}, false, DType::Int64)});
+  CHECK(r.outputs[0].dtype == DType::Float32);
+  CHECK(scratch_of(r.forward_scratch) == "[2, 4]:float32");
+  CHECK(rule_error("{type: Softsign}", {tensor({2, 4}, false, DType::Bool)}) == "expected a floating-point or integer input, found bool");
+  CHECK(rule_error("{type: Tanhshrink}", {tensor({2, 4}, false, DType::Bool)}) == "expected a floating-point or integer input, found bool");
+  for (const std::string yaml : {"{type: LogSigmoid}", "{type: Softmin, dim: 1}", "{type: GLU}", "{type: SELU}", "{type: PReLU}"})
+    CHECK(rule_error(yaml, {tensor({2, 4}, false, DType::Int64)}) == "expected a floating-point input, found int64");
+  CHECK(run_rule("{type: Hardtanh}", {tensor({2, 4}, false, DType::Int64)}).outputs[0].dtype == DType::Int64);
+  CHECK(run_rule("{type: Threshold, threshold: 0.1, value: 20}", {tensor({2, 4}, false, DType::Int64)}).outputs[0].dtype ==
+        DType::Int64);
+}
+
 TEST_CASE("Composite activations: the step simulated through the graph") {
   // Softmin on [4, 16] in evaluation: the negated input and the output coexist
   const Estimate e = one_layer("{type: Softmin, dim: 1}", {16}, 4, Mode::Eval);
