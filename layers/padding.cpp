@@ -6,8 +6,9 @@
 //   reflection and replication padding keep their input (reflection_padNd_backward(grad, self));
 //   circular padding (2.x: a copy into slices of an empty output, CopySlices in backward) keeps
 //   nothing, but its backward holds two output-sized copies of the gradient beside the input's.
-// nn.ZeroPad1d/3d and nn.CircularPad* do not exist in 1.13. CPU autocast runs reflection_pad1d/2d
-// and replication_pad1d/2d/3d in float32 (their output is float32 under bfloat16 autocast).
+// nn.ZeroPad1d/3d and nn.CircularPad* do not exist in 1.13, whose reflection and replication
+// kernels take fewer dtypes. CPU autocast runs reflection_pad1d/2d and replication_pad1d/2d/3d in
+// float32 (their output is float32 under bfloat16 autocast).
 #include <algorithm>
 
 #include "common.hpp"
@@ -21,8 +22,22 @@ constexpr const char* kNames[] = {"ZeroPad", "ConstantPad", "ReflectionPad", "Re
 
 std::string pair(std::int64_t a, std::int64_t b) { return "(" + std::to_string(a) + ", " + std::to_string(b) + ")"; }
 
+// The dtypes reflection_padNd and replication_padNd take (constant and circular padding take any).
+void check_pad_dtype(const LayerCall& call, Fill fill, int rank) {
+  const DType dtype = call.input().dtype;
+  const std::string op = std::string(fill == Fill::Reflection ? "reflection" : "replication") + "_pad" +
+                         std::to_string(rank) + "d";
+  if (dtype == DType::Bool) throw LayerError(op + " does not take bool");
+  if (!call.ctx.torch->pad_kernels_float_only) return;
+  const bool cpu_half = call.ctx.device == Device::Cpu && dtype_size(dtype) == 2 && !(fill == Fill::Reflection && rank == 3);
+  if (!is_floating(dtype) || cpu_half)
+    throw LayerError("PyTorch " + std::string(call.ctx.torch->version) + "'s " + op + (cpu_half ? " on the CPU" : "") +
+                     " is not implemented for " + std::string(dtype_name(dtype)));
+}
+
 LayerResult infer_pad(const LayerCall& call, Fill fill, int rank, const std::string& type) {
   require_in_version(call, type);
+  if (fill == Fill::Reflection || fill == Fill::Replication) check_pad_dtype(call, fill, rank);
   const auto r = static_cast<std::size_t>(rank);
   const bool constant = fill == Fill::Zero || fill == Fill::Constant;
   // F.pad's constant mode pads the last dimensions of any tensor; the other modes take one

@@ -24,6 +24,7 @@ constexpr std::array kProfiles = {
         .absent_layers = kAbsentIn1_13,
         .im2col_keeps_input = true,
         .global_avg_pool_keeps_input = true,
+        .pad_kernels_float_only = true,
         .channel_shuffle_differentiable = false,
     },
 };

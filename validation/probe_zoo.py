@@ -314,6 +314,23 @@ def autocast_table():
     return "\n".join(rows)
 
 
+def dtype_table():
+    """Which dtypes F.pad takes in each mode on the CPU (what the kernels dispatch on)."""
+    dtypes = [torch.int64, torch.bool, torch.float16, torch.bfloat16, torch.float64]
+    rows = ["| F.pad on the CPU | " + " | ".join(str(d)[6:] for d in dtypes) + " |", "|---" * (len(dtypes) + 1) + "|"]
+    for mode in ("constant", "reflect", "replicate", "circular"):
+        for rank in (1, 2, 3):
+            cells = []
+            for dt in dtypes:
+                try:
+                    F.pad(torch.zeros((1, 2) + (4,) * rank, dtype=dt), (1,) * (2 * rank), mode=mode)
+                    cells.append("yes")
+                except (RuntimeError, NotImplementedError):
+                    cells.append("no")
+            rows.append(f"| {mode} {rank}-D | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def main():
     results, missing = [], []
     for name, make, shapes in CASES:
@@ -327,7 +344,8 @@ def main():
             results.append(r)
     section = (BEGIN.format(VERSION) + f"\n\n## torch {torch.__version__}, CPU\n\n"
                + (f"Not in this version: {', '.join(missing)}.\n\n" if missing else "")
-               + table(results) + "\n\n### Under CPU autocast\n\n" + autocast_table() + "\n\n" + END.format(VERSION))
+               + table(results) + "\n\n### Under CPU autocast\n\n" + autocast_table()
+               + "\n\n### The dtypes padding takes\n\n" + dtype_table() + "\n\n" + END.format(VERSION))
     old = open(DOC).read() if os.path.exists(DOC) else "# What the zoo's ops keep and allocate\n\n"
     pattern = re.compile(re.escape(BEGIN.format(VERSION)) + ".*?" + re.escape(END.format(VERSION)), re.S)
     new = pattern.sub(lambda _: section, old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + section

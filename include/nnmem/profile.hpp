@@ -27,6 +27,10 @@ struct TorchProfile {
   // 1.13's MeanBackward1 keeps the input (`_saved_self`), 2.13's only sizes. Other output
   // sizes keep the input in both (validation/ops_saved_zoo.md).
   bool global_avg_pool_keeps_input = false;
+  // Reflection and replication padding's kernels: 1.13's take floating point only, and on the
+  // CPU float32/float64 only (all but reflection_pad3d: "reflection_pad2d" not implemented for
+  // 'BFloat16'); 2.13's take every dtype but bool (validation/ops_saved_zoo.md).
+  bool pad_kernels_float_only = false;
   // ChannelShuffle: 1.13 has no derivative for channel_shuffle (backward raises "derivative
   // for channel_shuffle is not implemented"); 2.13 has ChannelShuffleBackward0.
   bool channel_shuffle_differentiable = true;

@@ -77,6 +77,26 @@ TEST_CASE("Padding: errors F.pad raises") {
             "padding must be an integer or a list of 4 integers, found");
 }
 
+TEST_CASE("Padding: the dtypes each version's kernels take") {
+  // F.pad on the CPU: 2.13 pads int64 and float16 in every mode, bool only with constant and
+  // circular padding; 1.13's reflection_pad1d/2d and replication_pad1d/2d/3d take float32 and
+  // float64 only ("reflection_pad2d" not implemented for 'BFloat16'), reflection_pad3d any float
+  const auto in = [](DType dtype) { return std::vector<InputTensor>{tensor({1, 2, 4, 4}, false, dtype)}; };
+  CHECK(rule_error("{type: ReflectionPad2d, padding: 1}", in(DType::Int64)).empty());
+  CHECK(rule_error("{type: ReplicationPad2d, padding: 1}", in(DType::Float16)).empty());
+  CHECK(rule_error("{type: ReflectionPad2d, padding: 1}", in(DType::Bool)) == "reflection_pad2d does not take bool");
+  CHECK(rule_error("{type: ZeroPad2d, padding: 1}", in(DType::Bool)).empty());
+  CHECK(rule_error("{type: CircularPad2d, padding: 1}", in(DType::Bool)).empty());
+  CHECK(rule_error_in(kCpu113, "{type: ReflectionPad2d, padding: 1}", in(DType::Int64)) ==
+        "PyTorch 1.13's reflection_pad2d is not implemented for int64");
+  CHECK(rule_error_in(kCpu113, "{type: ReplicationPad2d, padding: 1}", in(DType::BFloat16)) ==
+        "PyTorch 1.13's replication_pad2d on the CPU is not implemented for bfloat16");
+  CHECK(rule_error_in(kCpu113, "{type: ReflectionPad3d, padding: 1}", {tensor({1, 2, 4, 4, 4}, false, DType::Float16)}).empty());
+  CHECK(rule_error_in(kCpu113, "{type: ReflectionPad2d, padding: 1}", in(DType::Float64)).empty());
+  const Context cuda113{Mode::Train, Device::Cuda, DType::Float16, std::nullopt, find_torch_profile("1.13")};
+  CHECK(rule_error_in(cuda113, "{type: ReflectionPad2d, padding: 1}", in(DType::Float16)).empty());
+}
+
 TEST_CASE("Padding: autocast and the graph") {
   // CPU autocast, bfloat16 input: reflection_pad2d's output is float32, reflection_pad3d's bfloat16
   EstimateOptions o;
