@@ -31,6 +31,7 @@ std::vector<std::int64_t> blocks(const Attrs& a, const std::vector<std::int64_t>
 // [N, C, H, W] -> [N, C·kh·kw, blocks]
 LayerResult infer_unfold(const LayerCall& call) {
   require_rank(call, 4, 4, spatial_layout(2));
+  require_float(call);  // im2col: "not implemented for 'Long'" (1.13 and 2.13)
   const Shape& in = call.shape();
   const auto n = blocks(call.attrs, {in[2], in[3]});
   LayerResult res;
@@ -46,6 +47,7 @@ LayerResult infer_unfold(const LayerCall& call) {
 // [N, C·kh·kw, blocks] -> [N, C, output_size]
 LayerResult infer_fold(const LayerCall& call) {
   require_rank(call, 3, 3, "[N, C·kh·kw, blocks]");
+  require_float(call);
   const Shape& in = call.shape();
   const auto size = call.attrs.tuple("output_size");
   const std::int64_t kernel = checked_product(call.attrs.tuple("kernel_size"));

@@ -45,4 +45,7 @@ TEST_CASE("Unfold / Fold: errors") {
         "the input height is 2 (2 with padding), smaller than the kernel's extent 3; the output would be empty");
   CHECK(rule_error("{type: Unfold, kernel_size: 3}", {tensor({1, 2, 2})}) ==
         "expected a 4-D input [N, C, H, W], found 3-D [1, 2, 2]");
+  // F.unfold on int64: "im2col_out_cpu" not implemented for 'Long'
+  CHECK(rule_error("{type: Unfold, kernel_size: 1}", {tensor({1, 2, 2, 2}, false, DType::Int64)}) ==
+        "expected a floating-point input, found int64");
 }
