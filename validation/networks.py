@@ -520,13 +520,15 @@ class ZooNet(nn.Module):
         self.softmin = nn.Softmin(dim=1)
         self.head = nn.Conv2d(4, 2, 1)
 
+    NAMES = ("pad conv1 prelu pad2 conv2 hardtanh unshuffle selu conv3 celu drop up zpad conv4 unfold fold "
+             "shuffle threshold logsig conv5 glu softsign tanhshrink down sd softmin head").split()
+
     def forward(self, x):
-        x = self.hardtanh(self.conv2(self.pad2(self.prelu(self.conv1(self.pad(x))))))
-        x = self.drop(self.celu(self.conv3(self.selu(self.unshuffle(x)))))
-        x = self.fold(self.unfold(self.conv4(self.zpad(self.up(x)))))
-        x = self.logsig(self.threshold(self.shuffle(x)))
-        x = self.tanhshrink(self.softsign(self.glu(self.conv5(x))))
-        return self.head(self.softmin(self.sd(self.down(x))))
+        # one statement per layer: `x` is rebound as each layer returns, so no Python variable
+        # holds a tensor longer than nn.Sequential would (the inference peak stays comparable)
+        for name in self.NAMES:
+            x = getattr(self, name)(x)
+        return x
 
 
 class ZooSeq(nn.Module):
@@ -548,9 +550,9 @@ class ZooSeq(nn.Module):
         self.fc = nn.Linear(32, 8)
 
     def forward(self, x):
-        x = self.cpad(self.act(self.conv1(self.pad(x))))
-        x = self.rpad(self.prelu(self.conv2(self.up(x))))
-        return self.fc(self.flatten(self.pool(x)))
+        for name in ("pad", "conv1", "act", "cpad", "up", "conv2", "prelu", "rpad", "pool", "flatten", "fc"):
+            x = getattr(self, name)(x)
+        return x
 
 
 class ZooMlp(nn.Module):
@@ -568,8 +570,9 @@ class ZooMlp(nn.Module):
         self.out = nn.LogSoftmax(dim=1)
 
     def forward(self, x):
-        x = self.threshold(self.fc2(self.glu(self.fc1(x))))
-        return self.out(self.fc4(self.selu(self.fc3(x))))
+        for name in ("fc1", "glu", "fc2", "threshold", "fc3", "selu", "fc4", "out"):
+            x = getattr(self, name)(x)
+        return x
 
 
 # --------------------------------------------------------------------------
