@@ -1,6 +1,7 @@
 // Every bundled example estimates cleanly (but the deliberately broken seed), and the
 // torchvision architectures have torchvision's parameter counts and, layer by layer,
-// PyTorch's output shapes (as measured in validation/fixtures/).
+// PyTorch's output shapes (as measured in validation/fixtures/torch-*/: shapes do not depend on
+// the torch version, so every version's fixtures are checked).
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -47,10 +48,11 @@ TEST_CASE("torchvision's parameter counts") {
 // NAME_1, NAME_2, ….
 TEST_CASE("every layer's output shape is PyTorch's, on every validation network") {
   int networks = 0, compared = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(source_path("validation/fixtures"))) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(source_path("validation/fixtures"))) {
+    if (entry.path().extension() != ".json") continue;
     const nlohmann::json fixture = nlohmann::json::parse(std::ifstream(entry.path()));
     const std::string network = fixture["network"];
-    CAPTURE(network);
+    CAPTURE(entry.path().string());
     LoadOptions load;
     std::string spec = "examples/" + network + ".yaml";
     if (network == "seed_conv_256") {

@@ -9,8 +9,9 @@ LOSS = "<loss>"               # saved by the loss function
 
 
 def storage_key(t):
-    """(data_ptr, nbytes) of a tensor's storage (torch 1.13: .storage())."""
-    st = t.storage()
+    """(data_ptr, nbytes) of a tensor's storage: .untyped_storage() in torch 2.x
+    (where .storage() is a deprecated TypedStorage wrapper), .storage() in 1.13."""
+    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
     return st.data_ptr(), st.nbytes()
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """One training-memory measurement in this (fresh) process; prints one JSON
-object.  Usage:
-  /usr/bin/python3 validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam
-                   [--set-to-none | --keep-grads] [--amp bfloat16] [--foreach] [--trace FILE] [--threads N]
+object.  Usage (torch 1.13: /usr/bin/python3; torch 2.13: /work/venv213/bin/python):
+  PYTHON validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam|adamw
+                   [--set-to-none | --keep-grads] [--amp bfloat16] [--foreach | --fused]
+                   [--trace FILE] [--threads N]
 See README.md for what every field means."""
 import argparse
 import contextlib
@@ -33,13 +34,21 @@ def storage_bytes(tensors):
     return sum(seen.values())
 
 
-def make_optimizer(name, params, foreach=False):
+def make_optimizer(name, params, foreach=False, fused=False):
+    """foreach is always passed explicitly (False: the single-tensor loop); fused
+    only when asked for (torch 1.13's fused Adam is CUDA-only, its SGD and
+    AdamW have no such argument: torch itself refuses those runs)."""
+    kw = {"foreach": foreach}
+    if fused:
+        kw = {"fused": True}
     if name == "sgd":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0, foreach=foreach)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0, **kw)
     if name == "momentum":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=foreach)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, **kw)
     if name == "adam":
-        return torch.optim.Adam(params, lr=1e-3, foreach=foreach)
+        return torch.optim.Adam(params, lr=1e-3, **kw)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-3, **kw)
     raise ValueError(name)
 
 
@@ -73,6 +82,8 @@ def run(args):
     res = {"network": args.network, "batch": args.batch, "optimizer": args.optimizer,
            "set_to_none": set_to_none, "foreach": args.foreach, "threads": args.threads,
            "amp": args.amp, "torch_version": torch.__version__}
+    if args.fused:                  # only then, so that earlier fixtures stay as they are
+        res["fused"] = True
     # Mixed precision: forward and loss under CPU autocast, as `with torch.autocast(...):`
     # wraps them in a training loop; backward and the step run outside it.
     autocast = (lambda: torch.autocast("cpu", dtype=getattr(torch, args.amp))) if args.amp \
@@ -102,7 +113,7 @@ def run(args):
             else:
                 y = None
             trainable = [p for p in model.parameters() if p.requires_grad]
-            opt = make_optimizer(args.optimizer, trainable, args.foreach)
+            opt = make_optimizer(args.optimizer, trainable, args.foreach, args.fused)
 
         params = {storage_key(p)[0] for p in model.parameters()}
         buffers = {storage_key(b)[0] for b in model.buffers()}
@@ -189,12 +200,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("network", choices=sorted(NETWORKS))
     ap.add_argument("--batch", type=int, required=True)
-    ap.add_argument("--optimizer", choices=["sgd", "momentum", "adam"], required=True)
+    ap.add_argument("--optimizer", choices=["sgd", "momentum", "adam", "adamw"], required=True)
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--set-to-none", action="store_true", help="zero_grad(set_to_none=True) (default)")
     g.add_argument("--keep-grads", action="store_true", help="zero_grad(set_to_none=False)")
     ap.add_argument("--amp", choices=["bfloat16"], help="run forward and loss under CPU autocast")
-    ap.add_argument("--foreach", action="store_true", help="the optimizer's multi-tensor implementation")
+    f = ap.add_mutually_exclusive_group()
+    f.add_argument("--foreach", action="store_true", help="the optimizer's multi-tensor implementation")
+    f.add_argument("--fused", action="store_true", help="the optimizer's fused kernel (torch 2.x on the CPU)")
     ap.add_argument("--trace", help="write iteration 2's filtered allocator events here")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     print(json.dumps(run(ap.parse_args()), sort_keys=True))

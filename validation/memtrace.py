@@ -1,6 +1,6 @@
-"""Allocator-event analysis for torch 1.13's CPU profiler.
+"""Allocator-event analysis for the CPU profiler of torch 1.13 and 2.x.
 
-torch 1.13 exposes the raw event tree through
+torch 1.13 and 2.x expose the raw event tree through
 ``prof.profiler.kineto_results.experimental_event_tree()``: a list of root
 ``_ProfilerEvent`` objects (one tree per thread) with ``.name``, ``.children``,
 ``.parent``, ``.start_time_ns``, ``.end_time_ns``, ``.start_tid``, ``.id`` and
@@ -8,8 +8,11 @@ torch 1.13 exposes the raw event tree through
 ``extra_fields`` is an ``_ExtraFields_Allocation`` with ``ptr`` and a signed
 ``alloc_size`` (negative = free).  Operator events carry an
 ``_ExtraFields_TorchOp`` with ``sequence_number`` (the autograd sequence
-number: a forward op and the backward node built from it share it) and
-``inputs.shapes``.
+number: a forward op and the backward node built from it share it) and the
+recorded inputs: in 1.13 an ``_Inputs`` object whose ``.shapes`` lists one
+shape per argument; in 2.x a plain list of the arguments (``_TensorMetadata``
+with ``.sizes`` for tensors, lists of those for tensor lists, Python values
+for scalars), turned into the same list of shapes by ``input_shapes``.
 
 Rules implemented here (see README.md):
 * every allocation since the start of profiling is counted; a free is matched
@@ -29,10 +32,14 @@ MARKER_PREFIXES = ("nnmem::", "module::")
 PHASES = ("zero_grad", "forward", "loss", "inspect", "backward", "step", "eval")
 
 
+TORCH_MAJOR = int(torch.__version__.split(".")[0])
+
+
 class Marker:
     """A profiler range that, unlike torch.profiler.record_function in 1.13,
     allocates no tensor (record_function's legacy handle is a tensor, which
-    would show up in the allocator trace)."""
+    would show up in the allocator trace).  In 2.x record_function itself uses
+    _record_function_enter_new; Marker behaves the same there."""
 
     def __init__(self, name):
         self.name = name
@@ -50,7 +57,11 @@ class Marker:
 def patch_record_function():
     """torch.optim wraps step() and zero_grad() in record_function, whose
     legacy handle allocates a 4-byte and a 288-byte CPU tensor on every call
-    (a profiling artefact, not training memory).  Replace it by Marker."""
+    in torch 1.13 (a profiling artefact, not training memory).  Replace it by
+    Marker there.  torch 2.x's record_function opens the same allocation-free
+    range as Marker (checked: no allocator event), so it is left alone."""
+    if TORCH_MAJOR >= 2:
+        return
     class _RecordFunction(Marker):
         def __init__(self, name, args=None):
             super().__init__(name)
@@ -91,6 +102,24 @@ class MemEvent:
         return None
 
 
+def input_shapes(ef):
+    """Input shapes of an operator event, in 1.13's format (a list with one
+    entry per argument: a tensor's sizes, [] for anything else), or None."""
+    inputs = getattr(ef, "inputs", None)
+    if inputs is None:
+        return None
+    if hasattr(inputs, "shapes"):          # torch 1.13: _Inputs
+        return inputs.shapes
+
+    def shape(v):                          # torch 2.x: list of argument values
+        if hasattr(v, "sizes"):
+            return list(v.sizes)
+        if isinstance(v, list) and v and all(hasattr(t, "sizes") for t in v):
+            return [list(t.sizes) for t in v]
+        return []
+    return [shape(v) for v in inputs]
+
+
 def _collect(prof):
     """Flatten the event tree into MemEvents (time order) and a map
     sequence_number -> module marker of the forward op with that number."""
@@ -116,10 +145,7 @@ def _collect(prof):
                 seq_module.setdefault(own_seq, module)   # forward op in a module
             if outer_op is None:
                 outer_op, seq = name, own_seq
-                try:
-                    shapes = ef.inputs.shapes
-                except AttributeError:
-                    shapes = None
+                shapes = input_shapes(ef)
             if outer_aten is None and name.startswith("aten::"):
                 outer_aten = ev.id
             inner_op = name

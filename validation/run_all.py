@@ -1,13 +1,19 @@
 #!/usr/bin/python3
-"""Regenerate validation/fixtures/NETWORK.json: for every network, batch size,
-optimizer (sgd, momentum, adam) and zero_grad mode (set_to_none True/False),
-run measure.py in a fresh process and collect its JSON; for the networks in
-AMP_NETWORKS also SGD and Adam under CPU autocast (bfloat16), and for those in
-FOREACH_NETWORKS momentum and Adam with foreach=True, at their first batch.
+"""Regenerate validation/fixtures/torch-VERSION/NETWORK.json: for every network, batch
+size, optimizer (sgd, momentum, adam) and zero_grad mode (set_to_none True/False), run
+measure.py in a fresh process and collect its JSON; at the first batch also the variant
+runs of that torch version (bfloat16 autocast, the optimizers' foreach and fused
+implementations, AdamW).
 
-  /usr/bin/python3 validation/run_all.py [--only resnet18,mlp] [--skip-done] [--jobs N]
-  /usr/bin/python3 validation/run_all.py --extra-only   (redo only the autocast and foreach runs)
-  /usr/bin/python3 validation/run_all.py --summary     (table of headline figures)
+  /usr/bin/python3 validation/run_all.py --torch 1.13 --jobs 2     (torch 1.13: Debian's)
+  /usr/bin/python3 validation/run_all.py --torch 2.13 --jobs 2     (torch 2.13: /work/venv213)
+  ... [--only resnet18,mlp] [--skip-done] [--extra-only] [--python PATH]
+  ... --summary                                                     (table of headline figures)
+
+--torch picks the interpreter that measures (TORCH_PYTHON, or --python); without it, the
+interpreter running this script measures.  The fixture directory is named after the torch
+version the measuring interpreter reports (major.minor), so fixtures always land where
+their version belongs.
 """
 import argparse
 import json
@@ -28,13 +34,31 @@ AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", 
                 "frozen_backbone", "resnet18", "zoo_mlp", "efficientnet_b0"]
 # (CPU bfloat16 lacks hardtanh's backward in 1.13: ReLU6, Hardtanh; so not zoo_net, zoo_seq)
 AMP_OPTIMIZERS = ["sgd", "adam"]
-# The optimizers' multi-tensor implementation (foreach=True), at the first batch.
+# The optimizers' multi-tensor implementation (foreach=True), at the first batch; and
+# AdamW (decoupled weight decay 0.01), single-tensor and foreach.
 FOREACH_NETWORKS = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "resnet18", "efficientnet_b0"]
 FOREACH_OPTIMIZERS = ["momentum", "adam"]
+ADAMW_VARIANTS = [("adamw", None), ("adamw", "foreach")]
+# torch 2.13: a representative subset (linear, conv + dropout, BN, residual forks,
+# concatenation, frozen layers, in-place activations, a big model) runs every optimizer
+# implementation at its first batch; SGD/momentum/Adam/AdamW with foreach, and fused (the
+# CPU build has fused SGD, Adam and AdamW), AdamW single-tensor too.
+OPTIM_NETWORKS_2 = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "residual_net", "concat_net",
+                    "frozen_backbone", "activations_net", "resnet18"]
+OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"), ("momentum", "fused"),
+                    ("adam", "foreach"), ("adam", "fused"),
+                    ("adamw", None), ("adamw", "foreach"), ("adamw", "fused")]
+# Under 2.13 autocast runs for more networks: activations_net (2.13's CPU bfloat16 kernels
+# have ReLU6's backward, 1.13's do not), se_net and unet_small.
+AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small"]
+# Where each torch version's interpreter lives (--torch V runs measure.py with it).
+TORCH_PYTHON = {"1.13": "/usr/bin/python3", "2.13": "/work/venv213/bin/python"}
 # Per-run fields that depend on the batch only: stored once per batch.
 PER_BATCH = ("layers", "output_shape")
 # Fields that vary from run to run (timing): not stored.
 VOLATILE = ("wall_seconds_measured",)
+# Variant fields stored only when set (a plain run has neither): readers use .get().
+OPTIONAL = ("amp", "fused")
 
 
 def _flat(o):
@@ -54,13 +78,25 @@ def dumps(o, ind=0):
     return "[\n" + ",\n".join(pad + dumps(v, ind + 1) for v in o) + "\n" + " " * ind + "]"
 
 
-def measure(network, batch, optimizer, set_to_none, amp=None, foreach=False):
-    cmd = [sys.executable, os.path.join(HERE, "measure.py"), network, "--batch", str(batch),
+PYTHON = sys.executable         # the measuring interpreter (--torch / --python)
+VERSION = None                  # its torch version, major.minor (set by main)
+
+
+def torch_version(python):
+    """major.minor of the torch that `python` imports."""
+    out = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                         text=True, check=True, cwd=HERE).stdout.strip()
+    return ".".join(out.split(".")[:2])
+
+
+def measure(network, batch, optimizer, set_to_none, amp=None, impl=None):
+    """impl: None (the single-tensor loop), 'foreach' or 'fused'."""
+    cmd = [PYTHON, os.path.join(HERE, "measure.py"), network, "--batch", str(batch),
            "--optimizer", optimizer, "--set-to-none" if set_to_none else "--keep-grads"]
     if amp:
         cmd += ["--amp", amp]
-    if foreach:
-        cmd.append("--foreach")
+    if impl:
+        cmd.append("--" + impl)
     t = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -68,8 +104,8 @@ def measure(network, batch, optimizer, set_to_none, amp=None, foreach=False):
     return json.loads(p.stdout), time.time() - t
 
 
-def fixture_path(network):
-    return os.path.join(HERE, "fixtures", network + ".json")
+def fixture_path(network, version=None):
+    return os.path.join(HERE, "fixtures", "torch-" + (version or VERSION), network + ".json")
 
 
 def is_done(network):
@@ -82,12 +118,18 @@ def is_done(network):
 
 
 def combos(network, extra_only=False):
-    """(batch, optimizer, set_to_none, amp, foreach) of every run of a network."""
+    """(batch, optimizer, set_to_none, amp, impl) of every run of a network under VERSION."""
     net = NETWORKS[network]
-    plain = [] if extra_only else [(b, o, s, None, False) for b in net.batches for o in OPTIMIZERS for s in MODES]
-    amp = [(net.batches[0], o, True, "bfloat16", False) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS else []
-    foreach = [(net.batches[0], o, True, None, True) for o in FOREACH_OPTIMIZERS] if network in FOREACH_NETWORKS else []
-    return plain + amp + foreach
+    b0 = net.batches[0]
+    plain = [] if extra_only else [(b, o, s, None, None) for b in net.batches for o in OPTIMIZERS for s in MODES]
+    if VERSION == "1.13":
+        amp = [(b0, o, True, "bfloat16", None) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS else []
+        variants = [(b0, o, True, None, "foreach") for o in FOREACH_OPTIMIZERS] + \
+            [(b0, o, True, None, i) for o, i in ADAMW_VARIANTS] if network in FOREACH_NETWORKS else []
+    else:
+        amp = [(b0, o, True, "bfloat16", None) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS_2 else []
+        variants = [(b0, o, True, None, i) for o, i in OPTIM_VARIANTS_2] if network in OPTIM_NETWORKS_2 else []
+    return plain + amp + variants
 
 
 def run_network(network, jobs, extra_only=False):
@@ -97,19 +139,23 @@ def run_network(network, jobs, extra_only=False):
     if extra_only:  # keep the plain runs of the existing fixture
         with open(fixture_path(network)) as f:
             old = json.load(f)
-        runs = [r for r in old["runs"] if not r.get("amp") and not r.get("foreach")]
+        runs = [r for r in old["runs"] if not r.get("amp") and not r.get("foreach") and not r.get("fused")
+                and r["optimizer"] in OPTIMIZERS]
         per_batch = old["per_batch"]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [(c, pool.submit(measure, network, *c)) for c in combos(network, extra_only)]
         for (b, o, s, a, f), fut in futures:
             r, dt = fut.result()
-            print(f"  {network:18s} batch {b:3d} {o:8s} set_to_none={s!s:5s} amp={a!s:8s} foreach={f!s:5s} "
+            print(f"  {network:18s} batch {b:3d} {o:8s} set_to_none={s!s:5s} amp={a!s:8s} impl={f!s:7s} "
                   f"peak {r['peak_bytes']:>13,d} B ({r['peak_phase']})  {dt:5.1f} s", flush=True)
             layers = {k: r.pop(k) for k in PER_BATCH}
             if not a:
                 per_batch[str(b)] = layers
             for k in VOLATILE:
                 r.pop(k, None)
+            for k in OPTIONAL:
+                if not r.get(k):
+                    r.pop(k, None)
             runs.append(r)
     fx = {"network": network, "torch_version": runs[0]["torch_version"],
           "input_shape": list(net.input_shape), "input_dtype": net.input_dtype,
@@ -124,6 +170,7 @@ def run_network(network, jobs, extra_only=False):
 
 def summary():
     """Markdown table of the headline figures of the existing fixtures."""
+    print(f"torch {VERSION}")
     print("| network | batch | param_bytes | saved_bytes | peak sgd | peak adam | peak phase sgd/adam |")
     print("|---|---|---|---|---|---|---|")
     for n in NETWORKS:
@@ -134,7 +181,8 @@ def summary():
             continue
         for b in NETWORKS[n].batches:
             r = {x["optimizer"]: x for x in runs
-             if x["batch"] == b and x["set_to_none"] and not x.get("amp") and not x.get("foreach")}
+             if x["batch"] == b and x["set_to_none"] and not x.get("amp") and not x.get("foreach")
+             and not x.get("fused") and x["optimizer"] in ("sgd", "adam")}
             s, a = r["sgd"], r["adam"]
             print(f"| {n} | {b} | {s['param_bytes']:,} | {s['saved_bytes']:,} | {s['peak_bytes']:,} | "
                   f"{a['peak_bytes']:,} | {s['peak_phase']}/{a['peak_phase']} |")
@@ -147,8 +195,19 @@ def main():
     ap.add_argument("--jobs", type=int, default=1, help="measurements run in parallel (default 1)")
     ap.add_argument("--summary", action="store_true", help="print a table of the fixtures and exit")
     ap.add_argument("--extra-only", action="store_true",
-                    help="redo only the autocast and foreach runs of existing fixtures")
+                    help="redo only the variant runs (autocast, foreach, fused, adamw) of existing fixtures")
+    ap.add_argument("--torch", choices=sorted(TORCH_PYTHON),
+                    help="measure with this torch version's interpreter (default: the one running this)")
+    ap.add_argument("--python", help="measure with this interpreter instead")
     args = ap.parse_args()
+    global PYTHON, VERSION
+    if args.python:
+        PYTHON = args.python
+    elif args.torch:
+        PYTHON = TORCH_PYTHON[args.torch]
+    VERSION = torch_version(PYTHON)
+    if args.torch and VERSION != args.torch:
+        ap.error(f"{PYTHON} has torch {VERSION}, not {args.torch}")
     if args.summary:
         return summary()
     names = list(NETWORKS)
@@ -161,14 +220,14 @@ def main():
     t0 = time.time()
     for n in names:
         if args.extra_only:
-            if n in AMP_NETWORKS or n in FOREACH_NETWORKS:
+            if combos(n, extra_only=True):
                 run_network(n, args.jobs, extra_only=True)
             continue
         if args.skip_done and is_done(n):
             print(f"{n}: done, skipped", flush=True)
             continue
         run_network(n, args.jobs)
-    print(f"all done in {time.time() - t0:.1f} s", flush=True)
+    print(f"all done in {time.time() - t0:.1f} s (torch {VERSION}, {PYTHON})", flush=True)
 
 
 if __name__ == "__main__":
