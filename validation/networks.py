@@ -542,7 +542,7 @@ class SeNet(nn.Module):
 # torchvision's EfficientNet-B0, written out (torchvision 0.14.1, models/efficientnet.py and
 # ops/misc.py, ops/stochastic_depth.py): the same modules, built in the same order, with the
 # same names, initialisation and forward() code.  No torchvision import: it does not install
-# beside torch 2.13's CPU build.  check_efficientnet.py compares it with torchvision's under
+# beside torch 2.13's CPU build.  check_torchvision.py compares it with torchvision's under
 # torch 1.13.
 # --------------------------------------------------------------------------
 
