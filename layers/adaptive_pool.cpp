@@ -29,6 +29,7 @@ LayerDef adaptive_def(int rank, bool max) {
       .summary = rank_name(rank) + " adaptive " + (max ? "max" : "average") + " pooling to a fixed output size",
       .attrs = {AttrDef::tuple("output_size", rank, "the output's spatial size").needed().at_least(1)},
       .infer = [rank, max](const LayerCall& call) { return infer_adaptive(call, rank, max); },
+      .versions = max ? "" : "at output size 1 (global pooling) torch 1.13 keeps the input for backward, 2.x nothing",
   };
 }
 

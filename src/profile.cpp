@@ -16,16 +16,20 @@ constexpr std::array kProfiles = {
     TorchProfile{
         .version = "2.13",
         .measured = "torch 2.13.0+cpu",
+        .grad_sum_in_place = true,
         .prelu_weight_grad_elementwise = true,
+        .foreach_adam_one_list = true,
+        .fused_sgd = true,
+        .fused_on_cpu = true,
     },
     TorchProfile{
         .version = "1.13",
         .measured = "torch 1.13.1 (Debian's python3-torch)",
         .absent_layers = kAbsentIn1_13,
-        .im2col_keeps_input = true,
         .global_avg_pool_keeps_input = true,
-        .pad_kernels_float_only = true,
+        .im2col_keeps_input = true,
         .channel_shuffle_differentiable = false,
+        .pad_kernels_float_only = true,
     },
 };
 

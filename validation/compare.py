@@ -49,10 +49,10 @@ def options_of(binary):
 
 
 def versions():
-    """The torch versions that have a fixture directory, oldest first."""
+    """The torch versions that have a fixture directory, newest first (nnmem's default first)."""
     found = [d[len("torch-"):] for d in os.listdir(FIXTURES)
              if d.startswith("torch-") and os.path.isdir(os.path.join(FIXTURES, d))]
-    return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
+    return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")), reverse=True)
 
 
 def fixtures_of(version):

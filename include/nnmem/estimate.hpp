@@ -43,6 +43,7 @@ struct StepOptions {
   bool rmsprop_centered = false;   // RMSprop(centered=True): one more slot
   bool keep_grads = false;         // zero_grad(set_to_none=False), PyTorch 1.x's default
   bool foreach = false;            // the optimizer's multi-tensor implementation
+  bool fused = false;              // the optimizer's fused kernel (SGD, Adam, AdamW)
   std::optional<LossKind> loss;    // default: the spec's `loss`, else mean
   std::int64_t overhead_bytes = 0; // framework overhead added on CUDA (the CUDA context)
 };

@@ -213,6 +213,7 @@ struct LayerDef {
   Autocast autocast = Autocast::Inherit;           // on CUDA
   std::function<LayerResult(const LayerCall&)> infer;
   std::optional<Autocast> autocast_cpu = std::nullopt;  // on the CPU, where its op list differs
+  std::string versions = {};        // where PyTorch versions differ for it (`nnmem layers TYPE`)
 
   Autocast autocast_on(Device device) const {
     return device == Device::Cpu && autocast_cpu ? *autocast_cpu : autocast;

@@ -13,9 +13,22 @@ namespace nnmem {
 struct TorchProfile {
   std::string_view version;    // what --torch takes: "2.13"
   std::string_view measured;   // the build the CPU figures are validated against
+  // --- which layers exist
   // Layer types (PyTorch class names) this version does not have: nn.ZeroPad1d/3d and
   // nn.CircularPad1d/2d/3d are missing from 1.13 (hasattr(torch.nn, ...) is False there).
   std::span<const std::string_view> absent_layers = {};
+
+  // --- the autograd engine
+  // Two gradients of one tensor (a residual fork, a weight used twice): 2.x's InputBuffer adds
+  // the second into the first in place when the first is a whole, dense tensor nothing else
+  // references; 1.13 always makes `old + new` (validation/torch2-differences.md, R1).
+  bool grad_sum_in_place = false;
+
+  // --- what backward keeps and allocates
+  // Global average pooling (AdaptiveAvgPool*d to size 1): both run input.mean(spatial dims);
+  // 1.13's MeanBackward1 keeps the input (`_saved_self`), 2.13's only sizes. Other output
+  // sizes keep the input in both (validation/ops_saved_zoo.md).
+  bool global_avg_pool_keeps_input = false;
   // Unfold (im2col): 1.13's Im2ColBackward0 keeps its input (`_saved_self`); 2.13's keeps
   // only sizes (validation/ops_saved_zoo.md).
   bool im2col_keeps_input = false;
@@ -23,17 +36,25 @@ struct TorchProfile {
   // input-sized tensor, and sums it down (measured: +input +input +weight -input); 1.13's
   // prelu_backward allocates only the two gradients.
   bool prelu_weight_grad_elementwise = false;
-  // Global average pooling (AdaptiveAvgPool*d to size 1): both run input.mean(spatial dims);
-  // 1.13's MeanBackward1 keeps the input (`_saved_self`), 2.13's only sizes. Other output
-  // sizes keep the input in both (validation/ops_saved_zoo.md).
-  bool global_avg_pool_keeps_input = false;
+  // ChannelShuffle: 1.13 has no derivative for channel_shuffle (backward raises "derivative
+  // for channel_shuffle is not implemented"); 2.13 has ChannelShuffleBackward0.
+  bool channel_shuffle_differentiable = true;
+
+  // --- which dtypes kernels take
   // Reflection and replication padding's kernels: 1.13's take floating point only, and on the
   // CPU float32/float64 only (all but reflection_pad3d: "reflection_pad2d" not implemented for
   // 'BFloat16'); 2.13's take every dtype but bool (validation/ops_saved_zoo.md).
   bool pad_kernels_float_only = false;
-  // ChannelShuffle: 1.13 has no derivative for channel_shuffle (backward raises "derivative
-  // for channel_shuffle is not implemented"); 2.13 has ChannelShuffleBackward0.
-  bool channel_shuffle_differentiable = true;
+
+  // --- optimizers
+  // foreach Adam/AdamW/AMSGrad: 2.x makes one list of sqrt temporaries and works in place,
+  // after a 4-byte CPU tensor for the step increment; 1.13 makes the sqrt list and then a denom
+  // list, both alive together (R3).
+  bool foreach_adam_one_list = false;
+  // fused=True: SGD has it (1.13: only Adam and AdamW do) and the fused kernels run on the CPU
+  // (1.13: CUDA only). A fused step allocates nothing (R4).
+  bool fused_sgd = false;
+  bool fused_on_cpu = false;
 
   /// Whether this version has the layer type (a PyTorch class name).
   bool has_layer(std::string_view type) const;

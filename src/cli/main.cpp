@@ -62,6 +62,7 @@ struct StepArgs {
   std::string overhead = "0";
   bool keep_grads = false;
   bool foreach = false;
+  bool fused = false;
   bool rmsprop_momentum = false;
   bool rmsprop_centered = false;
 
@@ -83,6 +84,7 @@ struct StepArgs {
     app.add_option("--overhead", overhead, "framework overhead added on CUDA, e.g. 500MiB (the CUDA context)");
     app.add_flag("--keep-grads", keep_grads, "zero_grad(set_to_none=False): gradients persist between steps");
     app.add_flag("--foreach", foreach, "the optimizer's multi-tensor (foreach) implementation");
+    app.add_flag("--fused", fused, "the optimizer's fused kernel (SGD, Adam, AdamW; on the CPU from torch 2.x)");
     app.add_flag("--rmsprop-momentum", rmsprop_momentum, "RMSprop with momentum > 0");
     app.add_flag("--rmsprop-centered", rmsprop_centered, "RMSprop with centered=True");
   }
@@ -101,6 +103,7 @@ struct StepArgs {
     if (!loss.empty()) o.step.loss = parse_loss(loss);
     o.step.keep_grads = keep_grads;
     o.step.foreach = foreach;
+    o.step.fused = fused;
     o.step.overhead_bytes = parse_size_option("--overhead", overhead);
     return o;
   }
@@ -180,6 +183,7 @@ int run_layers(const std::string& type) {
                              : d->max_inputs < 0           ? std::to_string(d->min_inputs) + " or more"
                                                            : std::to_string(d->min_inputs) + " to " + std::to_string(d->max_inputs);
   std::cout << "inputs: " << inputs << '\n';
+  if (!d->versions.empty()) std::cout << "by PyTorch version: " << d->versions << '\n';
   if (d->attrs.empty()) std::cout << "attributes: none\n";
   for (const auto& attr : d->attrs) std::cout << "  " << attr.name << ": " << attr.describe() << "\n      " << attr.help << '\n';
   return 0;

@@ -68,6 +68,23 @@ TorchSummaryFigures torchsummary_of(const Estimate& e) {
   return f;
 }
 
+// The optimizer's implementation must exist: PyTorch refuses fused=True with foreach=True, for
+// an optimizer without a fused kernel, and (before 2.x) on the CPU or for SGD.
+void check_implementation(const StepOptions& o, const TorchProfile& torch, Device device, const SourceLoc& at) {
+  if (!o.fused) return;
+  if (o.foreach) throw Error(at, "the optimizer's fused and foreach implementations exclude each other (PyTorch: "
+                                 "`fused` and `foreach` cannot be `True` together)");
+  const OptimizerKind k = o.optimizer;
+  const bool sgd = k == OptimizerKind::Sgd || k == OptimizerKind::Momentum || k == OptimizerKind::Nesterov;
+  if (!sgd && k != OptimizerKind::Adam && k != OptimizerKind::AdamW)
+    throw Error(at, "nnmem models the fused implementations of SGD, Adam and AdamW; " + std::string(name_of(k)) +
+                        " was asked for");
+  if (sgd && !torch.fused_sgd)
+    throw Error(at, "torch " + std::string(torch.version) + "'s SGD has no fused implementation (only Adam and AdamW do)");
+  if (device == Device::Cpu && !torch.fused_on_cpu)
+    throw Error(at, "torch " + std::string(torch.version) + "'s fused optimizers run on CUDA only");
+}
+
 }  // namespace
 
 std::string_view name_of(OptimizerKind kind) { return kOptimizers.name(kind); }
@@ -155,6 +172,7 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
       e.layers.push_back(std::move(l));
     }
     t.non_trainable_params = t.params - t.trainable_params;
+    if (training) check_implementation(options, *graph.options.torch, graph.options.device, graph.spec.loc);
     for (int v : graph.inputs) {
       const TensorValue& in = graph.values[static_cast<std::size_t>(v)];
       e.inputs.push_back({in.name, in.type});

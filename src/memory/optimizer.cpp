@@ -1,4 +1,5 @@
-// Optimizer state and step temporaries, as torch.optim implements them (1.13).
+// Optimizer state and step temporaries, as torch.optim implements them (1.13 and 2.13; where
+// they differ, the TorchProfile says which).
 #include <algorithm>
 
 #include "step.hpp"
@@ -65,15 +66,24 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
 }
 
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
-                             const std::vector<TensorType>& params) {
+                             const TorchProfile& torch, const std::vector<TensorType>& params) {
   const OptimizerKind kind = options.optimizer;
   // Where in the step: "adam.step()", as the user's training loop calls it.
   memory.at(Phase::Optimizer, std::string(name_of(kind)) + ".step()");
-  if (params.empty()) return;
+  if (params.empty() || options.fused) return;  // one kernel per group updates everything in place
   const bool adam_like = kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW || kind == OptimizerKind::AMSGrad;
   const bool rms_or_adagrad = kind == OptimizerKind::RMSprop || kind == OptimizerKind::Adagrad;
   if (!adam_like && !rms_or_adagrad && kind != OptimizerKind::Nesterov) return;  // in place only
 
+  if (options.foreach && adam_like && torch.foreach_adam_one_list) {
+    // torch._foreach_add_(state_steps, torch.tensor(1.0)) — a CPU tensor — then
+    // exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs), divided and offset in place.
+    if (device == Device::Cpu) memory.release(memory.alloc(MemoryKind::Transients, 4, "step increment"));
+    std::vector<int> sqrt;
+    for (const auto& p : params) sqrt.push_back(memory.alloc(MemoryKind::Transients, p.bytes(), "exp_avg_sq.sqrt()"));
+    for (auto b = sqrt.rbegin(); b != sqrt.rend(); ++b) memory.release(*b);
+    return;
+  }
   if (options.foreach) {
     // Whole-model temporaries: Adam's sqrt(exp_avg_sq) and denom; RMSprop's avg; Adagrad's
     // sqrt(sum) and std; Nesterov's grad + momentum * buf.

@@ -31,7 +31,7 @@ class StepSimulator {
     if (training) {
       loss_forward();
       backward(params);
-      simulate_optimizer_step(memory_, options_, graph_.options.device, params);
+      simulate_optimizer_step(memory_, options_, graph_.options.device, *graph_.options.torch, params);
     }
     StepResult r;
     r.peak = memory_.peak();
@@ -163,12 +163,19 @@ class StepSimulator {
     return converted;
   }
 
-  // Adds a gradient contribution to value v's gradient as autograd's InputBuffer does in torch
-  // 1.13: `old + new` into a new tensor (2.x adds in place when it holds the only reference).
+  // Adds a gradient contribution to value v's gradient as autograd's InputBuffer does: torch
+  // 1.13 makes `old + new`, a new tensor; 2.x adds `new` into `old` in place when `old` is a
+  // whole tensor of v's size (not a slice of a larger gradient, such as cat's) that nothing
+  // else holds.
   void accumulate(int v, int contribution) {
     auto [it, fresh] = grad_.emplace(v, contribution);
     if (fresh) return;
     int& existing = it->second;
+    if (graph_.options.torch->grad_sum_in_place && memory_.refs(existing) == 1 &&
+        memory_.bytes(existing) == value(v).type.bytes()) {
+      memory_.release(contribution);
+      return;
+    }
     const int sum = memory_.alloc(MemoryKind::Transients, memory_.bytes(existing), "accumulated grad");
     memory_.release(existing);
     memory_.release(contribution);

@@ -16,7 +16,7 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
 /// Simulates optimizer.step(): the temporaries of the single-tensor (one parameter at a time)
 /// or the foreach (all parameters at once) implementation. State and grads are already live.
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
-                             const std::vector<TensorType>& params);
+                             const TorchProfile& torch, const std::vector<TensorType>& params);
 
 /// The tensors a loss adds around the model's output.
 struct LossTensors {

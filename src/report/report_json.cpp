@@ -31,6 +31,7 @@ ordered_json to_json(const Estimate& e) {
       {"loss", name_of(e.loss)},
       {"keep_grads", o.step.keep_grads},
       {"foreach", o.step.foreach},
+      {"fused", o.step.fused},
       {"overhead_bytes", o.step.overhead_bytes},
       {"torch", o.graph.torch->version},
   };
