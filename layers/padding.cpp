@@ -5,7 +5,7 @@
 //   constant (zero) padding keeps nothing (constant_pad_nd's backward slices the gradient);
 //   reflection and replication padding keep their input (reflection_padNd_backward(grad, self));
 //   circular padding (2.x: a copy into slices of an empty output, CopySlices in backward) keeps
-//   nothing, but its backward holds two output-sized copies of the gradient beside the input's.
+//   nothing, but its backward holds a clone of the output's gradient beside the input's.
 // nn.ZeroPad1d/3d and nn.CircularPad* do not exist in 1.13, whose reflection and replication
 // kernels take fewer dtypes. CPU autocast runs reflection_pad1d/2d and replication_pad1d/2d/3d in
 // float32 (their output is float32 under bfloat16 autocast).
@@ -64,8 +64,11 @@ LayerResult infer_pad(const LayerCall& call, Fill fill, int rank, const std::str
   res.outputs.push_back({out, call.input().dtype});
   if (!call.training() || !call.input_requires_grad()) return res;
   if (fill == Fill::Reflection || fill == Fill::Replication) res.save_input(0);
-  if (fill == Fill::Circular)
-    for (int copy = 0; copy < 2; ++copy) res.backward_scratch.push_back({res.outputs[0], "copy of the output's gradient"});
+  // Each CopySlices node clones the gradient it is handed and frees the one it got; the last
+  // one's clone lives while the input's gradient is made: output + input above the incoming
+  // gradient (the wrap-arounds' slices, output + 2 x a padded strip, stay below that unless a
+  // pad exceeds half the input).
+  if (fill == Fill::Circular) res.backward_scratch.push_back({res.outputs[0], "clone of the output's gradient"});
   return res;
 }
 

@@ -53,7 +53,7 @@ def make_optimizer(name, params, foreach=False, fused=False):
 
 
 LOSSES = {"cross_entropy": F.cross_entropy, "nll": F.nll_loss, "mse": F.mse_loss, "l1": F.l1_loss,
-          "bce_with_logits": F.binary_cross_entropy_with_logits}
+          "smooth_l1": F.smooth_l1_loss, "huber": F.huber_loss, "bce_with_logits": F.binary_cross_entropy_with_logits}
 
 
 def loss_fn(kind, out, y):
@@ -106,7 +106,7 @@ def run(args):
             model.train()
             if net.loss in ("cross_entropy", "nll"):
                 y = torch.randint(0, oshape[-1], (args.batch,))
-            elif net.loss in ("mse", "l1"):
+            elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
                 y = torch.randn(oshape)
             elif net.loss == "bce_with_logits":
                 y = torch.rand(oshape)

@@ -779,6 +779,34 @@ class ZooMlp(nn.Module):
         return x
 
 
+class ZooTorch2(nn.Module):
+    """Layers torch 1.13 lacks or cannot train: pad (CircularPad2d) conv1 shuffle (ChannelShuffle)
+    prelu zpad3 (ZeroPad3d, on channels too) conv2 flatten (start_dim 2) cpad (CircularPad1d)
+    crop (ZeroPad1d, negative) conv3 glu head.{0 flatten, 1 linear}; loss huber."""
+
+    NAMES = "pad conv1 shuffle prelu zpad3 conv2 flatten cpad crop conv3 glu head".split()
+
+    def __init__(self):
+        super().__init__()
+        self.pad = nn.CircularPad2d(1)
+        self.conv1 = nn.Conv2d(4, 8, 3)
+        self.shuffle = nn.ChannelShuffle(2)
+        self.prelu = nn.PReLU(8)
+        self.zpad3 = nn.ZeroPad3d(1)
+        self.conv2 = nn.Conv2d(10, 8, 3)
+        self.flatten = nn.Flatten(2)
+        self.cpad = nn.CircularPad1d(2)
+        self.crop = nn.ZeroPad1d((0, -4))
+        self.conv3 = nn.Conv1d(8, 4, 3, padding=1)
+        self.glu = nn.GLU(dim=1)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(128, 10))
+
+    def forward(self, x):
+        for name in self.NAMES:
+            x = getattr(self, name)(x)
+        return x
+
+
 # --------------------------------------------------------------------------
 
 @dataclass
@@ -813,5 +841,6 @@ NETWORKS = {
     "zoo_seq": Net(ZooSeq, (4, 32), "float32", "l1", [8]),
     "zoo_mlp": Net(ZooMlp, (64,), "float32", "nll", [16]),
     "efficientnet_b0": Net(EfficientNetB0, (3, 224, 224), "float32", "cross_entropy", [2]),
+    "zoo_torch2": Net(ZooTorch2, (4, 8, 8), "float32", "huber", [4]),  # torch 2.x only
 }
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
