@@ -62,8 +62,13 @@ LayerResult infer_upsample(const LayerCall& call) {
     out.insert(out.end(), size.begin(), size.end());
   } else {
     // floor(L * scale_factor), in double precision as PyTorch computes it.
-    const double scale = a.real("scale_factor");
+    std::vector<double> scales = a.reals("scale_factor");
+    if (scales.size() == 1) scales.assign(spatial, scales[0]);
+    if (scales.size() != spatial)
+      throw LayerError("scale_factor has " + std::to_string(scales.size()) + " values, but the input " + to_string(in) +
+                       " has " + std::to_string(spatial) + " spatial dimensions " + sizes(in, 2), "scale_factor");
     for (std::size_t d = 0; d < spatial; ++d) {
+      const double scale = scales[d];
       const double length = std::floor(static_cast<double>(in[2 + d]) * scale);
       if (!(length >= 1))
         throw LayerError("scale_factor " + real_text(scale) + " makes the output " + dim_name(d, spatial) + " " +
@@ -91,7 +96,8 @@ const bool registered = register_layer({
     .attrs = {
         AttrDef::tuple("size", 0, "the output's spatial size (one value for every dimension, or one per dimension)")
             .optional().at_least(1),
-        AttrDef::real("scale_factor", "multiplier of every spatial size (the output is floor(size * scale_factor))")
+        AttrDef::reals("scale_factor", "multiplier of the spatial sizes, one or one per dimension (the output is "
+                                       "floor(size * scale_factor))")
             .optional().between(0, std::numeric_limits<double>::infinity()),
         AttrDef::word("mode", mode_names(), "how values are resampled"),
         AttrDef::flag("align_corners", false, "align the corner pixels (interpolating modes only)").optional(),

@@ -30,6 +30,7 @@ enum class AttrKind {
   IntTuple,  // 3 or [3, 1]: one value per spatial dimension (`rank` of them, or any number when
              // `rank` is 0; a scalar then reads as one value); may also be a word
   IntList,   // [1, -1, 7]: any length (shapes)
+  FloatTuple,  // 2 or [2, 1.5]: one number per spatial dimension, any number of them (a scalar reads as one)
 };
 
 /// One attribute of a layer type: its name, kind, default, constraints and a line of help.
@@ -52,6 +53,7 @@ struct AttrDef {
   static AttrDef word(std::string name, std::vector<std::string> words, std::string help);
   static AttrDef tuple(std::string name, int rank, std::string help);
   static AttrDef list(std::string name, std::string help);
+  static AttrDef reals(std::string name, std::string help);  // FloatTuple
 
   AttrDef&& needed() &&;                        // required
   AttrDef&& optional() &&;                      // may be omitted or null, no default
@@ -79,6 +81,8 @@ class Attrs {
   /// An IntTuple: a scalar is repeated `rank` times. Empty if the attribute holds a word.
   std::vector<std::int64_t> tuple(std::string_view name) const;
   std::vector<std::int64_t> list(std::string_view name) const;
+  /// A FloatTuple: one value, or one per dimension as written.
+  std::vector<double> reals(std::string_view name) const;
   /// Whether the spec gave this attribute (not null).
   bool given(std::string_view name) const;
   /// Whether the attribute holds the given word (IntTuple alternatives, String).

@@ -116,6 +116,8 @@ TEST_CASE("Registry: attribute descriptions") {
   CHECK(describe("Reshape", "shape") == "list of ints; required");
   CHECK(describe("Concat", "dim") == "int; required");
   CHECK(describe("Flatten", "end_dim") == "int; default -1");
+  CHECK(describe("Upsample", "scale_factor") == "float or list of floats in [0, inf]; optional");
+  CHECK(describe("Upsample", "size") == "int or list of ints >= 1; optional");
 }
 
 // A rule must not fake a missing bound with a sentinel: BatchNorm's eps, once declared

@@ -19,6 +19,10 @@ TEST_CASE("Upsample: output sizes from scale_factor or size") {
   CHECK(out_shape(run_rule("{type: Upsample, scale_factor: 1.5, mode: bicubic}", {tensor({2, 3, 8, 8})})) == "[2, 3, 12, 12]");
   CHECK(out_shape(run_rule("{type: Upsample, scale_factor: 1.5, mode: bicubic}", {tensor({1, 2, 7, 7})})) == "[1, 2, 10, 10]");
   CHECK(out_shape(run_rule("{type: Upsample, scale_factor: 0.35}", {tensor({1, 2, 7})})) == "[1, 2, 2]");
+  // one factor per dimension: scale_factor=(2, 1) -> [2, 3, 16, 8]; (1.5, 2.5) bilinear on 7x5 -> [2, 3, 10, 12]
+  CHECK(out_shape(run_rule("{type: Upsample, scale_factor: [2, 1]}", {tensor({2, 3, 8, 8})})) == "[2, 3, 16, 8]");
+  CHECK(out_shape(run_rule("{type: Upsample, scale_factor: [1.5, 2.5], mode: bilinear}", {tensor({2, 3, 7, 5})})) ==
+        "[2, 3, 10, 12]");
   CHECK(out_shape(run_rule("{type: Upsample, scale_factor: 2, mode: trilinear, align_corners: true}",
                            {tensor({2, 3, 4, 4, 4})})) == "[2, 3, 8, 8, 8]");
 }
@@ -63,6 +67,12 @@ TEST_CASE("Upsample: errors F.interpolate raises") {
   CHECK(rule_error("{type: Upsample, size: [3, 3, 3]}", {tensor({1, 2, 4, 4})}) ==
         "size [3, 3, 3] has 3 values, but the input [1, 2, 4, 4] has 2 spatial dimensions [4, 4]");
   // RuntimeError: Input and output sizes should be greater than 0, but got input (H: 4, W: 4) output (H: 0, W: 0)
+  // ValueError: Input and scale_factor must have the same number of spatial dimensions
+  CHECK(rule_error("{type: Upsample, scale_factor: [2, 2, 2]}", {tensor({1, 2, 4, 4})}) ==
+        "scale_factor has 3 values, but the input [1, 2, 4, 4] has 2 spatial dimensions [4, 4]");
+  CHECK_HAS(one_layer_error("{type: Upsample, scale_factor: [2, x]}", {2, 4, 4}),
+            "scale_factor must be a number or a list of numbers, found the string 'x'");
+  CHECK_HAS(one_layer_error("{type: Upsample, scale_factor: []}", {2, 4, 4}), "scale_factor must be a number or a list of numbers");
   CHECK(rule_error("{type: Upsample, scale_factor: 0.1}", {tensor({1, 2, 4, 4})}) ==
         "scale_factor 0.1 makes the output height 0 from the input's 4; sizes must be at least 1");
   CHECK(rule_error("{type: Upsample, scale_factor: 2}", {tensor({1, 2})}) ==
