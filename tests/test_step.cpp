@@ -66,3 +66,4 @@ TEST_CASE("training memory matches PyTorch on every validation fixture") {
   CHECK(median <= 0.02);
   CHECK(errors.back() <= 0.05);
 }
+

@@ -23,7 +23,6 @@ class MemoryTracker {
   /// Drops one reference; the block is freed when none is left.
   void release(int block);
   int refs(int block) const { return blocks_[static_cast<std::size_t>(block)].refs; }
-  std::int64_t bytes(int block) const { return blocks_[static_cast<std::size_t>(block)].bytes; }
   MemoryKind kind(int block) const { return blocks_[static_cast<std::size_t>(block)].kind; }
 
   Phase phase() const { return phase_; }

@@ -153,11 +153,13 @@ class StepSimulator {
 
   // Adds a gradient contribution to value v's gradient as autograd's InputBuffer does in torch
   // 1.13: `old + new` into a new tensor (2.x adds in place when it holds the only reference).
+  // The sum has v's own size, whatever the blocks behind `old` and `new`: a gradient that cat
+  // passed on is a narrow() view holding the whole concatenated gradient's storage.
   void accumulate(int v, int contribution) {
     auto [it, fresh] = grad_.emplace(v, contribution);
     if (fresh) return;
     int& existing = it->second;
-    const int sum = memory_.alloc(MemoryKind::Transients, memory_.bytes(existing), "accumulated grad");
+    const int sum = memory_.alloc(MemoryKind::Transients, value(v).type.bytes(), "accumulated grad");
     memory_.release(existing);
     memory_.release(contribution);
     existing = sum;
