@@ -67,3 +67,24 @@ TEST_CASE("training memory matches PyTorch on every validation fixture") {
   CHECK(errors.back() <= 0.05);
 }
 
+// Add and cat hand their output's gradient on as it is (or a narrow() view of it), but the
+// engine casts a gradient to its input's dtype: under autocast, a bfloat16 input of a float32
+// sum gets a bfloat16 tensor of its own (torch 1.13 and 2.x: `(a_bf16 + b_f32)`'s gradient
+// reaches a in a storage of a's 2-byte elements, not the sum's).
+TEST_CASE("a gradient passed on to an input of another dtype is a new tensor in that dtype") {
+  EstimateOptions o;
+  o.graph.amp = DType::BFloat16;  // CUDA: fc runs in bfloat16, softmax in float32
+  o.graph.batch = 4;
+  const Estimate e = estimate_from(R"(
+inputs: {x: [64]}
+layers:
+  - {name: fc, type: Linear, out_features: 64}
+  - {name: soft, type: Softmax, dim: 1}
+  - {name: add, type: Add, inputs: [fc, soft]}
+loss: mse
+)", o);
+  std::vector<std::int64_t> allocated;
+  for (const auto& ev : e.timeline)
+    if (ev.phase == Phase::Backward && ev.layer == "add" && ev.delta > 0) allocated.push_back(ev.delta);
+  CHECK(allocated == std::vector<std::int64_t>{4 * 64 * 2});  // fc's bfloat16 gradient; soft's is the sum's
+}

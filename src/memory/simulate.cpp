@@ -201,7 +201,9 @@ class StepSimulator {
         if (!value(node.inputs[k]).requires_grad) continue;
         const TensorType& in_type = value(node.read(k)).type;
         const bool broadcast = node.result.broadcasts && in_type.shape != out_type.shape;
-        if (passthrough && !broadcast) {
+        // The engine casts a gradient to its input's dtype: one passed on to an input of
+        // another dtype (add's type promotion) is a new tensor, not the output's gradient.
+        if (passthrough && !broadcast && in_type.dtype == out_type.dtype) {
           memory_.hold(grad_out);
           contributions.emplace_back(k, grad_out);
           continue;
