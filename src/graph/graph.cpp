@@ -81,8 +81,9 @@ class Builder {
     return id;
   }
 
-  int new_storage(int value) {
-    graph_.storages.push_back({graph_.values[value].type.bytes(), value});
+  // `at_least`: a kernel may give the tensor a larger storage than its elements take.
+  int new_storage(int value, std::int64_t at_least = 0) {
+    graph_.storages.push_back({std::max(graph_.values[value].type.bytes(), at_least), value});
     first_saver_.emplace_back(-1, -1);
     return static_cast<int>(graph_.storages.size()) - 1;
   }
@@ -191,7 +192,8 @@ class Builder {
       const int v = new_value(name, out, node_index);
       graph_.values[v].requires_grad = requires_grad;
       const bool aliased = k == 0 && node.result.alias != Alias::None;
-      graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage : new_storage(v);
+      graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage
+                                 : new_storage(v, k == 0 ? node.result.output_storage_bytes : 0);
       node.outputs.push_back(v);
     }
     if (node.result.alias == Alias::InPlace && ctx_.mode == Mode::Train) check_inplace(layer, node);

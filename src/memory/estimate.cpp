@@ -120,7 +120,8 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
       for (int v : node.outputs) {
         const TensorValue& value = graph.values[static_cast<std::size_t>(v)];
         l.outputs.push_back(value.type);
-        if (graph.storages[static_cast<std::size_t>(value.storage)].value == v) l.output_bytes = sum(l.output_bytes, value.type.bytes());
+        const Storage& storage = graph.storages[static_cast<std::size_t>(value.storage)];
+        if (storage.value == v) l.output_bytes = sum(l.output_bytes, storage.bytes);
       }
       l.params = node.param_count;
       l.trainable_params = node.trainable ? node.param_count : 0;
