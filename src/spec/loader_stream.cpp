@@ -1,5 +1,5 @@
 // Text -> one YAML document, working around what yaml-cpp 0.7 reports obscurely or not at all.
-// With loader.cpp, the only code that includes yaml-cpp.
+// With loader.cpp and loader_nodes.cpp, the only code that includes yaml-cpp.
 #include "loader_stream.hpp"
 
 #include <yaml-cpp/depthguard.h>
