@@ -354,3 +354,15 @@ TEST_CASE("YAML tags mean what they say; an unknown tag is an error naming it") 
   CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: Linear, out_features: !!int 99999999999999999999}\n") ==
         "test.yaml:3:34: error: Linear '0': out_features: the integer 99999999999999999999 does not fit in 64 bits");
 }
+
+TEST_CASE("a layer repeated through an alias stands where the alias is") {
+  // yaml-cpp gives an alias node its anchor's position; the loader knows the alias's own.
+  const ModelSpec spec = load("inputs: {x: [8]}\nlayers:\n  - &r {type: ReLU}\n  - {type: Linear, out_features: 8}\n  - *r\n");
+  REQUIRE(spec.layers.size() == 3);
+  CHECK(spec.layers[0].loc.line == 3);
+  CHECK(spec.layers[2].loc.line == 5);
+  CHECK(spec.layers[2].loc.column == 5);
+  CHECK(load_error("inputs: {x: [8]}\nblocks:\n  B:\n    layers:\n      - &l {name: lin, type: Linear, out_features: 8}\n"
+                   "      - *l\nlayers:\n  - {name: b, block: B}\n") ==
+        "test.yaml:6:9: error: duplicate layer name 'lin' (first used at line 5)");
+}

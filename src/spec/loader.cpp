@@ -34,8 +34,8 @@ class Reader {
  public:
   // Without aliases each value node is at least one character of the file; the slack lets a
   // small file reuse anchored values freely.
-  Reader(const SourceText& source, std::size_t text_bytes)
-      : src_(source), values_left_(static_cast<std::int64_t>(text_bytes) + kAliasSlack) {}
+  Reader(const SourceText& source, std::size_t text_bytes, const AliasItems& alias_items)
+      : src_(source), alias_items_(alias_items), values_left_(static_cast<std::int64_t>(text_bytes) + kAliasSlack) {}
 
   SourceLoc loc(const YAML::Node& node, const SourceLoc& fallback) const {
     const YAML::Mark m = node.Mark();
@@ -232,12 +232,21 @@ class Reader {
     return e;
   }
 
+  // A layer repeated through an alias (`- *conv`) stands where the alias is, though its node
+  // (and every position inside) is the anchor's: errors about this occurrence, such as its
+  // name being taken, point there.
   std::vector<RawEntry> entries(const YAML::Node& node, const SourceLoc& at, const std::string& what,
                                 const std::string& block = {}) {
     if (!node.IsSequence())
       fail(loc(node, at), what + " must be a list of layers (- {type: ...}), found " + kind(node));
     std::vector<RawEntry> out;
-    for (const auto& item : node) out.push_back(entry(item, loc(node, at), out.size(), block));
+    for (const auto& item : node) {
+      out.push_back(entry(item, loc(node, at), out.size(), block));
+      if (const auto alias = alias_items_.at(src_, node, out.size() - 1)) {
+        out.back().loc = *alias;
+        if (out.back().name) out.back().name->loc = *alias;
+      }
+    }
     if (out.empty()) fail(loc(node, at), what + " is empty; a model needs at least one layer");
     return out;
   }
@@ -359,6 +368,7 @@ class Reader {
   static constexpr int kMaxValueDepth = 499;  // yaml-cpp's own limit for a document's text
 
   const SourceText& src_;
+  const AliasItems& alias_items_;
   std::int64_t values_left_;  // value nodes value() may still copy
 };
 
@@ -366,7 +376,8 @@ class Reader {
 
 RawSpec read(const std::string& text, const std::string& file, const LoadOptions& options) {
   const SourceText source(text, file, options.max_file_bytes);
-  return Reader(source, text.size()).document(load_single_document(source, text));
+  const Document doc = load_single_document(source, text);
+  return Reader(source, text.size(), doc.alias_items).document(doc.root);
 }
 
 }  // namespace raw
