@@ -55,6 +55,7 @@ struct StepArgs {
   std::string overhead = "0";
   bool keep_grads = false;
   bool foreach = false;
+  std::string loop = "plain";
   bool rmsprop_momentum = false;
   bool rmsprop_centered = false;
 
@@ -73,6 +74,9 @@ struct StepArgs {
     app.add_option("--overhead", overhead, "framework overhead added on CUDA, e.g. 500MiB (the CUDA context)");
     app.add_flag("--keep-grads", keep_grads, "zero_grad(set_to_none=False): gradients persist between steps");
     app.add_flag("--foreach", foreach, "the optimizer's multi-tensor (foreach) implementation");
+    app.add_option("--loop", loop, "plain: `for ...: out = model(x); loss = ...` (the previous step's out and loss live "
+                                    "until rebound); function: a train_step() that returns loss.item()")
+        ->check(one_of({"plain", "function"}));
     app.add_flag("--rmsprop-momentum", rmsprop_momentum, "RMSprop with momentum > 0");
     app.add_flag("--rmsprop-centered", rmsprop_centered, "RMSprop with centered=True");
   }
@@ -90,6 +94,7 @@ struct StepArgs {
     if (!loss.empty()) o.step.loss = parse_loss(loss);
     o.step.keep_grads = keep_grads;
     o.step.foreach = foreach;
+    o.step.loop = *parse_loop(loop);
     o.step.overhead_bytes = parse_size_option("--overhead", overhead);
     return o;
   }

@@ -38,6 +38,7 @@ constexpr Names<LossKind, 3> kLosses{{{
 constexpr Names<Phase, 3> kPhases{{{
     {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"},
 }}};
+constexpr Names<Loop, 2> kLoops{{{{Loop::Plain, "plain"}, {Loop::Function, "function"}}}};
 
 std::int64_t sum(std::int64_t a, std::int64_t b) { return checked_add(a, b); }
 
@@ -71,6 +72,7 @@ TorchSummaryFigures torchsummary_of(const Estimate& e) {
 std::string_view name_of(OptimizerKind kind) { return kOptimizers.name(kind); }
 std::string_view name_of(LossKind kind) { return kLosses.name(kind); }
 std::string_view name_of(Phase phase) { return kPhases.name(phase); }
+std::string_view name_of(Loop loop) { return kLoops.name(loop); }
 std::string_view name_of(MemoryKind kind) {
   static constexpr std::array<std::string_view, kMemoryKinds> names = {
       "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients"};
@@ -78,6 +80,7 @@ std::string_view name_of(MemoryKind kind) {
 }
 std::optional<OptimizerKind> parse_optimizer(std::string_view name) { return kOptimizers.parse(name); }
 std::optional<LossKind> parse_loss(std::string_view name) { return kLosses.parse(name); }
+std::optional<Loop> parse_loop(std::string_view name) { return kLoops.parse(name); }
 
 Estimate estimate(const Graph& graph, const StepOptions& options) {
   Estimate e;

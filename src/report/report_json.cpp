@@ -31,6 +31,7 @@ ordered_json to_json(const Estimate& e) {
       {"loss", name_of(e.loss)},
       {"keep_grads", o.step.keep_grads},
       {"foreach", o.step.foreach},
+      {"loop", name_of(o.step.loop)},
       {"overhead_bytes", o.step.overhead_bytes},
   };
   j["inputs"] = ordered_json::array();
