@@ -5,9 +5,13 @@
 //                Hardsigmoid, Softplus.
 // An in-place activation's output is its input's storage, so it costs no new memory — but what
 // its backward keeps depends on the formula (PyTorch 1.13, saved_tensors_hooks):
-//   relu_, leaky_relu_, elu_ have formulas in terms of the result, and keep it;
+//   relu_, leaky_relu_, elu_ have formulas in terms of the result, and keep it (they read the
+//   input's sign from it, so PyTorch's backward refuses leaky_relu_ and elu_ with a negative
+//   slope or alpha, which flips that sign: a located error when training);
 //   hardtanh_ (ReLU6), silu_, mish_, hardswish_, hardsigmoid_ need the input's old values, so
 //   autograd clones the input before overwriting it and keeps the clone: a new input-sized tensor.
+#include <sstream>
+
 #include "common.hpp"
 
 namespace nnmem::layers {
@@ -28,6 +32,7 @@ struct Activation {
   InPlace inplace;
   Dtypes dtypes;
   std::vector<AttrDef> extra_attrs;
+  const char* negative_scale = nullptr;  // the attribute scaling x < 0, when `inplace` exists
 };
 
 TensorType activation_output(const LayerCall& call, Dtypes dtypes) {
@@ -40,15 +45,33 @@ TensorType activation_output(const LayerCall& call, Dtypes dtypes) {
   return out;
 }
 
-LayerResult infer_activation(const LayerCall& call, Keeps keeps, InPlace kind, Dtypes dtypes) {
+// The backward of leaky_relu_ and elu_ reads x's sign from the result; a negative scale of
+// x < 0 flips it, and PyTorch refuses ("In-place leakyReLu backward calculation is triggered
+// with a negative slope which is not supported"; 0 and -0.0 pass, torch 1.13 and 2.13).
+void check_result_sign(const LayerCall& call, const char* negative_scale) {
+  if (!negative_scale || !(call.attrs.real(negative_scale) < 0)) return;
+  std::ostringstream found;
+  found << call.attrs.real(negative_scale);
+  throw LayerError(std::string("in place, ") + negative_scale + " must be at least 0 to train (PyTorch's in-place backward "
+                       "reads the input's sign from the result, which a negative value flips), found " + found.str() +
+                       "; set inplace: false",
+                   negative_scale);
+}
+
+LayerResult infer_activation(const LayerCall& call, Keeps keeps, InPlace kind, Dtypes dtypes, const char* negative_scale) {
   const bool inplace = kind != InPlace::No && call.attrs.flag("inplace");
   LayerResult res;
   res.outputs.push_back(activation_output(call, dtypes));
   res.alias = inplace ? Alias::InPlace : Alias::None;
   if (call.training() && call.input_requires_grad()) {
-    if (!inplace) keeps == Keeps::Output ? res.save_output(0) : res.save_input(0);
-    else if (kind == InPlace::KeepsResult) res.save_output(0);
-    else res.save_extra(call.input(), "input clone");
+    if (!inplace) {
+      keeps == Keeps::Output ? res.save_output(0) : res.save_input(0);
+    } else if (kind == InPlace::KeepsResult) {
+      check_result_sign(call, negative_scale);
+      res.save_output(0);
+    } else {
+      res.save_extra(call.input(), "input clone");
+    }
   }
   return res;
 }
@@ -60,8 +83,8 @@ LayerDef activation_def(Activation a) {
       .type = a.type,
       .summary = a.summary,
       .attrs = std::move(attrs),
-      .infer = [keeps = a.keeps, kind = a.inplace, dtypes = a.dtypes](const LayerCall& call) {
-        return infer_activation(call, keeps, kind, dtypes);
+      .infer = [keeps = a.keeps, kind = a.inplace, dtypes = a.dtypes, scale = a.negative_scale](const LayerCall& call) {
+        return infer_activation(call, keeps, kind, dtypes, scale);
       },
   };
 }
@@ -97,9 +120,9 @@ const bool registered = [] {
       {"ReLU", "max(0, x)", Output, KeepsResult, FloatOrInt, {}},
       {"ReLU6", "min(max(0, x), 6)", Input, KeepsClone, FloatOrInt, {}},
       {"LeakyReLU", "x if x > 0 else negative_slope * x", Input, KeepsResult, Float,
-       {AttrDef::real("negative_slope", "slope for x < 0").or_else_real(0.01)}},
+       {AttrDef::real("negative_slope", "slope for x < 0").or_else_real(0.01)}, "negative_slope"},
       {"ELU", "x if x > 0 else alpha * (exp(x) - 1)", Input, KeepsResult, Float,
-       {AttrDef::real("alpha", "scale of the negative part").or_else_real(1.0)}},
+       {AttrDef::real("alpha", "scale of the negative part").or_else_real(1.0)}, "alpha"},
       {"GELU", "x * Phi(x)", Input, No, Float,
        {AttrDef::word("approximate", {"none", "tanh"}, "exact, or the tanh approximation")}},
       {"SiLU", "x * sigmoid(x) (a.k.a. swish)", Input, KeepsClone, Float, {}},

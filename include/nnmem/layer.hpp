@@ -161,6 +161,9 @@ struct LayerResult {
   /// output-shaped gradient summed down to its shape (for mul, computed at the output's shape
   /// first, a temporary as large as the output).
   bool broadcasts = false;
+  /// Output 0's storage when the kernel gives it more than its elements take (on the CPU,
+  /// slow_conv_transpose3d resizes an input-sized buffer down); 0: the output's own size.
+  std::int64_t output_storage_bytes = 0;
 
   void save_input(int i, std::string what = "input");
   void save_output(int i, std::string what = "output");

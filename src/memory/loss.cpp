@@ -6,7 +6,8 @@
 //                   loss holds an output-sized storage (validation/ops_saved.md);
 //   mean          = out.mean(): keeps nothing (its backward needs only the size).
 // Under autocast cross_entropy and mse run in float32: a float32 copy of a 16-bit output is
-// made first, and the loss keeps (mse) or reads (cross_entropy) that copy.
+// made first, and the loss keeps (mse) or reads (cross_entropy) that copy; a float64 output is
+// not cast.
 #include "step.hpp"
 
 namespace nnmem::detail {
@@ -14,7 +15,7 @@ namespace nnmem::detail {
 LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where, const std::string& producer,
                          bool amp, DType float_dtype) {
   LossTensors t;
-  if (amp && loss != LossKind::Mean && is_floating(output.dtype) && output.dtype != DType::Float32)
+  if (amp && loss != LossKind::Mean && autocast_eligible(output.dtype) && output.dtype != DType::Float32)
     t.cast = TensorType{output.shape, DType::Float32};
   const TensorType in = t.input(output);
   switch (loss) {
