@@ -115,6 +115,7 @@ const bool registered = [] {
   const std::vector<Activation> table = {
       {"Hardtanh", "clamp(x, min_val, max_val)", Input, KeepsClone, FloatOrInt,
        {AttrDef::real("min_val", "lower bound").or_else_real(-1.0), AttrDef::real("max_val", "upper bound").or_else_real(1.0)},
+       nullptr,
        [](const Attrs& a) {
          if (!(a.real("max_val") > a.real("min_val")))
            throw LayerError("max_val (" + real_text(a.real("max_val")) + ") must be greater than min_val (" +
@@ -123,6 +124,7 @@ const bool registered = [] {
       {"SELU", "scale * elu(x, alpha) with fixed scale and alpha", Input, KeepsResult, Float, {}},
       {"CELU", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1))", Input, KeepsResult, Float,
        {AttrDef::real("alpha", "scale of the negative part (not 0)").or_else_real(1.0)},
+       "alpha",  // celu_ is elu_: "In-place elu backward calculation is triggered with a negative slope" (2.13)
        [](const Attrs& a) {
          if (a.real("alpha") == 0) throw LayerError("alpha cannot be 0 (PyTorch divides by it)", "alpha");
        }},

@@ -1,18 +1,38 @@
 #include "elementwise.hpp"
 
+#include <sstream>
+
 namespace nnmem::layers {
 
 namespace {
 
-LayerResult infer_activation(const LayerCall& call, Keeps keeps, InPlace kind, Dtypes dtypes) {
+// The backward of leaky_relu_ and elu_ (also celu_) reads x's sign from the result; a negative
+// scale of x < 0 flips it, and PyTorch refuses ("In-place leakyReLu backward calculation is
+// triggered with a negative slope which is not supported"; 0 and -0.0 pass, torch 1.13 and 2.13).
+void check_result_sign(const LayerCall& call, const char* negative_scale) {
+  if (!negative_scale || !(call.attrs.real(negative_scale) < 0)) return;
+  std::ostringstream found;
+  found << call.attrs.real(negative_scale);
+  throw LayerError(std::string("in place, ") + negative_scale + " must be at least 0 to train (PyTorch's in-place backward "
+                       "reads the input's sign from the result, which a negative value flips), found " + found.str() +
+                       "; set inplace: false",
+                   negative_scale);
+}
+
+LayerResult infer_activation(const LayerCall& call, Keeps keeps, InPlace kind, Dtypes dtypes, const char* negative_scale) {
   const bool inplace = kind != InPlace::No && call.attrs.flag("inplace");
   LayerResult res;
   res.outputs.push_back(activation_output(call, dtypes));
   res.alias = inplace ? Alias::InPlace : Alias::None;
   if (call.training() && call.input_requires_grad()) {
-    if (!inplace) keeps == Keeps::Output ? res.save_output(0) : res.save_input(0);
-    else if (kind == InPlace::KeepsResult) res.save_output(0);
-    else res.save_extra(call.input(), "input clone");
+    if (!inplace) {
+      keeps == Keeps::Output ? res.save_output(0) : res.save_input(0);
+    } else if (kind == InPlace::KeepsResult) {
+      check_result_sign(call, negative_scale);
+      res.save_output(0);
+    } else {
+      res.save_extra(call.input(), "input clone");
+    }
   }
   return res;
 }
@@ -65,9 +85,10 @@ LayerDef activation_def(Activation a) {
       .type = a.type,
       .summary = a.summary,
       .attrs = std::move(attrs),
-      .infer = [keeps = a.keeps, kind = a.inplace, dtypes = a.dtypes, check = std::move(a.check)](const LayerCall& call) {
+      .infer = [keeps = a.keeps, kind = a.inplace, dtypes = a.dtypes, scale = a.negative_scale,
+                check = std::move(a.check)](const LayerCall& call) {
         if (check) check(call.attrs);
-        return infer_activation(call, keeps, kind, dtypes);
+        return infer_activation(call, keeps, kind, dtypes, scale);
       },
   };
 }

@@ -25,6 +25,7 @@ struct Activation {
   InPlace inplace;
   Dtypes dtypes;
   std::vector<AttrDef> extra_attrs;
+  const char* negative_scale = nullptr;  // the attribute scaling x < 0, when `inplace` keeps the result
   std::function<void(const Attrs&)> check = {};  // the constructor's own checks of its attributes
 };
 

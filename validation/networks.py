@@ -455,6 +455,31 @@ class ConcatNet(nn.Module):
         return self.fc(self.flatten(self.pool(y)))
 
 
+class ConcatFork(nn.Module):
+    """a_conv, b_conv (both on the input), torch.cat([a, b]) and torch.cat([b, a]) (cat_ab,
+    cat_ba, functional), p_conv and q_conv (one on each), their sum (add), pool, flatten, fc.
+    a's and b's gradients each arrive from two concatenations and are summed."""
+
+    def __init__(self):
+        super().__init__()
+        self.a_conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.b_conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.p_conv = nn.Conv2d(32, 16, 1)
+        self.q_conv = nn.Conv2d(32, 16, 1)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(16, 10)
+
+    @staticmethod
+    def cats(a, b):  # a and b are freed on return, after their last reader, as in nnmem
+        return torch.cat([a, b], dim=1), torch.cat([b, a], dim=1)
+
+    def forward(self, x):
+        ab, ba = self.cats(self.a_conv(x), self.b_conv(x))
+        y = self.p_conv(ab) + self.q_conv(ba)
+        return self.fc(self.flatten(self.pool(y)))
+
+
 class FrozenBackbone(nn.Module):
     """backbone.{0 conv,1 relu,2 pool,3 conv,4 relu,5 pool} (frozen),
     head.{0 flatten,1 linear,2 relu,3 linear} (trainable)."""
@@ -828,6 +853,7 @@ NETWORKS = {
     "mlp": Net(Mlp, (784,), "float32", "cross_entropy", [64]),
     "residual_net": Net(ResidualNet, (3, 32, 32), "float32", "cross_entropy", [8]),
     "concat_net": Net(ConcatNet, (3, 32, 32), "float32", "cross_entropy", [8]),
+    "concat_fork": Net(ConcatFork, (3, 32, 32), "float32", "cross_entropy", [8]),
     "frozen_backbone": Net(FrozenBackbone, (3, 32, 32), "float32", "cross_entropy", [8]),
     "activations_net": Net(ActivationsNet, (256,), "float32", "mse", [16]),
     "unet_small": Net(UNetSmall, (3, 32, 32), "float32", "mse", [4]),

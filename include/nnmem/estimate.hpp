@@ -16,6 +16,11 @@ namespace nnmem {
 enum class OptimizerKind { None, Sgd, Momentum, Nesterov, Adam, AdamW, AMSGrad, RMSprop, Adagrad, Adam8bit };
 enum class LossKind { CrossEntropy, Mse, Mean, BceWithLogits, Nll, L1, SmoothL1, Huber };
 enum class Phase { Forward, Backward, Optimizer };  // the loss counts as forward
+/// How the training loop holds a step's `out` and `loss` (docs/memory-model.md, "The step").
+enum class Loop {
+  Plain,     // `for ...: out = model(x); loss = ...`: the previous step's live until rebound
+  Function,  // `def train_step(): ...; return loss.item()`: freed when it returns
+};
 
 /// What a byte of the step is: the breakdown of the memory live at the peak.
 enum class MemoryKind : std::uint8_t {
@@ -34,8 +39,10 @@ std::string_view name_of(MemoryKind kind);
 std::string_view name_of(OptimizerKind kind);
 std::string_view name_of(LossKind kind);
 std::string_view name_of(Phase phase);
+std::string_view name_of(Loop loop);
 std::optional<OptimizerKind> parse_optimizer(std::string_view name);
 std::optional<LossKind> parse_loss(std::string_view name);
+std::optional<Loop> parse_loop(std::string_view name);
 
 struct StepOptions {
   OptimizerKind optimizer = OptimizerKind::Adam;
@@ -44,6 +51,7 @@ struct StepOptions {
   bool keep_grads = false;         // zero_grad(set_to_none=False), PyTorch 1.x's default
   bool foreach = false;            // the optimizer's multi-tensor implementation
   bool fused = false;              // the optimizer's fused kernel (SGD, Adam, AdamW)
+  Loop loop = Loop::Plain;         // whether the previous step's out and loss are still alive
   std::optional<LossKind> loss;    // default: the spec's `loss`, else mean
   std::int64_t overhead_bytes = 0; // framework overhead added on CUDA (the CUDA context)
 };

@@ -176,6 +176,9 @@ struct LayerResult {
   /// output-shaped gradient summed down to its shape (for mul, computed at the output's shape
   /// first, a temporary as large as the output).
   bool broadcasts = false;
+  /// Output 0's storage when the kernel gives it more than its elements take (on the CPU,
+  /// slow_conv_transpose3d resizes an input-sized buffer down); 0: the output's own size.
+  std::int64_t output_storage_bytes = 0;
   /// The storage backward's gradient for input 0 comes in, when it is not input-sized: col2im
   /// (Unfold's backward) resizes an output-sized buffer down to the input's shape.
   std::optional<TensorType> input_grad_storage;

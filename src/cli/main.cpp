@@ -63,6 +63,7 @@ struct StepArgs {
   bool keep_grads = false;
   bool foreach = false;
   bool fused = false;
+  std::string loop = "plain";
   bool rmsprop_momentum = false;
   bool rmsprop_centered = false;
 
@@ -85,6 +86,9 @@ struct StepArgs {
     app.add_flag("--keep-grads", keep_grads, "zero_grad(set_to_none=False): gradients persist between steps");
     app.add_flag("--foreach", foreach, "the optimizer's multi-tensor (foreach) implementation");
     app.add_flag("--fused", fused, "the optimizer's fused kernel (SGD, Adam, AdamW; on the CPU from torch 2.x)");
+    app.add_option("--loop", loop, "plain: `for ...: out = model(x); loss = ...` (the previous step's out and loss live "
+                                    "until rebound); function: a train_step() that returns loss.item()")
+        ->check(one_of({"plain", "function"}));
     app.add_flag("--rmsprop-momentum", rmsprop_momentum, "RMSprop with momentum > 0");
     app.add_flag("--rmsprop-centered", rmsprop_centered, "RMSprop with centered=True");
   }
@@ -104,6 +108,7 @@ struct StepArgs {
     o.step.keep_grads = keep_grads;
     o.step.foreach = foreach;
     o.step.fused = fused;
+    o.step.loop = *parse_loop(loop);
     o.step.overhead_bytes = parse_size_option("--overhead", overhead);
     return o;
   }

@@ -82,8 +82,9 @@ class Builder {
     return id;
   }
 
-  int new_storage(int value) {
-    graph_.storages.push_back({graph_.values[value].type.bytes(), value});
+  // `at_least`: a kernel may give the tensor a larger storage than its elements take.
+  int new_storage(int value, std::int64_t at_least = 0) {
+    graph_.storages.push_back({std::max(graph_.values[value].type.bytes(), at_least), value});
     first_saver_.emplace_back(-1, -1);
     return static_cast<int>(graph_.storages.size()) - 1;
   }
@@ -125,7 +126,8 @@ class Builder {
     node.trainable = layer.trainable;
     const int node_index = static_cast<int>(graph_.nodes.size());
     // Under autocast, a layer on the lower-precision list runs in the amp dtype and one on the
-    // float32 list in float32: floating-point inputs of another dtype are cast first.
+    // float32 list in float32: floating-point inputs of another dtype are cast first, except
+    // float64 ones, which autocast never casts (a float64 model runs in float64).
     const Autocast policy = graph_.options.amp ? def->autocast_on(ctx_.device) : Autocast::Inherit;
     const bool casts = policy != Autocast::Inherit;
     const DType cast_to = policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
@@ -135,7 +137,7 @@ class Builder {
       node.inputs.push_back(v);
       TensorType type = graph_.values[v].type;
       int copy = -1;
-      if (casts && is_floating(type.dtype) && type.dtype != cast_to) {
+      if (casts && autocast_eligible(type.dtype) && type.dtype != cast_to) {
         type.dtype = cast_to;
         copy = new_copy(name + " as " + std::string(dtype_name(type.dtype)), type, node_index, graph_.values[v].requires_grad);
         graph_.values[copy].copy_of = v;
@@ -162,7 +164,7 @@ class Builder {
     // gradient until it exits (after the loss); a frozen layer's are made anew at every use.
     for (const auto& p : node.result.params) {
       int copy = -1;
-      if (policy == Autocast::Lower && p.dtype != *graph_.options.amp) {
+      if (policy == Autocast::Lower && autocast_eligible(p.dtype) && p.dtype != *graph_.options.amp) {
         copy = new_copy(layer.name + "." + p.name + " as " + std::string(dtype_name(*graph_.options.amp)),
                         {p.shape, *graph_.options.amp}, node_index, layer.trainable && ctx_.mode == Mode::Train);
         graph_.values[copy].param_copy = true;
@@ -192,7 +194,8 @@ class Builder {
       const int v = new_value(name, out, node_index);
       graph_.values[v].requires_grad = requires_grad;
       const bool aliased = k == 0 && node.result.alias != Alias::None;
-      graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage : new_storage(v);
+      graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage
+                                 : new_storage(v, k == 0 ? node.result.output_storage_bytes : 0);
       node.outputs.push_back(v);
     }
     if (node.result.alias == Alias::InPlace && ctx_.mode == Mode::Train) check_inplace(layer, node);

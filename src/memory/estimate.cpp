@@ -40,6 +40,7 @@ constexpr Names<LossKind, 8> kLosses{{{
 constexpr Names<Phase, 3> kPhases{{{
     {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"},
 }}};
+constexpr Names<Loop, 2> kLoops{{{{Loop::Plain, "plain"}, {Loop::Function, "function"}}}};
 
 std::int64_t sum(std::int64_t a, std::int64_t b) { return checked_add(a, b); }
 
@@ -90,6 +91,7 @@ void check_implementation(const StepOptions& o, const TorchProfile& torch, Devic
 std::string_view name_of(OptimizerKind kind) { return kOptimizers.name(kind); }
 std::string_view name_of(LossKind kind) { return kLosses.name(kind); }
 std::string_view name_of(Phase phase) { return kPhases.name(phase); }
+std::string_view name_of(Loop loop) { return kLoops.name(loop); }
 std::string_view name_of(MemoryKind kind) {
   static constexpr std::array<std::string_view, kMemoryKinds> names = {
       "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients"};
@@ -97,6 +99,7 @@ std::string_view name_of(MemoryKind kind) {
 }
 std::optional<OptimizerKind> parse_optimizer(std::string_view name) { return kOptimizers.parse(name); }
 std::optional<LossKind> parse_loss(std::string_view name) { return kLosses.parse(name); }
+std::optional<Loop> parse_loop(std::string_view name) { return kLoops.parse(name); }
 
 Estimate estimate(const Graph& graph, const StepOptions& options) {
   Estimate e;
@@ -139,7 +142,8 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
       for (int v : node.outputs) {
         const TensorValue& value = graph.values[static_cast<std::size_t>(v)];
         l.outputs.push_back(value.type);
-        if (graph.storages[static_cast<std::size_t>(value.storage)].value == v) l.output_bytes = sum(l.output_bytes, value.type.bytes());
+        const Storage& storage = graph.storages[static_cast<std::size_t>(value.storage)];
+        if (storage.value == v) l.output_bytes = sum(l.output_bytes, storage.bytes);
       }
       l.params = node.param_count;
       l.trainable_params = node.trainable ? node.param_count : 0;

@@ -12,7 +12,8 @@
 //                     the output's gradient;
 //   mean            = out.mean(): keeps nothing (its backward needs only the size).
 // Under autocast every loss but mean runs in float32 (both devices' float32 lists): a float32
-// copy of a 16-bit output is made first, and the loss keeps or reads that copy.
+// copy of a 16-bit output is made first, and the loss keeps or reads that copy; a float64
+// output is not cast.
 #include "step.hpp"
 
 namespace nnmem::detail {
@@ -36,7 +37,7 @@ TensorType class_target(LossKind loss, const TensorType& output, const SourceLoc
 LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where, const std::string& producer,
                          bool amp, DType float_dtype) {
   LossTensors t;
-  if (amp && loss != LossKind::Mean && is_floating(output.dtype) && output.dtype != DType::Float32)
+  if (amp && loss != LossKind::Mean && autocast_eligible(output.dtype) && output.dtype != DType::Float32)
     t.cast = TensorType{output.shape, DType::Float32};
   const TensorType in = t.input(output);
   const TensorType float_target{output.shape, amp ? float_dtype : output.dtype};

@@ -2,8 +2,9 @@
 //   opt.zero_grad(); out = model(x); loss = loss_fn(out, y); loss.backward(); opt.step()
 // spends memory in its steady state (the optimizer state already exists):
 //   forward  — each output is allocated; a tensor is freed once nothing later reads it and no
-//              backward node keeps it; the previous step's output and loss are released when
-//              `out` and `loss` are rebound;
+//              backward node keeps it; in a plain loop the previous step's output and loss are
+//              released when `out` and `loss` are rebound (a function returning loss.item()
+//              frees them as it returns, so the next step starts without them);
 //   backward — in reverse order, each node allocates its inputs' gradients (or passes its own
 //              on, for views, add and cat) and its parameters' gradients, then frees what it
 //              kept and the gradient it consumed; gradients of tensors read twice accumulate;
@@ -32,6 +33,11 @@ class StepSimulator {
       loss_forward();
       backward(params);
       simulate_optimizer_step(memory_, options_, graph_.options.device, *graph_.options.torch, params);
+      if (options_.loop == Loop::Function) {
+        memory_.at(Phase::Optimizer, "return loss.item()");
+        for (int v : graph_.outputs) memory_.release(block_of(v));
+        memory_.release(loss_block_);
+      }
     }
     StepResult r;
     r.peak = memory_.peak();
@@ -67,9 +73,12 @@ class StepSimulator {
     for (int v : graph_.inputs) block_of(v) = memory_.alloc(MemoryKind::Inputs, value(v).type.bytes(), "input '" + value(v).name + "'", 1);
     if (!training) return;
     if (loss_tensors_.target) memory_.alloc(MemoryKind::Inputs, loss_tensors_.target->bytes(), "target");
-    // Still bound to `out` and `loss` from the previous step until this step rebinds them.
-    for (int v : graph_.outputs) previous_outputs_.push_back(memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "previous step's output"));
-    previous_loss_ = memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "previous step's loss");
+    // In a plain loop, still bound to `out` and `loss` from the previous step until this step
+    // rebinds them.
+    if (options_.loop == Loop::Plain) {
+      for (int v : graph_.outputs) previous_outputs_.push_back(memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "previous step's output"));
+      previous_loss_ = memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "previous step's loss");
+    }
     // zero_grad(): set_to_none frees last step's gradients; otherwise they are zeroed in place.
     const int grads = memory_.alloc(MemoryKind::Gradients, grad_bytes, "gradients (from the previous step)");
     if (!options_.keep_grads) memory_.release(grads);
@@ -139,8 +148,8 @@ class StepSimulator {
       memory_.hold(input);
       loss_kept_.push_back(input);
     }
-    memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "loss");
-    memory_.release(previous_loss_);
+    loss_block_ = memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "loss");
+    if (previous_loss_ >= 0) memory_.release(previous_loss_);
     if (loss_tensors_.cast) memory_.release(input);
     if (graph_.options.amp) release_autocast_cache();
   }
@@ -164,9 +173,10 @@ class StepSimulator {
   }
 
   // Adds a gradient contribution to value v's gradient as autograd's InputBuffer does: torch
-  // 1.13 makes `old + new`, a new tensor; 2.x adds `new` into `old` in place when `old` is a
-  // whole tensor of v's size (not a slice of a larger gradient, such as cat's) that nothing
-  // else holds.
+  // 1.13 makes `old + new`, a new tensor of v's own size, whatever the blocks behind `old` and
+  // `new` (a gradient that cat passed on is a narrow() view holding the whole concatenated
+  // gradient's storage); 2.x adds `new` into `old` in place when `old` is a whole tensor of
+  // v's size (not such a slice) that nothing else holds.
   void accumulate(int v, int contribution) {
     auto [it, fresh] = grad_.emplace(v, contribution);
     if (fresh) return;
@@ -176,7 +186,7 @@ class StepSimulator {
       memory_.release(contribution);
       return;
     }
-    const int sum = memory_.alloc(MemoryKind::Transients, memory_.bytes(existing), "accumulated grad");
+    const int sum = memory_.alloc(MemoryKind::Transients, value(v).type.bytes(), "accumulated grad");
     memory_.release(existing);
     memory_.release(contribution);
     existing = sum;
@@ -222,7 +232,9 @@ class StepSimulator {
         if (!value(node.inputs[k]).requires_grad) continue;
         const TensorType& in_type = value(node.read(k)).type;
         const bool broadcast = node.result.broadcasts && in_type.shape != out_type.shape;
-        if (passthrough && !broadcast) {
+        // The engine casts a gradient to its input's dtype: one passed on to an input of
+        // another dtype (add's type promotion) is a new tensor, not the output's gradient.
+        if (passthrough && !broadcast && in_type.dtype == out_type.dtype) {
           memory_.hold(grad_out);
           contributions.emplace_back(k, grad_out);
           continue;
@@ -289,6 +301,7 @@ class StepSimulator {
   std::vector<int> loss_kept_;
   std::vector<int> previous_outputs_;
   int previous_loss_ = -1;
+  int loss_block_ = -1;
   std::map<int, int> grad_;                 // value -> block holding its gradient
 };
 

@@ -32,6 +32,7 @@ ordered_json to_json(const Estimate& e) {
       {"keep_grads", o.step.keep_grads},
       {"foreach", o.step.foreach},
       {"fused", o.step.fused},
+      {"loop", name_of(o.step.loop)},
       {"overhead_bytes", o.step.overhead_bytes},
       {"torch", o.graph.torch->version},
   };

@@ -68,6 +68,7 @@ std::string render_table(const Estimate& e) {
      << (training ? "training" : "inference") << ", " << (o.graph.device == Device::Cuda ? "cuda" : "cpu") << ", "
      << dtype_name(e.float_dtype) << (o.graph.amp ? " with " + std::string(dtype_name(*o.graph.amp)) + " autocast" : "");
   if (training) os << ", optimizer " << name_of(o.step.optimizer) << ", loss " << name_of(e.loss);
+  if (training && o.step.loop == Loop::Function) os << ", each step a function returning loss.item()";
   os << ", PyTorch " << o.graph.torch->version << "\n";
 
   std::size_t name_width = 24, shape_width = 18;

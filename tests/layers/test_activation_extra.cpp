@@ -33,6 +33,9 @@ TEST_CASE("Hardtanh, SELU, CELU, Threshold: kept tensors, in place or not") {
   // AssertionError: max_val (0) must be greater than min_val (1); RuntimeError: alpha cannot be 0 for CELU
   CHECK(rule_error("{type: Hardtanh, min_val: 1, max_val: 0}", {tensor({4, 16})}) == "max_val (0) must be greater than min_val (1)");
   CHECK(rule_error("{type: CELU, alpha: 0}", {tensor({4, 16})}) == "alpha cannot be 0 (PyTorch divides by it)");
+  // CELU(-0.5, inplace=True): "In-place elu backward calculation is triggered with a negative slope which is not supported"
+  CHECK_HAS(rule_error("{type: CELU, alpha: -0.5, inplace: true}", {tensor({4, 16})}), "in place, alpha must be at least 0 to train");
+  CHECK(rule_error("{type: CELU, alpha: -0.5}", {tensor({4, 16})}).empty());
   CHECK_HAS(one_layer_error("{type: Threshold, threshold: 0.1}", {16}), "needs attribute 'value'");
 }
 
