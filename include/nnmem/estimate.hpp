@@ -37,6 +37,25 @@ std::string_view name_of(Phase phase);
 std::optional<OptimizerKind> parse_optimizer(std::string_view name);
 std::optional<LossKind> parse_loss(std::string_view name);
 
+/// The settings of PyTorch's CUDA caching allocator (PYTORCH_CUDA_ALLOC_CONF) that nnmem's
+/// simulation of it models (docs/memory-model.md); the defaults are PyTorch's.
+struct CudaAllocatorConfig {
+  /// Pages of 2^k..2^(k+1) bytes, k = 20..35 (index 0 also takes smaller requests, index 15
+  /// larger ones): how many equal divisions a request is rounded up to
+  /// (`roundup_power2_divisions`); 0 or 1 rounds to 512 bytes only. Powers of two.
+  static constexpr std::size_t kRoundupIntervals = 16;
+  std::array<std::int64_t, kRoundupIntervals> roundup_power2_divisions{};
+  /// `max_split_size_mb` in bytes: cached blocks at least this large are never split, nor used
+  /// for a smaller request. At least 20 MiB; nullopt is PyTorch's default (no limit).
+  std::optional<std::int64_t> max_split_size = std::nullopt;
+  /// `expandable_segments:True`: one segment per pool, grown (mapped) in pages as needed.
+  bool expandable_segments = false;
+  /// What cudaMalloc can hand out (the device's memory less the CUDA context); 0: no limit.
+  /// When a new segment would exceed it, the allocator frees its cached unsplit segments and
+  /// retries, as PyTorch does; if that fails too, the step runs out of memory.
+  std::int64_t capacity_bytes = 0;
+};
+
 struct StepOptions {
   OptimizerKind optimizer = OptimizerKind::Adam;
   bool rmsprop_momentum = false;   // RMSprop(momentum > 0): one more slot
@@ -45,6 +64,7 @@ struct StepOptions {
   bool foreach = false;            // the optimizer's multi-tensor implementation
   std::optional<LossKind> loss;    // default: the spec's `loss`, else mean
   std::int64_t overhead_bytes = 0; // framework overhead added on CUDA (the CUDA context)
+  CudaAllocatorConfig allocator = {};  // CUDA: the caching allocator's settings
 };
 
 struct EstimateOptions {
