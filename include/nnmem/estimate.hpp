@@ -115,9 +115,32 @@ struct Totals {
   std::string peak_layer;
   std::array<std::int64_t, kMemoryKinds> peak_breakdown{};  // by MemoryKind, at the peak
   std::int64_t backward_transient_bytes = 0;  // the most activation gradients and temporaries live in backward
-  std::int64_t reserved_bytes = 0;    // CUDA: what the caching allocator would hold at the peak
+  std::int64_t reserved_bytes = 0;    // CUDA: max_memory_reserved(), modelled (CudaAllocatorFigures)
+  std::int64_t max_allocated_bytes = 0;  // CUDA: max_memory_allocated(), modelled
   std::int64_t overhead_bytes = 0;    // CUDA: the framework overhead asked for
   std::int64_t device_bytes = 0;      // CUDA: reserved + overhead, the total on the device
+};
+
+/// PyTorch's CUDA caching allocator replaying the training loop's allocations: the model built,
+/// a first iteration (the optimizer's state created in its step), then steady iterations until
+/// the allocator's state repeats (docs/memory-model.md). Modelled, not measured.
+struct CudaAllocatorFigures {
+  std::int64_t reserved_bytes = 0;       // memory_reserved() at the end of the last iteration
+  std::int64_t max_reserved_bytes = 0;   // max_memory_reserved()
+  std::int64_t max_allocated_bytes = 0;  // max_memory_allocated(): blocks, rounded, at most
+  std::int64_t small_pool_reserved_bytes = 0;  // of reserved_bytes, the small pool's (2 MiB segments)
+  std::int64_t segments = 0;             // segments held at the end (expandable: mapped ranges)
+  std::int64_t alloc_retries = 0;        // num_alloc_retries: the cache released to retry a request
+  std::int64_t steady_alloc_retries = 0; // of those, in each cycle of steady iterations
+  int iterations = 0;                    // iterations replayed (the first one included)
+  bool converged = false;                // the state after one iteration repeated an earlier one
+  int steady_from = 0;                   // if so: iterations from this one on repeat ...
+  int period = 0;                        // ... in a cycle of this many (usually 2)
+  bool out_of_memory = false;            // a request failed even after the cache was released
+  std::int64_t oom_request_bytes = 0;    // that request, as the tensor asked for it
+  int oom_iteration = 0;                 // in which iteration (1: the first)
+  Phase oom_phase = Phase::Forward;
+  std::string oom_layer;
 };
 
 /// torchsummary's four figures (torchsummary 1.5): 4 bytes per element whatever the dtype;
@@ -147,6 +170,7 @@ struct Estimate {
   std::vector<OptimizerSlot> optimizer_slots;
   Totals totals;
   TorchSummaryFigures torchsummary;  // for comparison with that tool (report.hpp renders it)
+  std::optional<CudaAllocatorFigures> cuda_allocator;  // on CUDA
   std::vector<TimelineEvent> timeline;
 };
 
