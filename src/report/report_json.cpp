@@ -149,6 +149,7 @@ std::string render_json(const BatchFit& fit, int indent) {
       {"batch", fit.batch},
       {"needed_bytes", fit.needed_bytes},
       {"next_needed_bytes", fit.next_needed_bytes},
+      {"next_out_of_memory", fit.next_out_of_memory},
       {"estimates_made", fit.estimates_made},
   };
   j["estimate"] = to_json(fit.estimate);
