@@ -156,8 +156,8 @@ class Replay {
         case Carry::LastLoss:
         case Carry::LastGrad:
           if (first) break;  // no previous step
-          if (!allocation) free(block);
-          else take_left(block, carry(block) == Carry::LastOutput ? outputs : carry(block) == Carry::LastLoss ? losses : grads);
+          if (allocation) take_left(block, carry(block) == Carry::LastOutput ? outputs : carry(block) == Carry::LastLoss ? losses : grads);
+          else if (handle_[static_cast<std::size_t>(block)] >= 0) free(block);
           break;
         case Carry::Grad:
           if (first && !allocation) break;  // .grad was None: AccumulateGrad keeps this one as .grad
@@ -179,12 +179,14 @@ class Replay {
     return true;
   }
 
-  // The block is what the previous iteration left of its kind, with the same size.
+  // The block is what the previous iteration left of its kind, with the same size. There may
+  // be none: an output that is a persistent tensor written in place (the batch), a parameter
+  // no gradient reached (its .grad stays None). The step simulation counts such a tensor as
+  // its own; PyTorch, and so the replay, has nothing more.
   void take_left(int block, Left& left) {
     const auto it = left.find(bytes(block));
-    if (it == left.end()) throw std::logic_error("the CUDA allocator replay finds nothing left by the previous step");
-    handle_[static_cast<std::size_t>(block)] = it->second;
-    left.erase(it);
+    handle_[static_cast<std::size_t>(block)] = it == left.end() ? -1 : it->second;
+    if (it != left.end()) left.erase(it);
   }
 
   std::vector<Fingerprint> fingerprint() const {
