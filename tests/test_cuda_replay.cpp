@@ -236,6 +236,34 @@ TEST_CASE("at the device's capacity the cache is released and the request retrie
   CHECK(render_table(oom).find("CUDA out of memory, modelled") != std::string::npos);
 }
 
+TEST_CASE("max_split_size_mb:20: a freed 20 MiB segment is oversize, so the cache grows pass after pass") {
+  // seed_conv's inference at batch 16 makes two large-pool requests a pass (conv0's output,
+  // 1.5625 MiB, and conv1's, 2.82 MiB): a 20 MiB segment, split. After the pass it merges back
+  // whole, and 20 MiB >= max_split_size makes it oversize: refused to the next pass's 1.56 MiB
+  // request, which opens a new segment. Parameters and the input hold one small segment.
+  EstimateOptions o = cuda(16, OptimizerKind::None);
+  o.graph.mode = Mode::Eval;
+  o.step.allocator.max_split_size = 20 * MiB;
+  const Estimate grows = estimate_file("examples/seed_conv.yaml", o);
+  const CudaAllocatorFigures& g = *grows.cuda_allocator;
+  CHECK(!g.converged);
+  CHECK(g.growing);
+  CHECK(g.max_reserved_bytes == 2 * MiB + g.iterations * 20 * MiB);
+  // On a 64 MiB device the third pass's segments fill it (2 + 3 x 20 MiB); at the fourth,
+  // release_available_cached_blocks frees the smallest oversize block (a cached 20 MiB
+  // segment) and the retry fits: one segment out, one in, every pass from then on, without
+  // ever releasing the whole cache.
+  o.step.allocator.capacity_bytes = 64 * MiB;
+  const CudaAllocatorFigures& c = *estimate_file("examples/seed_conv.yaml", o).cuda_allocator;
+  CHECK(c.converged);
+  CHECK(!c.growing);
+  CHECK(c.max_reserved_bytes == 62 * MiB);
+  CHECK(c.steady_from == 4);
+  CHECK(c.period == 1);
+  CHECK(c.alloc_retries == 0);
+  CHECK(!c.out_of_memory);
+}
+
 TEST_CASE("an output written in place into the batch is the batch: nothing of it is carried to the next step") {
   // `add` adds fc2's output into x in place, so `out` is x's storage (fc1 is frozen and keeps
   // nothing of x; fc2 reads fc1's output). PyTorch's previous `out` is then the input itself,

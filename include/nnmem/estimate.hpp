@@ -136,6 +136,7 @@ struct CudaAllocatorFigures {
   bool converged = false;                // the state after one iteration repeated an earlier one
   int steady_from = 0;                   // if so: iterations from this one on repeat ...
   int period = 0;                        // ... in a cycle of this many (usually 2)
+  bool growing = false;                  // not converged, and still reserving more at the end
   bool out_of_memory = false;            // a request failed even after the cache was released
   std::int64_t oom_request_bytes = 0;    // that request, as the tensor asked for it
   int oom_iteration = 0;                 // in which iteration (1: the first)

@@ -286,7 +286,7 @@ std::vector<CudaCachingAllocator::BlockInfo> CudaCachingAllocator::snapshot() co
   for (std::size_t i = 0; i < blocks_.size(); ++i) {
     const Block& b = blocks_[i];
     if (!live_[i] || !b.mapped) continue;
-    out.push_back({b.address, b.size, b.allocated, b.pool == kSmall, b.prev < 0 || !at(b.prev).mapped,
+    out.push_back({b.address, b.size, b.allocated, b.pool == kSmall, b.prev < 0 || !at(b.prev).mapped, b.expandable,
                    b.allocated ? static_cast<int>(i) : -1});
   }
   std::sort(out.begin(), out.end(), [](const BlockInfo& a, const BlockInfo& b) { return a.address < b.address; });

@@ -57,6 +57,7 @@ class CudaCachingAllocator {
     bool allocated = false;
     bool small = false;          // in the small pool
     bool segment_start = false;  // the first block of a segment (expandable: of a mapped range)
+    bool expandable = false;     // in an expandable segment (whose address is fixed)
     int handle = -1;             // when allocated
     bool operator==(const BlockInfo&) const = default;
   };

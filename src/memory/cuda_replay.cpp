@@ -18,12 +18,13 @@
 // one: from then on the iterations in between repeat for ever. That is usually a cycle of two,
 // not one: `out`, `loss` and the gradients are allocated while the previous step's are still
 // live, so they alternate between two places. max_memory_allocated() and
-// max_memory_reserved() are over the whole run, as PyTorch reports them. The replay gives up
-// (converged: false) after 100 iterations, or 20 million events replayed in all.
+// max_memory_reserved() are over the whole run, as PyTorch reports them. Cycles can be long
+// (hundreds of iterations on a small network); the replay gives up (converged: false) after
+// 1,000 iterations, or 20 million events replayed in all.
 #include <algorithm>
 #include <map>
 #include <stdexcept>
-#include <tuple>
+#include <utility>
 
 #include "cuda_allocator.hpp"
 #include "step.hpp"
@@ -32,7 +33,7 @@ namespace nnmem::detail {
 
 namespace {
 
-constexpr int kMaxIterations = 100;  // the first, then steady ones ...
+constexpr int kMaxIterations = 1000;  // the first, then steady ones ...
 constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than this in all
 
 class Replay {
@@ -48,25 +49,27 @@ class Replay {
     f.converged = false;
     bool ok = build();
     // The state after each iteration: once one repeats, the iterations since cycle for ever.
-    std::vector<std::vector<Fingerprint>> after;
-    std::vector<std::int64_t> retries_after;
+    std::map<StateHash, int> after;  // state -> the iteration that left it
+    std::vector<std::int64_t> retries_after, reserved_after;  // after each iteration
     const std::size_t per_iteration = std::max<std::size_t>(trace_.event_block.size(), 1);
     while (ok && !f.converged && f.iterations < kMaxIterations &&
            (f.iterations + 1) * per_iteration <= std::max(kMaxEvents, 2 * per_iteration)) {
       ++f.iterations;
       ok = iteration(f.iterations == 1);
       if (!ok) break;
-      std::vector<Fingerprint> now = fingerprint();
-      const auto seen = std::find(after.begin(), after.end(), now);
-      if (seen != after.end()) {
+      const auto [seen, fresh] = after.emplace(state_hash(), f.iterations);
+      if (!fresh) {
         f.converged = true;
-        f.steady_from = static_cast<int>(seen - after.begin()) + 2;  // the iteration after the one that left it
-        f.period = f.iterations - f.steady_from + 1;
-        f.steady_alloc_retries = allocator_.alloc_retries() - retries_after[static_cast<std::size_t>(f.steady_from - 2)];
+        f.steady_from = seen->second + 1;  // the iteration after the one that left this state
+        f.period = f.iterations - seen->second;
+        f.steady_alloc_retries = allocator_.alloc_retries() - retries_after[static_cast<std::size_t>(seen->second - 1)];
       }
-      after.push_back(std::move(now));
       retries_after.push_back(allocator_.alloc_retries());
+      reserved_after.push_back(allocator_.reserved());
     }
+    // Unsettled, and still taking more segments in the second half of the run?
+    f.growing = ok && !f.converged && reserved_after.size() >= 2 &&
+                reserved_after.back() > reserved_after[reserved_after.size() / 2 - 1];
     f.reserved_bytes = allocator_.reserved();
     f.max_reserved_bytes = allocator_.max_reserved();
     f.max_allocated_bytes = allocator_.max_allocated();
@@ -84,9 +87,14 @@ class Replay {
   }
 
  private:
-  // A block of the allocator's state: address, size, allocated, pool, segment start, and for
-  // an allocated block what it holds (the Carry of the tensor in it).
-  using Fingerprint = std::tuple<std::int64_t, std::int64_t, bool, bool, bool, Carry>;
+  // The allocator's state: every block's place, size, whether it is allocated, its pool,
+  // whether it starts a segment, and for an allocated block what it holds (the Carry of the
+  // tensor in it), hashed twice into 128 bits (states of growing caches are large, and a
+  // thousand of them are kept). A block's place is its offset in its segment, the segments
+  // taken in address order: what the algorithm depends on (best fit compares addresses only
+  // to order blocks), and unlike the addresses themselves it repeats when a released segment
+  // is replaced by a new one (which the simulation puts above all the others).
+  using StateHash = std::pair<std::uint64_t, std::uint64_t>;
   using Left = std::multimap<std::int64_t, int>;  // tensors left by the previous iteration: bytes -> handle
 
   Carry carry(int block) const { return trace_.block_carry[static_cast<std::size_t>(block)]; }
@@ -189,9 +197,19 @@ class Replay {
     if (it != left.end()) left.erase(it);
   }
 
-  std::vector<Fingerprint> fingerprint() const {
-    std::vector<Fingerprint> out;
+  StateHash state_hash() const {
+    // splitmix64's finaliser, folded over the fields from two seeds.
+    const auto mix = [](std::uint64_t h, std::uint64_t v) {
+      std::uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return z ^ (z >> 31);
+    };
+    StateHash hash{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
+    std::int64_t segment = 0;
     for (const auto& b : allocator_.snapshot()) {
+      if (b.segment_start && !b.expandable) segment = b.address;
+      const std::int64_t place = b.expandable ? b.address : b.address - segment;  // expandable: fixed addresses
       Carry what = Carry::None;
       if (b.allocated) {
         const auto h = static_cast<std::size_t>(b.handle);
@@ -199,9 +217,14 @@ class Replay {
           throw std::logic_error("a tensor of the step outlives it in the CUDA allocator replay");
         what = held_[h].carry;
       }
-      out.emplace_back(b.address, b.size, b.allocated, b.small, b.segment_start, what);
+      for (const std::uint64_t v : {static_cast<std::uint64_t>(place), static_cast<std::uint64_t>(b.size),
+                                    std::uint64_t{b.allocated} | std::uint64_t{b.small} << 1 | std::uint64_t{b.segment_start} << 2 |
+                                        static_cast<std::uint64_t>(what) << 3}) {
+        hash.first = mix(hash.first, v);
+        hash.second = mix(hash.second ^ 0x5555555555555555ULL, v);
+      }
     }
-    return out;
+    return hash;
   }
 
   struct Held {

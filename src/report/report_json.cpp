@@ -37,6 +37,7 @@ ordered_json allocator_figures(const CudaAllocatorFigures& f) {
       {"converged", f.converged},
       {"steady_from_iteration", f.steady_from},
       {"period", f.period},
+      {"growing", f.growing},
       {"out_of_memory", nullptr},
   };
   if (f.out_of_memory)

@@ -60,7 +60,9 @@ class MemoryRows {
 
 // What PyTorch's CUDA caching allocator does over the loop, by simulation (no GPU measured it).
 void cuda_rows(MemoryRows& out, const CudaAllocatorFigures& f, const Totals& t) {
-  const std::string run = !f.converged ? "still changing after " + std::to_string(f.iterations) + " iterations"
+  const std::string run = f.growing     ? "still growing after " + with_commas(f.iterations) +
+                                             " iterations: the cache never settles with these settings, see --device-memory"
+                         : !f.converged ? "still changing after " + with_commas(f.iterations) + " iterations"
                          : "steady from iteration " + std::to_string(f.steady_from) +
                                (f.period == 1 ? "" : ", in a cycle of " + std::to_string(f.period));
   out.row("CUDA max_memory_allocated(), modelled", t.max_allocated_bytes, "(blocks in use at once, rounded)");
