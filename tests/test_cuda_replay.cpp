@@ -254,7 +254,8 @@ TEST_CASE("max_split_size_mb:20: a freed 20 MiB segment is oversize, so the cach
   // segment) and the retry fits: one segment out, one in, every pass from then on, without
   // ever releasing the whole cache.
   o.step.allocator.capacity_bytes = 64 * MiB;
-  const CudaAllocatorFigures& c = *estimate_file("examples/seed_conv.yaml", o).cuda_allocator;
+  const Estimate capped = estimate_file("examples/seed_conv.yaml", o);
+  const CudaAllocatorFigures& c = *capped.cuda_allocator;
   CHECK(c.converged);
   CHECK(!c.growing);
   CHECK(c.max_reserved_bytes == 62 * MiB);
