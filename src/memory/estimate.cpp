@@ -5,6 +5,7 @@
 #include <array>
 #include <set>
 
+#include "cuda_allocator.hpp"
 #include "step.hpp"
 
 namespace nnmem {
@@ -112,6 +113,8 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
   e.float_dtype = graph.float_dtype;
   e.loss = options.loss.value_or(graph.spec.loss ? *parse_loss(*graph.spec.loss) : LossKind::Mean);
   Totals& t = e.totals;
+  if (const std::string problem = detail::CudaCachingAllocator::problem(options.allocator); !problem.empty())
+    throw Error(graph.spec.loc, "CUDA allocator settings: " + problem);
 
   // Counted first, so that a count too large is reported as a count, not as memory.
   try {
@@ -203,14 +206,16 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
     t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
     if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, t.grad_bytes);
 
-    detail::StepResult step = detail::simulate_step(graph, options, e.loss, e.optimizer_slots, trainable_params);
+    detail::StepResult step = detail::simulate_step(graph, options, e.loss, trainable_params);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
     t.peak_layer = step.peak_layer;
     t.peak_breakdown = step.breakdown;
     t.backward_transient_bytes = step.backward_transients;
     if (graph.options.device == Device::Cuda) {
-      t.reserved_bytes = step.reserved;
+      e.cuda_allocator = detail::replay_cuda_allocator(step, options);
+      t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
+      t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;
       t.overhead_bytes = options.overhead_bytes;
       t.device_bytes = sum(t.reserved_bytes, t.overhead_bytes);
     }

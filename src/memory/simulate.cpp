@@ -9,6 +9,15 @@
 //              on, for views, add and cat) and its parameters' gradients, then frees what it
 //              kept and the gradient it consumed; gradients of tensors read twice accumulate;
 //   step     — the optimizer's temporaries.
+//
+// Every tensor is its own allocation, as in PyTorch — each parameter, buffer, gradient and
+// optimizer state tensor too — and each block is marked with what it is to the loop around
+// the step (Carry: built with the model, the previous step's output, this step's gradient, …).
+// The byte accounting here (peak_bytes, the timeline) is the steady step alone; the CUDA
+// caching allocator replays the same events (cuda_replay.cpp), reading the marks to rebuild the
+// loop: the model built, a first iteration (no previous output, loss or gradients; the
+// optimizer state created in its step), then this step again until the allocator's state
+// repeats.
 #include <algorithm>
 #include <map>
 
@@ -25,9 +34,9 @@ class StepSimulator {
     for (int v : graph.outputs) returned_[static_cast<std::size_t>(v)] = true;
   }
 
-  StepResult run(const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& params) {
+  StepResult run(const std::vector<TensorType>& params) {
     const bool training = graph_.options.mode == Mode::Train;
-    persistent(slots, params, training);
+    persistent(params, training);
     forward(training);
     if (training) {
       loss_forward();
@@ -39,14 +48,15 @@ class StepSimulator {
         memory_.release(loss_block_);
       }
     }
+    mark_carried_out();
     StepResult r;
     r.peak = memory_.peak();
     r.peak_phase = memory_.peak_phase();
     r.peak_layer = memory_.peak_layer();
-    r.reserved = memory_.reserved_at_peak();
     r.breakdown = memory_.breakdown_at_peak();
     r.backward_transients = memory_.backward_transients();
     r.timeline = memory_.take_timeline();
+    r.trace = memory_.take_trace();
     return r;
   }
 
@@ -59,29 +69,67 @@ class StepSimulator {
     return std::any_of(node.outputs.begin(), node.outputs.end(), [&](int v) { return value(v).requires_grad; });
   }
 
-  void persistent(const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& params, bool training) {
+  // Allocates a tensor that outlives the step, marked with what it is to the loop.
+  int persist(MemoryKind kind, std::int64_t bytes, std::string what, Carry carry) {
+    const int block = memory_.alloc(kind, bytes, std::move(what));
+    memory_.mark(block, carry);
+    return block;
+  }
+
+  // The trainable parameters' names, in the order of `params` (node by node).
+  std::vector<std::string> param_names() const {
+    std::vector<std::string> names;
+    for (const Node& n : graph_.nodes)
+      if (n.trainable)
+        for (const ParamDecl& p : n.result.params) names.push_back(graph_.layer(n).name + "." + p.name);
+    return names;
+  }
+
+  void persistent(const std::vector<TensorType>& params, bool training) {
     memory_.at(Phase::Forward, "");
-    std::int64_t param_bytes = 0, buffer_bytes = 0, grad_bytes = 0;
+    // Parameters and buffers layer by layer, as model.to(device) moves them.
     for (const Node& n : graph_.nodes) {
-      param_bytes = checked_add(param_bytes, n.param_bytes);
-      buffer_bytes = checked_add(buffer_bytes, n.buffer_bytes);
+      const std::string& name = graph_.layer(n).name;
+      for (const ParamDecl& p : n.result.params)
+        persist(MemoryKind::Parameters, TensorType{p.shape, p.dtype}.bytes(), "parameter " + name + "." + p.name, Carry::Model);
+      for (const ParamDecl& b : n.result.buffers)
+        persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + "." + b.name, Carry::Model);
     }
-    for (const auto& p : params) grad_bytes = checked_add(grad_bytes, p.bytes());
-    memory_.alloc(MemoryKind::Parameters, param_bytes, "parameters");
-    memory_.alloc(MemoryKind::Buffers, buffer_bytes, "buffers");
-    for (const auto& slot : slots) memory_.alloc(MemoryKind::OptimizerState, slot.bytes, "optimizer state: " + slot.name);
-    for (int v : graph_.inputs) block_of(v) = memory_.alloc(MemoryKind::Inputs, value(v).type.bytes(), "input '" + value(v).name + "'", 1);
+    const std::vector<std::string> names = training ? param_names() : std::vector<std::string>{};
+    if (training)
+      for (const StateTensor& t : optimizer_state_tensors(options_, graph_.options.device, params))
+        persist(MemoryKind::OptimizerState, t.bytes,
+                "optimizer state: " + t.slot + (t.param >= 0 ? " of " + names.at(static_cast<std::size_t>(t.param)) : ""),
+                Carry::State);
+    for (int v : graph_.inputs) {
+      block_of(v) = persist(MemoryKind::Inputs, value(v).type.bytes(), "input '" + value(v).name + "'", Carry::Batch);
+    }
     if (!training) return;
-    if (loss_tensors_.target) memory_.alloc(MemoryKind::Inputs, loss_tensors_.target->bytes(), "target");
+    if (loss_tensors_.target) persist(MemoryKind::Inputs, loss_tensors_.target->bytes(), "target", Carry::Batch);
     // In a plain loop, still bound to `out` and `loss` from the previous step until this step
     // rebinds them.
     if (options_.loop == Loop::Plain) {
-      for (int v : graph_.outputs) previous_outputs_.push_back(memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "previous step's output"));
-      previous_loss_ = memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "previous step's loss");
+      for (int v : graph_.outputs)
+        previous_outputs_.push_back(persist(MemoryKind::Activations, graph_.storages[value(v).storage].bytes,
+                                            "previous step's output", Carry::LastOutput));
+      previous_loss_ = persist(MemoryKind::Activations, loss_tensors_.loss_bytes, "previous step's loss", Carry::LastLoss);
     }
     // zero_grad(): set_to_none frees last step's gradients; otherwise they are zeroed in place.
-    const int grads = memory_.alloc(MemoryKind::Gradients, grad_bytes, "gradients (from the previous step)");
-    if (!options_.keep_grads) memory_.release(grads);
+    std::vector<int> grads;
+    for (std::size_t k = 0; k < params.size(); ++k)
+      grads.push_back(persist(MemoryKind::Gradients, params[k].bytes(), "grad of " + names.at(k) + " (from the previous step)",
+                              Carry::LastGrad));
+    if (!options_.keep_grads)
+      for (int g : grads) memory_.release(g);
+  }
+
+  // What this step leaves for the next: `out` and `loss` (gradients are marked in backward);
+  // a step written as a function has freed them as it returned.
+  void mark_carried_out() {
+    if (options_.loop == Loop::Function) return;
+    for (int v : graph_.outputs)
+      if (block_of(v) >= 0 && memory_.carry(block_of(v)) == Carry::None) memory_.mark(block_of(v), Carry::Output);
+    if (loss_block_ >= 0) memory_.mark(loss_block_, Carry::Loss);
   }
 
   void forward(bool training) {
@@ -281,6 +329,7 @@ class StepSimulator {
         if (node.param_casts[k] >= 0)
           param_grads[k] = cast_back(param_grads[k], TensorType{node.result.params[k].shape, node.result.params[k].dtype}.bytes(),
                                      "grad of " + name + "." + node.result.params[k].name);
+        memory_.mark(param_grads[k], Carry::Grad);
         if (options_.keep_grads) memory_.release(param_grads[k]);  // AccumulateGrad adds it into .grad, then frees it
       }
     }
@@ -308,8 +357,8 @@ class StepSimulator {
 }  // namespace
 
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
-                         const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& trainable_params) {
-  return StepSimulator(graph, options, loss).run(slots, trainable_params);
+                         const std::vector<TensorType>& trainable_params) {
+  return StepSimulator(graph, options, loss).run(trainable_params);
 }
 
 }  // namespace nnmem::detail
