@@ -126,7 +126,7 @@ Kernel choose(const LayerCall& call, const Shapes& s, double dropout) {
 }
 
 LayerResult infer_sdpa(const LayerCall& call) {
-  if (!call.ctx.torch->sdpa)
+  if (!call.ctx.torch->has_layer("ScaledDotProductAttention"))
     throw LayerError("F.scaled_dot_product_attention exists from PyTorch 2.0; torch " + std::string(call.ctx.torch->version) +
                      " has none (write the attention with MatMul and Softmax)");
   const Shapes s = check_shapes(call);

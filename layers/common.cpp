@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include <sstream>
+
 namespace nnmem::layers {
 
 std::string rank_name(int rank) { return std::to_string(rank) + "-D"; }
@@ -28,6 +30,12 @@ void require_rank(const LayerCall& call, std::size_t min_rank, std::size_t max_r
                    to_string(call.shape(i)));
 }
 
+void require_in_version(const LayerCall& call, const std::string& type) {
+  if (!call.ctx.torch->has_layer(type))
+    throw LayerError("PyTorch " + std::string(call.ctx.torch->version) + " has no nn." + type + " (--torch " +
+                     std::string(default_torch_profile().version) + " has it)");
+}
+
 void require_float(const LayerCall& call, std::size_t i) {
   if (!is_floating(call.input(i).dtype))
     throw LayerError("expected a floating-point input, found " + std::string(dtype_name(call.input(i).dtype)));
@@ -49,6 +57,12 @@ void check_declared(const LayerCall& call, const std::string& attr, std::int64_t
     throw LayerError(attr + " is " + with_commas(declared) + ", but the input " + to_string(call.shape()) + " has " +
                          with_commas(actual) + " " + what,
                      attr);
+}
+
+std::string real_text(double value) {
+  std::ostringstream os;
+  os << value;
+  return os.str();
 }
 
 std::string dim_name(std::size_t index, std::size_t rank) {

@@ -23,6 +23,9 @@ std::string spatial_layout(int rank);
 /// pooling, the int64 indices of each maximum (output-shaped).
 LayerResult pooled(const LayerCall& call, Shape out, bool keeps_indices);
 
+/// Throws unless the PyTorch version modelled (--torch) has the layer type `type`.
+void require_in_version(const LayerCall& call, const std::string& type);
+
 /// Throws unless input `i` is a floating-point tensor.
 void require_float(const LayerCall& call, std::size_t i = 0);
 
@@ -42,6 +45,9 @@ struct Window {
 /// with PyTorch's ceil_mode rule (pooling_output_shape). Throws (naming `dim`) when the length
 /// is below 1.
 std::int64_t window_output(const Window& w, const std::string& dim);
+
+/// A real number as a person writes it (1.5, 0.1, 2): for messages.
+std::string real_text(double value);
 
 /// "height" / "width" / "length" / "depth" for a spatial index out of `rank` dimensions.
 std::string dim_name(std::size_t index, std::size_t rank);

@@ -134,6 +134,11 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
     }
   }
   res.outputs.push_back({out, call.input().dtype});
+  // torch 1.13's CPU kernel for a 3-D transposed convolution without groups
+  // (slow_conv_transpose3d) makes its output with empty_like(input), then resizes it: an output
+  // smaller than its input keeps the input's storage (docs/memory-model.md, "Devices").
+  if (transposed && rank == 3 && groups == 1 && call.ctx.device == Device::Cpu)
+    res.output_storage_bytes = call.input().bytes();
 
   Shape weight = transposed ? Shape{channels, out_channels / groups} : Shape{out_channels, channels / groups};
   weight.insert(weight.end(), kernel.begin(), kernel.end());

@@ -123,7 +123,7 @@ const bool registered = [] {
   register_layer({.type = "Concat",
                   .summary = "torch.cat of its inputs along dim",
                   .attrs = {AttrDef::integer("dim", "the dimension joined (batch is 0; channels are 1)").needed()},
-                  .min_inputs = 2,
+                  .min_inputs = 1,  // torch.cat([x]) copies x
                   .max_inputs = -1,
                   .infer = infer_concat});
   return true;

@@ -68,6 +68,7 @@ LayerResult infer_rms_norm(const LayerCall& call) {
   const Shape stats = normalised(call, shape);
   const bool affine = call.attrs.flag("elementwise_affine");
   const bool hf = call.attrs.is("form", "hf");
+  if (!hf) require_in_version(call, "RMSNorm");
   const TensorType& in = call.input();
   const TensorType wide{in.shape, DType::Float32};
   LayerResult res;

@@ -25,6 +25,7 @@ const DTypeInfo& info(DType d) { return kDTypes[static_cast<std::size_t>(d)]; }
 std::int64_t dtype_size(DType d) { return info(d).size; }
 std::string_view dtype_name(DType d) { return info(d).name; }
 bool is_floating(DType d) { return info(d).floating; }
+bool autocast_eligible(DType d) { return is_floating(d) && d != DType::Float64; }
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& i : kDTypes)

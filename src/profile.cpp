@@ -9,24 +9,39 @@ namespace nnmem {
 
 namespace {
 
+// ScaledDotProductAttention: F.scaled_dot_product_attention is 2.0's; RMSNorm: nn.RMSNorm and
+// F.rms_norm are 2.4's (transformers' hand-written form, RMSNorm form: hf, runs on 1.13).
+constexpr std::array<std::string_view, 7> kAbsentIn1_13 = {"ZeroPad1d",     "ZeroPad3d", "CircularPad1d", "CircularPad2d",
+                                                           "CircularPad3d", "ScaledDotProductAttention", "RMSNorm"};
+
 constexpr std::array kProfiles = {
     TorchProfile{
         .version = "2.13",
         .measured = "torch 2.13.0+cpu",
         .grad_sum_in_place = true,
+        .prelu_weight_grad_elementwise = true,
         .foreach_adam_one_list = true,
         .fused_sgd = true,
         .fused_on_cpu = true,
-        .sdpa = true,
     },
     TorchProfile{
         .version = "1.13",
         .measured = "torch 1.13.1 (Debian's python3-torch)",
+        .absent_layers = kAbsentIn1_13,
         .global_avg_pool_keeps_input = true,
+        .im2col_keeps_input = true,
+        .channel_shuffle_differentiable = false,
+        .pad_kernels_float_only = true,
     },
 };
 
 }  // namespace
+
+bool TorchProfile::has_layer(std::string_view type) const {
+  for (std::string_view absent : absent_layers)
+    if (absent == type) return false;
+  return true;
+}
 
 std::span<const TorchProfile> torch_profiles() { return kProfiles; }
 

@@ -15,8 +15,9 @@ nnmem runs with the repository root as its working directory and gets the spec a
 path (tests/bad/NAME.yaml), so the expected messages name files as a user would see them.
 
 Cases that need bytes a text editor cannot hold (non-UTF-8, NUL bytes, an enormous file, an
-alias bomb, very deep nesting) are generated into a temporary directory from GENERATED below;
-their paths appear as CORPUS/NAME.yaml in the expected messages.
+alias bomb, very deep nesting), and specs that are no regular file (a directory, a FIFO), are
+generated into a temporary directory from GENERATED below; their paths appear as
+CORPUS/NAME.yaml in the expected messages.
 
 A case fails when nnmem exits with anything but 1, is killed by a signal, runs longer than
 10 seconds or grows beyond 2 GiB of memory, prints anything on stdout, prints a sign of a
@@ -169,6 +170,13 @@ GENERATED = [
      "directory",
      "check {spec}",
      "CORPUS/gen_directory.yaml: error: is a directory, not a spec file\n"),
+    # A FIFO that no program writes to: opening it for reading used to wait for a writer,
+    # forever (the runner's timeout kills a hang).
+    ("gen_fifo_without_writer",
+     "fifo",
+     DEFAULT_ARGS,
+     "CORPUS/gen_fifo_without_writer.yaml: error: the pipe or FIFO gave no data: no program had it open for "
+     "writing, or none wrote to it (nnmem does not wait for a writer to open it)\n"),
 ]
 
 
@@ -309,6 +317,8 @@ def generated_cases(tmp):
         path = os.path.join(tmp, name + ".yaml")
         if content == "directory":
             os.mkdir(path)
+        elif content == "fifo":
+            os.mkfifo(path)
         elif content is not None:
             with open(path, "wb") as f:
                 f.write(content)

@@ -53,6 +53,37 @@ TEST_CASE("arithmetic follows the usual precedence, with floor division on integ
   CHECK(real.real == 3.5);
 }
 
+TEST_CASE("// and % are Python's: the quotient floors, the remainder takes the divisor's sign") {
+  // Python 3: -7 % 3 == 2, 7 % -3 == -2, -7 % -3 == -1, -7 // 2 == -4, 7 // -2 == -4
+  CHECK(int_of("\"$-7 % 3\"") == 2);
+  CHECK(int_of("\"$7 % -3\"") == -2);
+  CHECK(int_of("\"$-7 % -3\"") == -1);
+  CHECK(int_of("\"$-6 % 3\"") == 0);
+  CHECK(int_of("\"$7 // -2\"") == -4);
+  CHECK(int_of("\"$-7 / 2\"") == -4);
+  // (-2**63) % -1 == 0 in Python; only the quotient (-2**63) // -1 = 2**63 does not fit
+  CHECK(int_of("\"$(-9223372036854775807 - 1) % -1\"") == 0);
+  CHECK(int_of("\"$(-9223372036854775807 - 1) % 2\"") == 0);
+  CHECK(int_of("\"$(-9223372036854775807 - 1) // 1\"") == INT64_MIN);
+  CHECK(expression_error("\"$(-9223372036854775807 - 1) // -1\"") ==
+        "test.yaml:3:44: error: Linear 'fc': out_features: in '$(-9223372036854775807 - 1) // -1': integer overflow: "
+        "-9223372036854775808 // -1 does not fit in 64 bits");
+  CHECK(expression_error("\"$(-9223372036854775807 - 1) / -1\"").find("-9223372036854775808 / -1 does not fit") != std::string::npos);
+  CHECK(expression_error("\"$7 % 0\"").find("division by zero") != std::string::npos);
+  // floats too: -7.0 % 3 == 2.0, 7.5 % -2 == -0.5, -7.5 // 2 == -4.0, and 1 // 0.1 == 9.0
+  // (Python floors the exact quotient of the two doubles, not the rounded 1 / 0.1 == 10.0)
+  const auto real_of = [](const std::string& e) {
+    const Value v = out_features(e);
+    REQUIRE(v.kind == Value::Kind::Float);
+    return v.real;
+  };
+  CHECK(real_of("\"$-7.0 % 3\"") == 2.0);
+  CHECK(real_of("\"$7.5 % -2\"") == -0.5);
+  CHECK(real_of("\"$-7.5 // 2\"") == -4.0);
+  CHECK(real_of("\"$1 // 0.1\"") == 9.0);
+  CHECK(real_of("\"$1 % 0.1\"") == doctest::Approx(0.09999999999999995));
+}
+
 TEST_CASE("comparisons, booleans, strings and the conditional") {
   CHECK(int_of("\"$w > 4 && !(w == 6) ? 1 : 2\"", "  w: 8\n") == 1);
   CHECK(int_of("\"$w > 4 && !(w == 8) ? 1 : 2\"", "  w: 8\n") == 2);

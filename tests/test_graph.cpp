@@ -1,6 +1,7 @@
 // The graph's whole-model checks and its limits: tensors of at most kMaxRank dimensions, sizes
 // that fit in 64 bits (naming the tensor that does not), and in-place writes over a tensor an
-// earlier layer keeps for backward — found through an index, not a scan of every earlier layer.
+// earlier layer keeps for backward — found through an index, not a scan of every earlier layer;
+// and which tensors autocast casts.
 #include "helpers.hpp"
 
 using namespace nnmem;
@@ -53,4 +54,41 @@ TEST_CASE("a long chain of in-place layers builds, each checked in constant time
                              "  - {name: d, type: Dropout, p: 0.1, inplace: true, repeat: 20000}\n");
   CHECK(g.nodes.size() == 20001);
   CHECK(g.storages.size() == 2);  // the input, and the Linear's output every Dropout overwrites
+}
+
+TEST_CASE("autocast never casts float64 tensors: a float64 model runs in float64 under --amp") {
+  // torch 1.13 and 2.13, torch.autocast("cpu", torch.bfloat16) around a .double() model: conv,
+  // linear, softmax, cross_entropy and mse all return float64 and keep float64 tensors
+  // (at::autocast::is_eligible excludes double); nothing is copied.
+  const std::string spec = R"(
+dtype: float64
+inputs: {x: [3, 8, 8]}
+layers:
+  - {name: conv, type: Conv2d, out_channels: 4, kernel_size: 3}
+  - {name: flatten, type: Flatten}
+  - {name: fc, type: Linear, out_features: 5}
+  - {name: soft, type: LogSoftmax, dim: 1}
+loss: cross_entropy
+)";
+  for (const Device device : {Device::Cuda, Device::Cpu}) {
+    CAPTURE(device == Device::Cpu);
+    GraphOptions amp;
+    amp.amp = DType::BFloat16;
+    amp.device = device;
+    const Graph g = graph_from(spec, amp);
+    for (const Node& node : g.nodes) {
+      CHECK(g.values[static_cast<std::size_t>(node.outputs.front())].type.dtype == DType::Float64);
+      CHECK(std::all_of(node.input_casts.begin(), node.input_casts.end(), [](int c) { return c < 0; }));
+      CHECK(std::all_of(node.param_casts.begin(), node.param_casts.end(), [](int c) { return c < 0; }));
+    }
+    EstimateOptions with, without;
+    with.graph = amp;
+    without.graph.device = device;
+    for (const auto loss : {LossKind::CrossEntropy, LossKind::Mse}) {
+      with.step.loss = without.step.loss = loss;
+      const Estimate a = estimate_from(spec, with), b = estimate_from(spec, without);
+      CHECK(a.totals.peak_bytes == b.totals.peak_bytes);
+      CHECK(a.totals.saved_bytes == b.totals.saved_bytes);
+    }
+  }
 }

@@ -1,8 +1,14 @@
 // Loading a spec: the YAML reader (encodings, positions, YAML mistakes yaml-cpp words obscurely)
 // and the expansion (blocks, `repeat` with $index, `when: false`, names), with the located
 // errors both promise.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "helpers.hpp"
 
@@ -279,4 +285,96 @@ TEST_CASE("files: read in chunks up to the limit, with the system's reason when 
     CHECK(e.message().rfind("cannot open the file: ", 0) == 0);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("files: a FIFO is read without waiting for a writer") {
+  const std::string fifo = std::filesystem::temp_directory_path() / ("nnmem_test_fifo_" + std::to_string(::getpid()));
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Loads the FIFO in a thread; should that wait for a writer, a writer comes and goes after
+  // 10 s so that it ends, and the test fails.
+  const auto load_fifo = [&]() -> std::string {
+    auto loading = std::async(std::launch::async, [&] {
+      try {
+        return std::to_string(load_spec_file(fifo).layers.size()) + " layer(s)";
+      } catch (const Error& e) {
+        return e.message();
+      }
+    });
+    if (loading.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
+      ::close(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK));
+      FAIL_CHECK("loading the FIFO waited for a writer");
+    }
+    return loading.get();
+  };
+  // No program has it open for writing: an error at once.
+  CHECK(load_fifo() == "the pipe or FIFO gave no data: no program had it open for writing, or none wrote to it "
+                       "(nnmem does not wait for a writer to open it)");
+  // A writer wrote the spec and left; the data waits in the FIFO while a reader holds it open.
+  const int holder = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+  REQUIRE(holder >= 0);
+  REQUIRE(writer >= 0);
+  CHECK(::write(writer, kTail.data(), kTail.size()) == static_cast<ssize_t>(kTail.size()));
+  ::close(writer);
+  CHECK(load_fifo() == "1 layer(s)");
+  ::close(holder);
+  std::filesystem::remove(fifo);
+}
+
+TEST_CASE("YAML tags mean what they say; an unknown tag is an error naming it") {
+  // yaml-cpp 0.7 reports "?" for a plain scalar, "!" for a quoted one, and the resolved tag
+  // ("tag:yaml.org,2002:str") for `!!str`.
+  const auto attr = [](const std::string& value) {
+    const ModelSpec spec = load("inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: " + value + "}\n");
+    return spec.layers.at(0).find_attr("out_features")->value;
+  };
+  CHECK(attr("!!str 3").kind == Value::Kind::String);
+  CHECK(attr("!!str 3").text == "3");
+  CHECK(attr("!!str true").kind == Value::Kind::String);
+  CHECK(attr("! 3").kind == Value::Kind::String);  // the non-specific tag: a string, as quoted
+  CHECK(attr("!!int 3").integer == 3);
+  CHECK(attr("!!int \"3\"").integer == 3);         // the tag, not the quotes, decides
+  CHECK(attr("!!float 3").kind == Value::Kind::Float);
+  CHECK(attr("!!float 3").real == 3.0);
+  CHECK(attr("!!bool false").kind == Value::Kind::Bool);
+  CHECK(attr("!!null ''").kind == Value::Kind::Null);
+  CHECK(attr("!!null").kind == Value::Kind::Null);
+  CHECK(attr("!!seq [1, !!int 2]").str() == "[1, 2]");
+  CHECK(attr("\"!!str $w\"").kind == Value::Kind::String);  // quoted: the text "!!str $w", no tag
+  CHECK(load("variables: {w: 4}\ninputs: {x: [8]}\nlayers:\n  - {type: Linear, out_features: !!str $w}\n")
+            .layers.at(0).find_attr("out_features")->value.integer == 4);  // !!str is what quotes are: $ still computes
+  CHECK(load("!!map\ninputs: !!map {x: !!seq [8]}\nlayers: !!seq\n  - !!map {!!str type: ReLU}\n").layers.size() == 1);
+  const std::string known = "nnmem understands !!str, !!int, !!float, !!bool, !!null, !!seq and !!map";
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: !foo 4}\n") ==
+        "test.yaml:3:44: error: Linear 'fc': out_features: unknown YAML tag '!foo'; " + known);
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: !!binary aGk=}\n") ==
+        "test.yaml:3:44: error: Linear 'fc': out_features: unknown YAML tag '!!binary'; " + known);
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: [!<tag:example.com,2000:x> 4]}\n") ==
+        "test.yaml:3:45: error: Linear 'fc': out_features: unknown YAML tag 'tag:example.com,2000:x'; " + known);
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: fc, !foo type: Linear, out_features: 4}\n") ==
+        "test.yaml:3:16: error: Linear 'fc': unknown YAML tag '!foo'; " + known);
+  CHECK(load_error("description: !foo x\ninputs: {x: [8]}\nlayers:\n  - {type: ReLU}\n") ==
+        "test.yaml:1:14: error: description: unknown YAML tag '!foo'; " + known);
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: Linear, out_features: !!bool 4}\n") ==
+        "test.yaml:3:34: error: Linear '0': out_features: the YAML tag '!!bool' needs true or false, found the scalar '4'");
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: Linear, out_features: !!null 4}\n") ==
+        "test.yaml:3:34: error: Linear '0': out_features: the YAML tag '!!null' needs nothing (null), found the scalar '4'");
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: Linear, out_features: !!map [4]}\n") ==
+        "test.yaml:3:34: error: Linear '0': out_features: the YAML tag '!!map' needs a mapping, found a list");
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: Linear, out_features: !!str [4]}\n") ==
+        "test.yaml:3:34: error: Linear '0': out_features: the YAML tag '!!str' needs a string, found a list");
+  CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: Linear, out_features: !!int 99999999999999999999}\n") ==
+        "test.yaml:3:34: error: Linear '0': out_features: the integer 99999999999999999999 does not fit in 64 bits");
+}
+
+TEST_CASE("a layer repeated through an alias stands where the alias is") {
+  // yaml-cpp gives an alias node its anchor's position; the loader knows the alias's own.
+  const ModelSpec spec = load("inputs: {x: [8]}\nlayers:\n  - &r {type: ReLU}\n  - {type: Linear, out_features: 8}\n  - *r\n");
+  REQUIRE(spec.layers.size() == 3);
+  CHECK(spec.layers[0].loc.line == 3);
+  CHECK(spec.layers[2].loc.line == 5);
+  CHECK(spec.layers[2].loc.column == 5);
+  CHECK(load_error("inputs: {x: [8]}\nblocks:\n  B:\n    layers:\n      - &l {name: lin, type: Linear, out_features: 8}\n"
+                   "      - *l\nlayers:\n  - {name: b, block: B}\n") ==
+        "test.yaml:6:9: error: duplicate layer name 'lin' (first used at line 5)");
 }

@@ -62,3 +62,18 @@ TEST_CASE("fit with a budget beyond any batch stops at the largest batch, or whe
   CHECK(some.batch < kMaxBatch);
   CHECK(render_json(some).find("\"batch\": " + std::to_string(some.batch)) != std::string::npos);
 }
+
+TEST_CASE("fit on a device of a given size: a step that runs out of memory does not fit") {
+  EstimateOptions o = on(Device::Cuda);
+  const std::int64_t budget = std::int64_t{2} << 30;
+  o.step.allocator.capacity_bytes = budget;
+  const BatchFit fit = fit_batch(load_spec_file(source_path("examples/resnet18.yaml")), o, budget);
+  REQUIRE(fit.batch >= 1);
+  CHECK(!fit.estimate.cuda_allocator->out_of_memory);
+  CHECK(fit.needed_bytes <= budget);
+  o.graph.batch = fit.batch + 1;
+  const Estimate next = estimate(load_spec_file(source_path("examples/resnet18.yaml")), o);
+  CHECK(fit.next_out_of_memory == next.cuda_allocator->out_of_memory);
+  CHECK((next.cuda_allocator->out_of_memory || needed_bytes(next) > budget));
+  CHECK(!fits(next, budget));
+}

@@ -27,6 +27,22 @@ TEST_CASE("estimate() computes torchsummary's figures; the renderers only show t
   CHECK(e.totals.device_bytes == e.totals.reserved_bytes + e.totals.overhead_bytes);
 }
 
+TEST_CASE("the CUDA allocator's figures are in the JSON, labelled modelled in the table, absent on the CPU") {
+  const std::string spec = "inputs: {x: [8]}\nlayers:\n  - {type: Linear, out_features: 4}\n";
+  const Estimate cuda = estimate_from(spec);
+  const std::string json = render_json(cuda);
+  CHECK(json.find("\"max_allocated_bytes\": " + std::to_string(cuda.totals.max_allocated_bytes)) != std::string::npos);
+  CHECK(json.find("\"cuda_allocator\": {") != std::string::npos);
+  CHECK(json.find("\"expandable_segments\": false") != std::string::npos);
+  CHECK(render_table(cuda).find("CUDA max_memory_reserved(), modelled") != std::string::npos);
+  EstimateOptions cpu;
+  cpu.graph.device = Device::Cpu;
+  const Estimate on_cpu = estimate_from(spec, cpu);
+  CHECK(!on_cpu.cuda_allocator);
+  CHECK(render_json(on_cpu).find("\"cuda_allocator\": null") != std::string::npos);
+  CHECK(render_table(on_cpu).find("CUDA") == std::string::npos);
+}
+
 TEST_CASE("figures that overflow fail in estimate(), never in a renderer") {
   // Views cost nothing, but torchsummary counts each module's output twice at 4 bytes.
   const std::string views = "inputs: {x: [576460752303423488]}\nlayers:\n  - {type: Identity}\n  - {type: Identity}\n"

@@ -68,11 +68,18 @@ std::size_t check_version(const std::string& version) {
       CHECK(t.peak_bytes == run["peak_bytes"].get<std::int64_t>());
       ++runs;
       // ... and when: the phase always (the harness calls the optimizer's phase "step"), the
-      // layer whenever PyTorch's peak falls inside a module (not in a functional op).
+      // layer whenever PyTorch's peak falls inside a module (not in the root's functional
+      // code). An op in a container module's own forward (SqueezeExcitation's `scale * input`)
+      // is a functional layer named inside it (features.7.0.block.2.scale).
       const std::string phase = run["peak_phase"];
       CHECK(std::string(name_of(t.peak_phase)) == (phase == "step" ? "optimizer" : phase));
       const std::string module = run["peak_module"].is_string() ? run["peak_module"].get<std::string>() : "";
-      if (phase == "backward" && module != "<functional>") CHECK(t.peak_layer == module);
+      if (phase == "backward" && module != "<functional>") {
+        const auto layer = std::find_if(e.layers.begin(), e.layers.end(), [&](const auto& l) { return l.name == t.peak_layer; });
+        const bool inside = layer != e.layers.end() && layer->functional && t.peak_layer.rfind(module + ".", 0) == 0 &&
+                            t.peak_layer.find('.', module.size() + 1) == std::string::npos;
+        CHECK_MESSAGE((t.peak_layer == module || inside), t.peak_layer << " vs " << module);
+      }
     }
   }
   return runs;
@@ -86,4 +93,73 @@ TEST_CASE("training memory matches PyTorch 1.13 on every validation fixture") {
 
 TEST_CASE("training memory matches PyTorch 2.13 on every validation fixture") {
   REQUIRE(check_version("2.13") >= 200);
+}
+
+// Add and cat hand their output's gradient on as it is (or a narrow() view of it), but the
+// engine casts a gradient to its input's dtype: under autocast, a bfloat16 input of a float32
+// sum gets a bfloat16 tensor of its own (torch 1.13 and 2.x: `(a_bf16 + b_f32)`'s gradient
+// reaches a in a storage of a's 2-byte elements, not the sum's).
+TEST_CASE("a gradient passed on to an input of another dtype is a new tensor in that dtype") {
+  EstimateOptions o;
+  o.graph.amp = DType::BFloat16;  // CUDA: fc runs in bfloat16, softmax in float32
+  o.graph.batch = 4;
+  const Estimate e = estimate_from(R"(
+inputs: {x: [64]}
+layers:
+  - {name: fc, type: Linear, out_features: 64}
+  - {name: soft, type: Softmax, dim: 1}
+  - {name: add, type: Add, inputs: [fc, soft]}
+loss: mse
+)", o);
+  std::vector<std::int64_t> allocated;
+  for (const auto& ev : e.timeline)
+    if (ev.phase == Phase::Backward && ev.layer == "add" && ev.delta > 0) allocated.push_back(ev.delta);
+  CHECK(allocated == std::vector<std::int64_t>{4 * 64 * 2});  // fc's bfloat16 gradient; soft's is the sum's
+}
+
+// --loop function: each step in `def train_step(): ...; return loss.item()`, whose locals `out`
+// and `loss` are freed as it returns, so the next step starts without them. Measured under
+// torch 1.13 (CPU) with
+//   /usr/bin/python3 validation/measure.py NETWORK --batch B --optimizer O [--keep-grads] --loop LOOP
+// (peak_bytes; iter_end_bytes, what the step leaves live). The peak differs from the plain
+// loop's only when it falls in the forward pass, where the plain loop still holds the previous
+// step's output and loss: frozen_backbone at batch 64 (2,564 bytes = [64, 10] float32 + 4).
+TEST_CASE("the step as a function returning loss.item() matches PyTorch") {
+  struct Measured {
+    const char* network;
+    int batch;
+    const char* optimizer;
+    bool keep_grads;
+    Loop loop;
+    std::int64_t peak, end;
+  };
+  const Measured runs[] = {
+      {"mlp", 64, "sgd", false, Loop::Function, 4621400, 4487760},
+      {"mlp", 64, "adam", true, Loop::Function, 11988164, 8774328},
+      {"tf_mnist_cnn", 128, "sgd", false, Loop::Function, 68142680, 26599504},
+      {"concat_fork", 8, "momentum", true, Loop::Function, 3796288, 123832},
+      {"residual_net", 8, "adam", false, Loop::Function, 13146520, 714320},
+      {"resnet18", 1, "sgd", false, Loop::Function, 111506576, 94156776},
+      {"unet_small", 4, "sgd", false, Loop::Function, 2458196, 160272},
+      {"frozen_backbone", 64, "sgd", false, Loop::Function, 19744552, 5070160},
+      {"frozen_backbone", 64, "sgd", false, Loop::Plain, 19747116, 5072724},
+      {"frozen_backbone", 64, "adam", false, Loop::Function, 23950216, 9275824},
+      {"frozen_backbone", 64, "adam", false, Loop::Plain, 23952780, 9278388},
+  };
+  for (const Measured& m : runs) {
+    CAPTURE(m.network);
+    CAPTURE(m.optimizer);
+    CAPTURE(name_of(m.loop));
+    EstimateOptions o;
+    o.graph.torch = find_torch_profile("1.13");  // what measured them
+    o.graph.batch = m.batch;
+    o.graph.device = Device::Cpu;
+    o.step.optimizer = *parse_optimizer(m.optimizer);
+    o.step.keep_grads = m.keep_grads;
+    o.step.loop = m.loop;
+    const Estimate e = estimate_file("examples/" + std::string(m.network) + ".yaml", o);
+    CHECK(e.totals.peak_bytes == m.peak);
+    REQUIRE(!e.timeline.empty());
+    CHECK(e.timeline.back().live == m.end);
+  }
 }

@@ -2,7 +2,7 @@
 """One training-memory measurement in this (fresh) process; prints one JSON
 object.  Usage (torch 1.13: /usr/bin/python3; torch 2.13: /work/venv213/bin/python):
   PYTHON validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam|adamw
-                   [--set-to-none | --keep-grads] [--amp bfloat16] [--foreach | --fused]
+                   [--set-to-none | --keep-grads] [--amp bfloat16] [--foreach | --fused] [--loop plain|function]
                    [--trace FILE] [--threads N]
 See README.md for what every field means."""
 import argparse
@@ -52,12 +52,12 @@ def make_optimizer(name, params, foreach=False, fused=False):
     raise ValueError(name)
 
 
+LOSSES = {"cross_entropy": F.cross_entropy, "nll": F.nll_loss, "mse": F.mse_loss, "l1": F.l1_loss,
+          "smooth_l1": F.smooth_l1_loss, "huber": F.huber_loss, "bce_with_logits": F.binary_cross_entropy_with_logits}
+
+
 def loss_fn(kind, out, y):
-    if kind == "cross_entropy":
-        return F.cross_entropy(out, y)
-    if kind == "mse":
-        return F.mse_loss(out, y)
-    return out.mean()
+    return LOSSES[kind](out, y) if kind in LOSSES else out.mean()
 
 
 def optimizer_state(opt):
@@ -84,6 +84,8 @@ def run(args):
            "amp": args.amp, "torch_version": torch.__version__}
     if args.fused:                  # only then, so that earlier fixtures stay as they are
         res["fused"] = True
+    if args.loop != "plain":  # plain runs' fixtures stay as they were
+        res["loop"] = args.loop
     # Mixed precision: forward and loss under CPU autocast, as `with torch.autocast(...):`
     # wraps them in a training loop; backward and the step run outside it.
     autocast = (lambda: torch.autocast("cpu", dtype=getattr(torch, args.amp))) if args.amp \
@@ -104,10 +106,12 @@ def run(args):
                 oshape = list(model(x).shape)
             tracker.record_shapes = False
             model.train()
-            if net.loss == "cross_entropy":
+            if net.loss in ("cross_entropy", "nll"):
                 y = torch.randint(0, oshape[-1], (args.batch,))
-            elif net.loss == "mse":
+            elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
                 y = torch.randn(oshape)
+            elif net.loss == "bce_with_logits":
+                y = torch.rand(oshape)
             else:
                 y = None
             trainable = [p for p in model.parameters() if p.requires_grad]
@@ -121,28 +125,31 @@ def run(args):
         rec = SavedRecorder(tracker, params, buffers, named)
         graph_map = {}
 
+        def iteration(it, held):
+            """One step; `out` and `loss` are bound in `held`. The plain loop passes the same
+            dict every time, as a loop's variables: the previous step's out and loss live until
+            rebound. --loop function passes a new one, as `def train_step(): ...; return
+            loss.item()` has locals: they are freed when it returns."""
+            with Marker("nnmem::zero_grad"):
+                opt.zero_grad(set_to_none=set_to_none)
+            with rec.hooks() if it == 2 else contextlib.nullcontext(), autocast():  # it 2: record saved tensors
+                with Marker("nnmem::forward"):
+                    held["out"] = model(x)
+                with Marker("nnmem::loss"), Marker("module::<loss>"):
+                    held["loss"] = loss_fn(net.loss, held["out"], y)
+            if it == 2:
+                with Marker("nnmem::inspect"):
+                    graph_map.update(graph_saved(held["loss"].grad_fn))
+            with Marker("nnmem::backward"):
+                held["loss"].backward()
+            with Marker("nnmem::step"):
+                opt.step()
+            return held["loss"].item()
+
+        held = {}
         for it in range(3):
             with Marker(f"nnmem::iter{it}"):
-                with Marker("nnmem::zero_grad"):
-                    opt.zero_grad(set_to_none=set_to_none)
-                if it == 2:                      # record saved tensors
-                    with rec.hooks(), autocast():
-                        with Marker("nnmem::forward"):
-                            out = model(x)
-                        with Marker("nnmem::loss"), Marker("module::<loss>"):
-                            loss = loss_fn(net.loss, out, y)
-                    with Marker("nnmem::inspect"):
-                        graph_map = graph_saved(loss.grad_fn)
-                else:
-                    with autocast():
-                        with Marker("nnmem::forward"):
-                            out = model(x)
-                        with Marker("nnmem::loss"), Marker("module::<loss>"):
-                            loss = loss_fn(net.loss, out, y)
-                with Marker("nnmem::backward"):
-                    loss.backward()
-                with Marker("nnmem::step"):
-                    opt.step()
+                loss_value = iteration(it, held if args.loop == "plain" else {})
 
         # Static figures after the last step.
         res["param_count"] = sum(p.numel() for p in model.parameters())
@@ -155,10 +162,11 @@ def run(args):
         res["input_bytes"] = storage_bytes([x])
         res["target_bytes"] = storage_bytes([y]) if y is not None else 0
         res["output_shape"] = oshape
-        res["loss_value"] = float(loss)
+        res["loss_value"] = loss_value
 
         # Eval: free optimizer, grads, out and loss, then one no-grad forward.
-        del opt, out, loss
+        del opt
+        held.clear()
         for p in model.parameters():
             p.grad = None
         model.eval()
@@ -206,6 +214,9 @@ def main():
     f = ap.add_mutually_exclusive_group()
     f.add_argument("--foreach", action="store_true", help="the optimizer's multi-tensor implementation")
     f.add_argument("--fused", action="store_true", help="the optimizer's fused kernel (torch 2.x on the CPU)")
+    ap.add_argument("--loop", choices=["plain", "function"], default="plain",
+                    help="plain: a loop binding out and loss (default); function: each step in a "
+                         "function that returns loss.item()")
     ap.add_argument("--trace", help="write iteration 2's filtered allocator events here")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     print(json.dumps(run(ap.parse_args()), sort_keys=True))

@@ -18,5 +18,8 @@ std::string_view dtype_name(DType dtype);
 /// Accepts PyTorch's names and the common aliases ("float", "half", "long", "fp16", "bf16").
 std::optional<DType> parse_dtype(std::string_view name);
 bool is_floating(DType dtype);
+/// Whether torch.autocast casts a tensor of this dtype (at::autocast::is_eligible): floating
+/// point, except float64, which it never touches.
+bool autocast_eligible(DType dtype);
 
 }  // namespace nnmem

@@ -14,8 +14,13 @@
 namespace nnmem {
 
 enum class OptimizerKind { None, Sgd, Momentum, Nesterov, Adam, AdamW, AMSGrad, RMSprop, Adagrad, Adam8bit };
-enum class LossKind { CrossEntropy, Mse, Mean };
+enum class LossKind { CrossEntropy, Mse, Mean, BceWithLogits, Nll, L1, SmoothL1, Huber };
 enum class Phase { Forward, Backward, Optimizer };  // the loss counts as forward
+/// How the training loop holds a step's `out` and `loss` (docs/memory-model.md, "The step").
+enum class Loop {
+  Plain,     // `for ...: out = model(x); loss = ...`: the previous step's live until rebound
+  Function,  // `def train_step(): ...; return loss.item()`: freed when it returns
+};
 
 /// What a byte of the step is: the breakdown of the memory live at the peak.
 enum class MemoryKind : std::uint8_t {
@@ -34,8 +39,29 @@ std::string_view name_of(MemoryKind kind);
 std::string_view name_of(OptimizerKind kind);
 std::string_view name_of(LossKind kind);
 std::string_view name_of(Phase phase);
+std::string_view name_of(Loop loop);
 std::optional<OptimizerKind> parse_optimizer(std::string_view name);
 std::optional<LossKind> parse_loss(std::string_view name);
+std::optional<Loop> parse_loop(std::string_view name);
+
+/// The settings of PyTorch's CUDA caching allocator (PYTORCH_CUDA_ALLOC_CONF) that nnmem's
+/// simulation of it models (docs/memory-model.md); the defaults are PyTorch's.
+struct CudaAllocatorConfig {
+  /// Pages of 2^k..2^(k+1) bytes, k = 20..35 (index 0 also takes smaller requests, index 15
+  /// larger ones): how many equal divisions a request is rounded up to
+  /// (`roundup_power2_divisions`); 0 or 1 rounds to 512 bytes only. Powers of two.
+  static constexpr std::size_t kRoundupIntervals = 16;
+  std::array<std::int64_t, kRoundupIntervals> roundup_power2_divisions{};
+  /// `max_split_size_mb` in bytes: cached blocks at least this large are never split, nor used
+  /// for a smaller request. At least 20 MiB; nullopt is PyTorch's default (no limit).
+  std::optional<std::int64_t> max_split_size = std::nullopt;
+  /// `expandable_segments:True`: one segment per pool, grown (mapped) in pages as needed.
+  bool expandable_segments = false;
+  /// What cudaMalloc can hand out (the device's memory less the CUDA context); 0: no limit.
+  /// When a new segment would exceed it, the allocator frees its cached unsplit segments and
+  /// retries, as PyTorch does; if that fails too, the step runs out of memory.
+  std::int64_t capacity_bytes = 0;
+};
 
 struct StepOptions {
   OptimizerKind optimizer = OptimizerKind::Adam;
@@ -44,8 +70,10 @@ struct StepOptions {
   bool keep_grads = false;         // zero_grad(set_to_none=False), PyTorch 1.x's default
   bool foreach = false;            // the optimizer's multi-tensor implementation
   bool fused = false;              // the optimizer's fused kernel (SGD, Adam, AdamW)
+  Loop loop = Loop::Plain;         // whether the previous step's out and loss are still alive
   std::optional<LossKind> loss;    // default: the spec's `loss`, else mean
   std::int64_t overhead_bytes = 0; // framework overhead added on CUDA (the CUDA context)
+  CudaAllocatorConfig allocator = {};  // CUDA: the caching allocator's settings
 };
 
 struct EstimateOptions {
@@ -96,9 +124,33 @@ struct Totals {
   std::string peak_layer;
   std::array<std::int64_t, kMemoryKinds> peak_breakdown{};  // by MemoryKind, at the peak
   std::int64_t backward_transient_bytes = 0;  // the most activation gradients and temporaries live in backward
-  std::int64_t reserved_bytes = 0;    // CUDA: what the caching allocator would hold at the peak
+  std::int64_t reserved_bytes = 0;    // CUDA: max_memory_reserved(), modelled (CudaAllocatorFigures)
+  std::int64_t max_allocated_bytes = 0;  // CUDA: max_memory_allocated(), modelled
   std::int64_t overhead_bytes = 0;    // CUDA: the framework overhead asked for
   std::int64_t device_bytes = 0;      // CUDA: reserved + overhead, the total on the device
+};
+
+/// PyTorch's CUDA caching allocator replaying the training loop's allocations: the model built,
+/// a first iteration (the optimizer's state created in its step), then steady iterations until
+/// the allocator's state repeats (docs/memory-model.md). Modelled, not measured.
+struct CudaAllocatorFigures {
+  std::int64_t reserved_bytes = 0;       // memory_reserved() at the end of the last iteration
+  std::int64_t max_reserved_bytes = 0;   // max_memory_reserved()
+  std::int64_t max_allocated_bytes = 0;  // max_memory_allocated(): blocks, rounded, at most
+  std::int64_t small_pool_reserved_bytes = 0;  // of reserved_bytes, the small pool's (2 MiB segments)
+  std::int64_t segments = 0;             // segments held at the end (expandable: mapped ranges)
+  std::int64_t alloc_retries = 0;        // num_alloc_retries: the cache released to retry a request
+  std::int64_t steady_alloc_retries = 0; // of those, in each cycle of steady iterations
+  int iterations = 0;                    // iterations replayed (the first one included)
+  bool converged = false;                // the state after one iteration repeated an earlier one
+  int steady_from = 0;                   // if so: iterations from this one on repeat ...
+  int period = 0;                        // ... in a cycle of this many (usually 2)
+  bool growing = false;                  // not converged, and still reserving more at the end
+  bool out_of_memory = false;            // a request failed even after the cache was released
+  std::int64_t oom_request_bytes = 0;    // that request, as the tensor asked for it
+  int oom_iteration = 0;                 // in which iteration (1: the first)
+  Phase oom_phase = Phase::Forward;
+  std::string oom_layer;
 };
 
 /// torchsummary's four figures (torchsummary 1.5): 4 bytes per element whatever the dtype;
@@ -128,6 +180,7 @@ struct Estimate {
   std::vector<OptimizerSlot> optimizer_slots;
   Totals totals;
   TorchSummaryFigures torchsummary;  // for comparison with that tool (report.hpp renders it)
+  std::optional<CudaAllocatorFigures> cuda_allocator;  // on CUDA
   std::vector<TimelineEvent> timeline;
 };
 

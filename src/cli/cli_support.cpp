@@ -53,6 +53,16 @@ CLI::Validator positive_integer() {
       "POSITIVE");
 }
 
+CLI::Validator power_of_two_or_zero() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto v = to_integer(text);
+        return v && *v >= 0 && (*v & (*v - 1)) == 0 ? std::string()
+                                                     : "expected a power of two (1, 2, 4, 8, ...) or 0, found " + found(text);
+      },
+      "POWER OF 2");
+}
+
 CLI::Validator one_of(std::vector<std::string> words) {
   std::string set;
   for (const auto& w : words) set += (set.empty() ? "" : ",") + w;

@@ -22,6 +22,7 @@ class UsageError : public std::runtime_error {
 /// CLI11 validators: CLI11 prints "--option: <the message>".
 CLI::Validator integer_between(std::int64_t lo, std::int64_t hi);
 CLI::Validator positive_integer();
+CLI::Validator power_of_two_or_zero();
 CLI::Validator one_of(std::vector<std::string> words);
 
 /// A size such as "500MiB", "24GB" or "0" (for --overhead and --budget); throws a

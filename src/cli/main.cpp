@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <limits>
 
 #include "cli_support.hpp"
 #include "nnmem/estimate.hpp"
@@ -63,8 +64,13 @@ struct StepArgs {
   bool keep_grads = false;
   bool foreach = false;
   bool fused = false;
+  std::string loop = "plain";
   bool rmsprop_momentum = false;
   bool rmsprop_centered = false;
+  std::int64_t max_split_size_mib = 0;  // 0: PyTorch's default, no limit
+  std::int64_t roundup_power2_divisions = 0;
+  bool expandable_segments = false;
+  std::string device_memory;
 
   // `fit` finds the batch itself: it takes every flag but --batch.
   void add_to(CLI::App& app, bool with_batch = true) {
@@ -80,13 +86,26 @@ struct StepArgs {
         ->capture_default_str();
     app.add_option("--optimizer", optimizer, "optimizer whose state and temporaries are counted")
         ->check(one_of({"none", "sgd", "momentum", "nesterov", "adam", "adamw", "amsgrad", "rmsprop", "adagrad", "adam8bit"}));
-    app.add_option("--loss", loss, "loss (default: the spec's, else mean)")->check(one_of({"cross_entropy", "mse", "mean"}));
+    app.add_option("--loss", loss, "loss (default: the spec's, else mean)")->check(one_of({"cross_entropy", "mse", "mean", "bce_with_logits", "nll", "l1", "smooth_l1", "huber"}));
     app.add_option("--overhead", overhead, "framework overhead added on CUDA, e.g. 500MiB (the CUDA context)");
     app.add_flag("--keep-grads", keep_grads, "zero_grad(set_to_none=False): gradients persist between steps");
     app.add_flag("--foreach", foreach, "the optimizer's multi-tensor (foreach) implementation");
     app.add_flag("--fused", fused, "the optimizer's fused kernel (SGD, Adam, AdamW; on the CPU from torch 2.x)");
+    app.add_option("--loop", loop, "plain: `for ...: out = model(x); loss = ...` (the previous step's out and loss live "
+                                    "until rebound); function: a train_step() that returns loss.item()")
+        ->check(one_of({"plain", "function"}));
     app.add_flag("--rmsprop-momentum", rmsprop_momentum, "RMSprop with momentum > 0");
     app.add_flag("--rmsprop-centered", rmsprop_centered, "RMSprop with centered=True");
+    // The CUDA caching allocator's settings (PYTORCH_CUDA_ALLOC_CONF), for its simulation.
+    app.add_option("--max-split-size", max_split_size_mib, "CUDA allocator: max_split_size_mb, in MiB (at least 20)")
+        ->check(integer_between(20, std::numeric_limits<std::int64_t>::max() >> 20));
+    app.add_option("--roundup-power2-divisions", roundup_power2_divisions,
+                   "CUDA allocator: roundup_power2_divisions, for every size (a power of two; 0 or 1: off)")
+        ->check(power_of_two_or_zero());
+    app.add_flag("--expandable-segments", expandable_segments, "CUDA allocator: expandable_segments:True");
+    app.add_option("--device-memory", device_memory,
+                   "CUDA: the device's memory, e.g. 24GiB; the allocator may reserve it less --overhead, and runs out "
+                   "of memory (after releasing its cache) beyond that");
   }
 
   EstimateOptions options() const {
@@ -104,7 +123,18 @@ struct StepArgs {
     o.step.keep_grads = keep_grads;
     o.step.foreach = foreach;
     o.step.fused = fused;
+    o.step.loop = *parse_loop(loop);
     o.step.overhead_bytes = parse_size_option("--overhead", overhead);
+    if (max_split_size_mib > 0) o.step.allocator.max_split_size = max_split_size_mib << 20;
+    o.step.allocator.roundup_power2_divisions.fill(roundup_power2_divisions);
+    o.step.allocator.expandable_segments = expandable_segments;
+    if (!device_memory.empty()) {
+      const std::int64_t total = parse_size_option("--device-memory", device_memory);
+      if (total <= o.step.overhead_bytes)
+        throw CLI::ValidationError("--device-memory", "expected more than --overhead (" + with_commas(o.step.overhead_bytes) +
+                                                          " bytes), found '" + device_memory + "'");
+      o.step.allocator.capacity_bytes = total - o.step.overhead_bytes;
+    }
     return o;
   }
 };

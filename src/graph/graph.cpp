@@ -100,8 +100,9 @@ class Builder {
     return id;
   }
 
-  int new_storage(int value) {
-    graph_.storages.push_back({graph_.values[value].type.bytes(), value});
+  // `at_least`: a kernel may give the tensor a larger storage than its elements take.
+  int new_storage(int value, std::int64_t at_least = 0) {
+    graph_.storages.push_back({std::max(graph_.values[value].type.bytes(), at_least), value});
     first_saver_.emplace_back(-1, -1);
     return static_cast<int>(graph_.storages.size()) - 1;
   }
@@ -142,7 +143,8 @@ class Builder {
     node.trainable = layer.trainable;
     const int node_index = static_cast<int>(graph_.nodes.size());
     // Under autocast, a layer on the lower-precision list runs in the amp dtype and one on the
-    // float32 list in float32: floating-point inputs of another dtype are cast first.
+    // float32 list in float32: floating-point inputs of another dtype are cast first, except
+    // float64 ones, which autocast never casts (a float64 model runs in float64).
     const Autocast policy = graph_.options.amp ? def->autocast_on(ctx_.device) : Autocast::Inherit;
     const bool casts = policy != Autocast::Inherit;
     const DType cast_to = policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
@@ -153,7 +155,7 @@ class Builder {
       node.inputs.push_back(v);
       TensorType type = graph_.values[v].type;
       int copy = -1;
-      if (casts && is_floating(type.dtype) && type.dtype != cast_to) {
+      if (casts && autocast_eligible(type.dtype) && type.dtype != cast_to) {
         type.dtype = cast_to;
         copy = new_copy(name + " as " + std::string(dtype_name(type.dtype)), type, node_index, graph_.values[v].requires_grad);
         graph_.values[copy].copy_of = v;
@@ -184,7 +186,7 @@ class Builder {
     for (std::size_t k = 0; k < node.result.params.size(); ++k) {
       const ParamDecl& p = node.result.params[k];
       int copy = -1;
-      if (policy == Autocast::Lower && p.dtype != *graph_.options.amp) {
+      if (policy == Autocast::Lower && autocast_eligible(p.dtype) && p.dtype != *graph_.options.amp) {
         const auto cached = cached_param_copies_.find(node.params[k]);
         if (cached != cached_param_copies_.end()) {
           copy = cached->second;
@@ -221,8 +223,10 @@ class Builder {
       const int v = new_value(name, out, node_index);
       graph_.values[v].requires_grad = requires_grad;
       graph_.values[v].layout = output_layout(node.result, k, inputs);
-      const bool aliased = k == 0 && (node.result.alias == Alias::InPlace || node.result.alias == Alias::View);
-      graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage : new_storage(v);
+      // Every output of a view is a view (a split's parts); an in-place op writes output 0.
+      const bool aliased = node.result.alias == Alias::View || (k == 0 && node.result.alias == Alias::InPlace);
+      graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage
+                                 : new_storage(v, k == 0 ? node.result.output_storage_bytes : 0);
       if (k == 0 && node.result.alias == Alias::Parameter) graph_.storages[graph_.values[v].storage].bytes = 0;  // counted as a parameter
       node.outputs.push_back(v);
     }

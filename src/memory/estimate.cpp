@@ -5,6 +5,7 @@
 #include <array>
 #include <set>
 
+#include "cuda_allocator.hpp"
 #include "step.hpp"
 
 namespace nnmem {
@@ -32,12 +33,15 @@ constexpr Names<OptimizerKind, 10> kOptimizers{{{
     {OptimizerKind::AMSGrad, "amsgrad"}, {OptimizerKind::RMSprop, "rmsprop"}, {OptimizerKind::Adagrad, "adagrad"},
     {OptimizerKind::Adam8bit, "adam8bit"},
 }}};
-constexpr Names<LossKind, 3> kLosses{{{
+constexpr Names<LossKind, 8> kLosses{{{
     {LossKind::CrossEntropy, "cross_entropy"}, {LossKind::Mse, "mse"}, {LossKind::Mean, "mean"},
+    {LossKind::BceWithLogits, "bce_with_logits"}, {LossKind::Nll, "nll"}, {LossKind::L1, "l1"},
+    {LossKind::SmoothL1, "smooth_l1"}, {LossKind::Huber, "huber"},
 }}};
 constexpr Names<Phase, 3> kPhases{{{
     {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"},
 }}};
+constexpr Names<Loop, 2> kLoops{{{{Loop::Plain, "plain"}, {Loop::Function, "function"}}}};
 
 std::int64_t sum(std::int64_t a, std::int64_t b) { return checked_add(a, b); }
 
@@ -88,6 +92,7 @@ void check_implementation(const StepOptions& o, const TorchProfile& torch, Devic
 std::string_view name_of(OptimizerKind kind) { return kOptimizers.name(kind); }
 std::string_view name_of(LossKind kind) { return kLosses.name(kind); }
 std::string_view name_of(Phase phase) { return kPhases.name(phase); }
+std::string_view name_of(Loop loop) { return kLoops.name(loop); }
 std::string_view name_of(MemoryKind kind) {
   static constexpr std::array<std::string_view, kMemoryKinds> names = {
       "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients"};
@@ -95,6 +100,7 @@ std::string_view name_of(MemoryKind kind) {
 }
 std::optional<OptimizerKind> parse_optimizer(std::string_view name) { return kOptimizers.parse(name); }
 std::optional<LossKind> parse_loss(std::string_view name) { return kLosses.parse(name); }
+std::optional<Loop> parse_loop(std::string_view name) { return kLoops.parse(name); }
 
 Estimate estimate(const Graph& graph, const StepOptions& options) {
   Estimate e;
@@ -107,6 +113,8 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
   e.float_dtype = graph.float_dtype;
   e.loss = options.loss.value_or(graph.spec.loss ? *parse_loss(*graph.spec.loss) : LossKind::Mean);
   Totals& t = e.totals;
+  if (const std::string problem = detail::CudaCachingAllocator::problem(options.allocator); !problem.empty())
+    throw Error(graph.spec.loc, "CUDA allocator settings: " + problem);
 
   // Counted first, so that a count too large is reported as a count, not as memory.
   try {
@@ -191,7 +199,7 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
       if (loss.keeps_input && loss.cast) t.saved_bytes = sum(t.saved_bytes, loss.cast->bytes());
       else if (loss.keeps_input && kept_storages.insert(out_storage).second)
         t.saved_bytes = sum(t.saved_bytes, graph.storages[static_cast<std::size_t>(out_storage)].bytes);
-      if (loss.target) t.saved_bytes = sum(t.saved_bytes, t.target_bytes);  // cross_entropy and mse keep it
+      if (loss.keeps_target) t.saved_bytes = sum(t.saved_bytes, t.target_bytes);
       t.grad_bytes = t.trainable_param_bytes;
       e.optimizer_slots = detail::optimizer_slots(options, graph.options.device, trainable_params);
       for (const auto& s : e.optimizer_slots) t.optimizer_state_bytes = sum(t.optimizer_state_bytes, s.bytes);
@@ -199,14 +207,16 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
     t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
     if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, t.grad_bytes);
 
-    detail::StepResult step = detail::simulate_step(graph, options, e.loss, e.optimizer_slots, trainable_params);
+    detail::StepResult step = detail::simulate_step(graph, options, e.loss, trainable_params);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
     t.peak_layer = step.peak_layer;
     t.peak_breakdown = step.breakdown;
     t.backward_transient_bytes = step.backward_transients;
     if (graph.options.device == Device::Cuda) {
-      t.reserved_bytes = step.reserved;
+      e.cuda_allocator = detail::replay_cuda_allocator(step, options);
+      t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
+      t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;
       t.overhead_bytes = options.overhead_bytes;
       t.device_bytes = sum(t.reserved_bytes, t.overhead_bytes);
     }

@@ -1,5 +1,7 @@
 // A reference-counted model of the allocator, used to simulate one training step tensor by
 // tensor: every allocation and release becomes a TimelineEvent, and the peak is remembered.
+// Each block also says what it is to the training loop around the step (Carry), so that the
+// step's allocations can be replayed through the CUDA caching allocator (cuda_replay.cpp).
 #pragma once
 
 #include <string>
@@ -8,6 +10,28 @@
 #include "nnmem/estimate.hpp"
 
 namespace nnmem::detail {
+
+/// What a block of the simulated (steady-state) step is to the loop around it.
+enum class Carry : std::uint8_t {
+  None,        // allocated and freed within the step
+  Model,       // a parameter or a buffer: allocated once, as the model is built
+  Batch,       // the input, the target: allocated once, before the first step
+  State,       // the optimizer's state: allocated in the first step() (Adagrad: with the optimizer)
+  LastOutput,  // what the previous step left: its `out`, its `loss`, its `.grad`s ...
+  LastLoss,
+  LastGrad,
+  Output,      // ... which are this step's: allocated in it, still live after it
+  Loss,
+  Grad,        // a parameter's gradient as it becomes `.grad` (or is added into it)
+};
+
+/// The step's allocations and releases as the CUDA allocator sees them: for each
+/// TimelineEvent, its block; for each block, its bytes and what it is.
+struct AllocationTrace {
+  std::vector<int> event_block;
+  std::vector<std::int64_t> block_bytes;
+  std::vector<Carry> block_carry;
+};
 
 class MemoryTracker {
  public:
@@ -25,20 +49,21 @@ class MemoryTracker {
   int refs(int block) const { return blocks_[static_cast<std::size_t>(block)].refs; }
   std::int64_t bytes(int block) const { return blocks_[static_cast<std::size_t>(block)].bytes; }
   MemoryKind kind(int block) const { return blocks_[static_cast<std::size_t>(block)].kind; }
+  void mark(int block, Carry carry) { blocks_.at(static_cast<std::size_t>(block)).carry = carry; }
+  Carry carry(int block) const { return blocks_[static_cast<std::size_t>(block)].carry; }
 
   Phase phase() const { return phase_; }
   std::int64_t live() const { return live_; }
   std::int64_t peak() const { return peak_; }
   Phase peak_phase() const { return peak_phase_; }
   const std::string& peak_layer() const { return peak_layer_; }
-  /// CUDA caching-allocator view of the blocks live at the peak (see estimate.cpp).
-  std::int64_t reserved_at_peak() const { return reserved_at_peak_; }
   /// The live bytes of each MemoryKind at the peak.
   const std::array<std::int64_t, kMemoryKinds>& breakdown_at_peak() const { return breakdown_at_peak_; }
   /// The most Transients live at once during the backward pass.
   std::int64_t backward_transients() const { return backward_transients_; }
 
   std::vector<TimelineEvent> take_timeline() { return std::move(events_); }
+  AllocationTrace take_trace();
 
  private:
   struct Block {
@@ -47,24 +72,19 @@ class MemoryTracker {
     std::string what;
     bool live;
     MemoryKind kind;
+    Carry carry = Carry::None;
   };
-  struct Pools {
-    std::int64_t small = 0, medium = 0, large = 0;  // live bytes by CUDA allocator pool, rounded
-    void add(std::int64_t bytes, int sign);
-    std::int64_t reserved() const;
-  };
-  void record(std::int64_t delta, const std::string& what, MemoryKind kind);
+  void record(int block, std::int64_t delta);
 
   std::vector<Block> blocks_;
   std::vector<TimelineEvent> events_;
+  std::vector<int> event_blocks_;  // the block of each event
   Phase phase_ = Phase::Forward;
   std::string layer_;
   std::int64_t live_ = 0;
   std::int64_t peak_ = 0;
   Phase peak_phase_ = Phase::Forward;
   std::string peak_layer_;
-  std::int64_t reserved_at_peak_ = 0;
-  Pools pools_;
   std::array<std::int64_t, kMemoryKinds> by_kind_{};
   std::array<std::int64_t, kMemoryKinds> breakdown_at_peak_{};
   std::int64_t backward_transients_ = 0;

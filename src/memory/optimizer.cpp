@@ -65,6 +65,53 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
   return {};
 }
 
+std::vector<StateTensor> optimizer_state_tensors(const StepOptions& options, Device device,
+                                                 const std::vector<TensorType>& params) {
+  std::vector<StateTensor> out;
+  const auto add = [&](int param, const char* slot, std::int64_t bytes) { out.push_back({param, slot, bytes}); };
+  const std::int64_t step_scalar = device == Device::Cpu ? 4 : 0;  // a CPU tensor on CUDA
+  const OptimizerKind kind = options.optimizer;
+  if (kind == OptimizerKind::Adam8bit) add(-1, "qmap", 256 * 4), add(-1, "qmap", 256 * 4);  // the two shared maps
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const int p = static_cast<int>(i);
+    const std::int64_t like = params[i].bytes();
+    switch (kind) {
+      case OptimizerKind::None:
+      case OptimizerKind::Sgd:
+        break;
+      case OptimizerKind::Momentum:
+      case OptimizerKind::Nesterov:
+        add(p, "momentum_buffer", like);
+        break;
+      case OptimizerKind::Adam:
+      case OptimizerKind::AdamW:
+      case OptimizerKind::AMSGrad:  // torch.optim's _init_group: step, exp_avg, exp_avg_sq, ...
+        add(p, "step", step_scalar), add(p, "exp_avg", like), add(p, "exp_avg_sq", like);
+        if (kind == OptimizerKind::AMSGrad) add(p, "max_exp_avg_sq", like);
+        break;
+      case OptimizerKind::RMSprop:
+        add(p, "square_avg", like);
+        if (options.rmsprop_momentum) add(p, "momentum_buffer", like);
+        if (options.rmsprop_centered) add(p, "grad_avg", like);
+        break;
+      case OptimizerKind::Adagrad:
+        add(p, "step", step_scalar), add(p, "sum", like);
+        break;
+      case OptimizerKind::Adam8bit: {
+        const std::int64_t n = params[i].numel();
+        if (n < kBitsAndBytesMinSize) {
+          add(p, "state1", checked_mul(n, 4)), add(p, "state2", checked_mul(n, 4));
+        } else {
+          const std::int64_t absmax = checked_mul((n + kBitsAndBytesBlock - 1) / kBitsAndBytesBlock, 4);
+          add(p, "state1", n), add(p, "state2", n), add(p, "absmax", absmax), add(p, "absmax", absmax);
+        }
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
                              const TorchProfile& torch, const std::vector<TensorType>& params) {
   const OptimizerKind kind = options.optimizer;

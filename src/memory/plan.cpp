@@ -6,6 +6,10 @@ std::int64_t needed_bytes(const Estimate& estimate) {
   return estimate.options.graph.device == Device::Cuda ? estimate.totals.device_bytes : estimate.totals.peak_bytes;
 }
 
+bool fits(const Estimate& estimate, std::int64_t budget_bytes) {
+  return needed_bytes(estimate) <= budget_bytes && !(estimate.cuda_allocator && estimate.cuda_allocator->out_of_memory);
+}
+
 namespace {
 
 class BatchSearch {
@@ -17,7 +21,7 @@ class BatchSearch {
     BatchFit fit;
     fit.budget_bytes = budget_;
     std::optional<Estimate> one = at(1);
-    if (needed_bytes(*one) > budget_) {
+    if (!nnmem::fits(*one, budget_)) {
       fit.needed_bytes = needed_bytes(*one);
       fit.estimate = std::move(*one);
       fit.estimates_made = made_;
@@ -31,13 +35,13 @@ class BatchSearch {
       const std::int64_t next = fits >= kMaxBatch / 2 ? kMaxBatch : fits * 2;
       if (next == fits) break;
       auto e = at(next);
-      if (e && needed_bytes(*e) <= budget_) fits = next, best = std::move(*e);
+      if (e && nnmem::fits(*e, budget_)) fits = next, best = std::move(*e);
       else fails = next;
     }
     while (fails != 0 && fails - fits > 1) {
       const std::int64_t mid = fits + (fails - fits) / 2;
       auto e = at(mid);
-      if (e && needed_bytes(*e) <= budget_) fits = mid, best = std::move(*e);
+      if (e && nnmem::fits(*e, budget_)) fits = mid, best = std::move(*e);
       else fails = mid;
     }
     fit.batch = fits;
@@ -45,6 +49,7 @@ class BatchSearch {
     if (fits < kMaxBatch) {
       auto next = at(fits + 1);
       fit.next_needed_bytes = next ? needed_bytes(*next) : 0;
+      fit.next_out_of_memory = next && next->cuda_allocator && next->cuda_allocator->out_of_memory;
     }
     fit.estimate = std::move(best);
     fit.estimates_made = made_;

@@ -2,12 +2,22 @@
 //   opt.zero_grad(); out = model(x); loss = loss_fn(out, y); loss.backward(); opt.step()
 // spends memory in its steady state (the optimizer state already exists):
 //   forward  — each output is allocated; a tensor is freed once nothing later reads it and no
-//              backward node keeps it; the previous step's output and loss are released when
-//              `out` and `loss` are rebound;
+//              backward node keeps it; in a plain loop the previous step's output and loss are
+//              released when `out` and `loss` are rebound (a function returning loss.item()
+//              frees them as it returns, so the next step starts without them);
 //   backward — in reverse order, each node allocates its inputs' gradients (or passes its own
 //              on, for views, add and cat) and its parameters' gradients, then frees what it
 //              kept and the gradient it consumed; gradients of tensors read twice accumulate;
 //   step     — the optimizer's temporaries.
+//
+// Every tensor is its own allocation, as in PyTorch — each parameter, buffer, gradient and
+// optimizer state tensor too — and each block is marked with what it is to the loop around
+// the step (Carry: built with the model, the previous step's output, this step's gradient, …).
+// The byte accounting here (peak_bytes, the timeline) is the steady step alone; the CUDA
+// caching allocator replays the same events (cuda_replay.cpp), reading the marks to rebuild the
+// loop: the model built, a first iteration (no previous output, loss or gradients; the
+// optimizer state created in its step), then this step again until the allocator's state
+// repeats.
 #include <algorithm>
 #include <map>
 
@@ -24,23 +34,29 @@ class StepSimulator {
     for (int v : graph.outputs) returned_[static_cast<std::size_t>(v)] = true;
   }
 
-  StepResult run(const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& params) {
+  StepResult run(const std::vector<TensorType>& params) {
     const bool training = graph_.options.mode == Mode::Train;
-    persistent(slots, params, training);
+    persistent(params, training);
     forward(training);
     if (training) {
       loss_forward();
       backward(params);
       simulate_optimizer_step(memory_, options_, graph_.options.device, *graph_.options.torch, params);
+      if (options_.loop == Loop::Function) {
+        memory_.at(Phase::Optimizer, "return loss.item()");
+        for (int v : graph_.outputs) memory_.release(block_of(v));
+        memory_.release(loss_block_);
+      }
     }
+    mark_carried_out();
     StepResult r;
     r.peak = memory_.peak();
     r.peak_phase = memory_.peak_phase();
     r.peak_layer = memory_.peak_layer();
-    r.reserved = memory_.reserved_at_peak();
     r.breakdown = memory_.breakdown_at_peak();
     r.backward_transients = memory_.backward_transients();
     r.timeline = memory_.take_timeline();
+    r.trace = memory_.take_trace();
     return r;
   }
 
@@ -53,26 +69,67 @@ class StepSimulator {
     return std::any_of(node.outputs.begin(), node.outputs.end(), [&](int v) { return value(v).requires_grad; });
   }
 
-  void persistent(const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& params, bool training) {
+  // Allocates a tensor that outlives the step, marked with what it is to the loop.
+  int persist(MemoryKind kind, std::int64_t bytes, std::string what, Carry carry) {
+    const int block = memory_.alloc(kind, bytes, std::move(what));
+    memory_.mark(block, carry);
+    return block;
+  }
+
+  // The trainable parameters' names, in the order of `params` (node by node).
+  std::vector<std::string> param_names() const {
+    std::vector<std::string> names;
+    for (const Node& n : graph_.nodes)
+      if (n.trainable)
+        for (const ParamDecl& p : n.result.params) names.push_back(graph_.layer(n).name + "." + p.name);
+    return names;
+  }
+
+  void persistent(const std::vector<TensorType>& params, bool training) {
     memory_.at(Phase::Forward, "");
-    std::int64_t param_bytes = 0, buffer_bytes = 0, grad_bytes = 0;
+    // Parameters and buffers layer by layer, as model.to(device) moves them.
     for (const Node& n : graph_.nodes) {
-      param_bytes = checked_add(param_bytes, n.param_bytes);
-      buffer_bytes = checked_add(buffer_bytes, n.buffer_bytes);
+      const std::string& name = graph_.layer(n).name;
+      for (const ParamDecl& p : n.result.params)
+        persist(MemoryKind::Parameters, TensorType{p.shape, p.dtype}.bytes(), "parameter " + name + "." + p.name, Carry::Model);
+      for (const ParamDecl& b : n.result.buffers)
+        persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + "." + b.name, Carry::Model);
     }
-    for (const auto& p : params) grad_bytes = checked_add(grad_bytes, p.bytes());
-    memory_.alloc(MemoryKind::Parameters, param_bytes, "parameters");
-    memory_.alloc(MemoryKind::Buffers, buffer_bytes, "buffers");
-    for (const auto& slot : slots) memory_.alloc(MemoryKind::OptimizerState, slot.bytes, "optimizer state: " + slot.name);
-    for (int v : graph_.inputs) block_of(v) = memory_.alloc(MemoryKind::Inputs, value(v).type.bytes(), "input '" + value(v).name + "'", 1);
+    const std::vector<std::string> names = training ? param_names() : std::vector<std::string>{};
+    if (training)
+      for (const StateTensor& t : optimizer_state_tensors(options_, graph_.options.device, params))
+        persist(MemoryKind::OptimizerState, t.bytes,
+                "optimizer state: " + t.slot + (t.param >= 0 ? " of " + names.at(static_cast<std::size_t>(t.param)) : ""),
+                Carry::State);
+    for (int v : graph_.inputs) {
+      block_of(v) = persist(MemoryKind::Inputs, value(v).type.bytes(), "input '" + value(v).name + "'", Carry::Batch);
+    }
     if (!training) return;
-    if (loss_tensors_.target) memory_.alloc(MemoryKind::Inputs, loss_tensors_.target->bytes(), "target");
-    // Still bound to `out` and `loss` from the previous step until this step rebinds them.
-    for (int v : graph_.outputs) previous_outputs_.push_back(memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "previous step's output"));
-    previous_loss_ = memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "previous step's loss");
+    if (loss_tensors_.target) persist(MemoryKind::Inputs, loss_tensors_.target->bytes(), "target", Carry::Batch);
+    // In a plain loop, still bound to `out` and `loss` from the previous step until this step
+    // rebinds them.
+    if (options_.loop == Loop::Plain) {
+      for (int v : graph_.outputs)
+        previous_outputs_.push_back(persist(MemoryKind::Activations, graph_.storages[value(v).storage].bytes,
+                                            "previous step's output", Carry::LastOutput));
+      previous_loss_ = persist(MemoryKind::Activations, loss_tensors_.loss_bytes, "previous step's loss", Carry::LastLoss);
+    }
     // zero_grad(): set_to_none frees last step's gradients; otherwise they are zeroed in place.
-    const int grads = memory_.alloc(MemoryKind::Gradients, grad_bytes, "gradients (from the previous step)");
-    if (!options_.keep_grads) memory_.release(grads);
+    std::vector<int> grads;
+    for (std::size_t k = 0; k < params.size(); ++k)
+      grads.push_back(persist(MemoryKind::Gradients, params[k].bytes(), "grad of " + names.at(k) + " (from the previous step)",
+                              Carry::LastGrad));
+    if (!options_.keep_grads)
+      for (int g : grads) memory_.release(g);
+  }
+
+  // What this step leaves for the next: `out` and `loss` (gradients are marked in backward);
+  // a step written as a function has freed them as it returned.
+  void mark_carried_out() {
+    if (options_.loop == Loop::Function) return;
+    for (int v : graph_.outputs)
+      if (block_of(v) >= 0 && memory_.carry(block_of(v)) == Carry::None) memory_.mark(block_of(v), Carry::Output);
+    if (loss_block_ >= 0) memory_.mark(loss_block_, Carry::Loss);
   }
 
   void forward(bool training) {
@@ -109,6 +166,7 @@ class StepSimulator {
           }
         }
       }
+      scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
       for (int b : fresh) memory_.release(b);
       for (int v : node.inputs) memory_.release(block_of(v));
       for (int b : copies) memory_.release(b);
@@ -138,10 +196,21 @@ class StepSimulator {
       memory_.hold(input);
       loss_kept_.push_back(input);
     }
-    memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "loss");
-    memory_.release(previous_loss_);
+    loss_block_ = memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "loss");
+    if (previous_loss_ >= 0) memory_.release(previous_loss_);
     if (loss_tensors_.cast) memory_.release(input);
     if (graph_.options.amp) release_autocast_cache();
+  }
+
+  // A layer's scratch tensors (layer.hpp): all allocated at once; those `now` says are
+  // released again at once, the others returned for the caller to release later.
+  template <typename Now>
+  std::vector<int> scratch(const std::vector<Scratch>& tensors, const std::string& layer, Now now) {
+    std::vector<int> blocks, later;
+    for (const Scratch& s : tensors) blocks.push_back(memory_.alloc(MemoryKind::Transients, s.type.bytes(), s.what + " of " + layer));
+    for (std::size_t k = 0; k < tensors.size(); ++k)
+      now(tensors[k]) ? memory_.release(blocks[k]) : later.push_back(blocks[k]);
+    return later;
   }
 
   // ToCopyBackward0: the gradient of an autocast copy becomes one in the original dtype.
@@ -152,9 +221,10 @@ class StepSimulator {
   }
 
   // Adds a gradient contribution to value v's gradient as autograd's InputBuffer does: torch
-  // 1.13 makes `old + new`, a new tensor; 2.x adds `new` into `old` in place when `old` is a
-  // whole tensor of v's size (not a slice of a larger gradient, such as cat's) that nothing
-  // else holds.
+  // 1.13 makes `old + new`, a new tensor of v's own size, whatever the blocks behind `old` and
+  // `new` (a gradient that cat passed on is a narrow() view holding the whole concatenated
+  // gradient's storage); 2.x adds `new` into `old` in place when `old` is a whole tensor of
+  // v's size (not such a slice) that nothing else holds.
   void accumulate(int v, int contribution) {
     auto [it, fresh] = grad_.emplace(v, contribution);
     if (!fresh) add_into(it->second, contribution, value(v).type.bytes());
@@ -166,7 +236,7 @@ class StepSimulator {
       memory_.release(contribution);
       return;
     }
-    const int sum = memory_.alloc(memory_.kind(existing), memory_.bytes(existing), "accumulated grad");
+    const int sum = memory_.alloc(memory_.kind(existing), whole, "accumulated grad");
     memory_.release(existing);
     memory_.release(contribution);
     existing = sum;
@@ -202,7 +272,10 @@ class StepSimulator {
       memory_.release(grad_logp);
       memory_.release(loss_kept_[0]);  // log-probabilities
     } else {
+      std::vector<int> scratch;
+      for (const TensorType& t : loss_tensors_.backward_scratch) scratch.push_back(memory_.alloc(MemoryKind::Transients, t.bytes(), "loss backward temporary"));
       grad_in = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of output");
+      for (int b : scratch) memory_.release(b);
       for (int b : loss_kept_) memory_.release(b);
     }
     if (loss_tensors_.cast) grad_in = cast_back(grad_in, value(out).type.bytes(), "grad of output");
@@ -231,26 +304,38 @@ class StepSimulator {
         continue;
       }
       std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
+      std::vector<std::pair<std::size_t, TensorType>> reductions;  // (position in contributions, reduced type)
       const TensorType& out_type = value(node.outputs.front()).type;
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         if (!value(node.inputs[k]).requires_grad) continue;
         const TensorType& in_type = value(node.read(k)).type;
         const bool broadcast = node.result.broadcasts && in_type.shape != out_type.shape;
-        if (passthrough && !broadcast) {
+        // The engine casts a gradient to its input's dtype: one passed on to an input of
+        // another dtype (add's type promotion) is a new tensor, not the output's gradient.
+        if (passthrough && !broadcast && in_type.dtype == out_type.dtype) {
           memory_.hold(grad_out);
           contributions.emplace_back(k, grad_out);
           continue;
         }
         // A broadcast input's gradient is summed down from an output-shaped one: the output's
-        // gradient itself (add), or a product computed at the output's shape (mul).
-        const int full = broadcast && !passthrough
-                             ? memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
-                                             "grad of input of " + name + " before reduction")
-                             : -1;
-        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, in_type.bytes(), "grad of input of " + name));
-        if (full >= 0) memory_.release(full);
+        // gradient itself (add), or a product computed at the output's shape (mul) — which
+        // lives until the engine's validate_outputs sums it, after the node made every gradient.
+        if (broadcast && !passthrough) {
+          reductions.emplace_back(contributions.size(), in_type);
+          contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
+                                                      "grad of input of " + name + " before reduction"));
+          continue;
+        }
+        const std::int64_t bytes = k == 0 && node.result.input_grad_storage ? node.result.input_grad_storage->bytes() : in_type.bytes();
+        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, "grad of input of " + name));
+      }
+      for (const auto& [at, type] : reductions) {
+        const int full = contributions[at].second;
+        contributions[at].second = memory_.alloc(MemoryKind::Transients, type.bytes(), "grad of input of " + name);
+        memory_.release(full);
       }
       for (int b : zeros) memory_.release(b);
+      std::vector<int> late = scratch(node.result.backward_scratch, name, [](const Scratch& s) { return s.freed_before_param_grads; });
       std::vector<int> param_grads;
       if (node.trainable && node.result.alias == Alias::Parameter) {
         // The tensor read is the parameter: AccumulateGrad takes the output's gradient as .grad.
@@ -263,6 +348,7 @@ class StepSimulator {
           const TensorType type = copy >= 0 ? value(copy).type : TensorType{p.shape, p.dtype};
           param_grads.push_back(memory_.alloc(MemoryKind::Gradients, type.bytes(), "grad of " + name + "." + p.name));
         }
+      for (int b : late) memory_.release(b);
       for (int b : kept_[i]) memory_.release(b);
       for (int v : node.outputs)
         if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);
@@ -279,7 +365,9 @@ class StepSimulator {
           param_grads[k] = cast_back(param_grads[k], TensorType{node.result.params[k].shape, node.result.params[k].dtype}.bytes(),
                                      "grad of " + name + "." + node.result.params[k].name);
         const int complete = param_gradient(node.params[k], param_grads[k]);
-        if (complete >= 0 && options_.keep_grads) memory_.release(complete);  // AccumulateGrad adds it into .grad, then frees it
+        if (complete < 0) continue;  // a shared parameter's sum waits for its other uses
+        memory_.mark(complete, Carry::Grad);
+        if (options_.keep_grads) memory_.release(complete);  // AccumulateGrad adds it into .grad, then frees it
       }
     }
     memory_.at(Phase::Backward, "");
@@ -299,6 +387,7 @@ class StepSimulator {
   std::vector<int> loss_kept_;
   std::vector<int> previous_outputs_;
   int previous_loss_ = -1;
+  int loss_block_ = -1;
   std::map<int, int> grad_;                 // value -> block holding its gradient
   std::map<int, std::pair<int, int>> param_grads_;  // shared parameter -> (summed gradient, contributions so far)
 };
@@ -306,8 +395,8 @@ class StepSimulator {
 }  // namespace
 
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
-                         const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& trainable_params) {
-  return StepSimulator(graph, options, loss).run(slots, trainable_params);
+                         const std::vector<TensorType>& trainable_params) {
+  return StepSimulator(graph, options, loss).run(trainable_params);
 }
 
 }  // namespace nnmem::detail

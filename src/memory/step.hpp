@@ -13,6 +13,17 @@ namespace nnmem::detail {
 std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device device,
                                            const std::vector<TensorType>& params);
 
+/// One tensor of the optimizer's state: `param` indexes the parameters (-1: shared by all).
+struct StateTensor {
+  int param = -1;
+  std::string slot;
+  std::int64_t bytes = 0;
+};
+/// The same state tensor by tensor, in the order the optimizer creates them (parameter by
+/// parameter, each one's slots); per slot, the bytes add up to optimizer_slots'.
+std::vector<StateTensor> optimizer_state_tensors(const StepOptions& options, Device device,
+                                                 const std::vector<TensorType>& params);
+
 /// Simulates optimizer.step(): the temporaries of the single-tensor (one parameter at a time)
 /// or the foreach (all parameters at once) implementation. State and grads are already live.
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
@@ -20,10 +31,12 @@ void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, 
 
 /// The tensors a loss adds around the model's output.
 struct LossTensors {
-  std::optional<TensorType> target;   // cross_entropy: int64 class indices; mse: a float tensor
+  std::optional<TensorType> target;   // cross_entropy, nll: int64 class indices; the others: a float tensor
   std::optional<TensorType> cast;     // autocast: the float32 copy of the output the loss runs on
   std::vector<TensorType> kept;       // new tensors its backward keeps (log-probabilities, …)
   bool keeps_input = false;           // mse keeps what it runs on: the output, or its copy
+  bool keeps_target = false;          // its backward keeps the target
+  std::vector<TensorType> backward_scratch;  // l1: temporaries beside the output's gradient
   std::int64_t loss_bytes = 4;        // the storage behind the 0-dim loss tensor
 
   /// What the loss runs on: the output, or under autocast its float32 copy.
@@ -36,17 +49,23 @@ struct LossTensors {
 LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where,
                          const std::string& producer = {}, bool amp = false, DType float_dtype = DType::Float32);
 
-/// The whole step, tensor by tensor. `persistent` blocks are allocated first.
+/// The whole step, tensor by tensor. What lives across steps (parameters, buffers, optimizer
+/// state, input, target, the previous step's output, loss and gradients) is allocated first.
 struct StepResult {
   std::int64_t peak = 0;
   Phase peak_phase = Phase::Forward;
   std::string peak_layer;
-  std::int64_t reserved = 0;
   std::array<std::int64_t, kMemoryKinds> breakdown{};
   std::int64_t backward_transients = 0;
   std::vector<TimelineEvent> timeline;
+  AllocationTrace trace;  // for the CUDA allocator replay
 };
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
-                         const std::vector<OptimizerSlot>& slots, const std::vector<TensorType>& trainable_params);
+                         const std::vector<TensorType>& trainable_params);
+
+/// PyTorch's CUDA caching allocator (options.allocator) running the training loop of which
+/// `step` is the steady state: the model built, a first iteration, then steady iterations
+/// until the allocator's state repeats (cuda_replay.cpp).
+CudaAllocatorFigures replay_cuda_allocator(const StepResult& step, const StepOptions& options);
 
 }  // namespace nnmem::detail

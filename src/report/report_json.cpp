@@ -15,6 +15,39 @@ ordered_json tensor(const TensorType& t) {
   return {{"shape", t.shape}, {"dtype", dtype_name(t.dtype)}, {"bytes", t.bytes()}};
 }
 
+ordered_json allocator_settings(const CudaAllocatorConfig& c) {
+  return {
+      {"max_split_size_bytes", c.max_split_size ? ordered_json(*c.max_split_size) : ordered_json(nullptr)},
+      {"roundup_power2_divisions", c.roundup_power2_divisions},
+      {"expandable_segments", c.expandable_segments},
+      {"capacity_bytes", c.capacity_bytes},
+  };
+}
+
+ordered_json allocator_figures(const CudaAllocatorFigures& f) {
+  ordered_json j = {
+      {"reserved_bytes", f.reserved_bytes},
+      {"max_reserved_bytes", f.max_reserved_bytes},
+      {"max_allocated_bytes", f.max_allocated_bytes},
+      {"small_pool_reserved_bytes", f.small_pool_reserved_bytes},
+      {"segments", f.segments},
+      {"alloc_retries", f.alloc_retries},
+      {"steady_alloc_retries", f.steady_alloc_retries},
+      {"iterations", f.iterations},
+      {"converged", f.converged},
+      {"steady_from_iteration", f.steady_from},
+      {"period", f.period},
+      {"growing", f.growing},
+      {"out_of_memory", nullptr},
+  };
+  if (f.out_of_memory)
+    j["out_of_memory"] = {{"request_bytes", f.oom_request_bytes},
+                          {"iteration", f.oom_iteration},
+                          {"phase", name_of(f.oom_phase)},
+                          {"layer", f.oom_layer}};
+  return j;
+}
+
 ordered_json to_json(const Estimate& e) {
   const auto& o = e.options;
   const Totals& t = e.totals;
@@ -32,8 +65,10 @@ ordered_json to_json(const Estimate& e) {
       {"keep_grads", o.step.keep_grads},
       {"foreach", o.step.foreach},
       {"fused", o.step.fused},
+      {"loop", name_of(o.step.loop)},
       {"overhead_bytes", o.step.overhead_bytes},
       {"torch", o.graph.torch->version},
+      {"cuda_allocator", allocator_settings(o.step.allocator)},
   };
   j["inputs"] = ordered_json::array();
   for (const auto& in : e.inputs) {
@@ -82,6 +117,7 @@ ordered_json to_json(const Estimate& e) {
       {"peak_layer", t.peak_layer},
       {"backward_transient_bytes", t.backward_transient_bytes},
       {"reserved_bytes", t.reserved_bytes},
+      {"max_allocated_bytes", t.max_allocated_bytes},
       {"overhead_bytes", t.overhead_bytes},
       {"device_bytes", t.device_bytes},
   };
@@ -89,6 +125,7 @@ ordered_json to_json(const Estimate& e) {
   ordered_json breakdown = ordered_json::object();
   for (std::size_t k = 0; k < kMemoryKinds; ++k) breakdown[std::string(name_of(static_cast<MemoryKind>(k)))] = t.peak_breakdown[k];
   j["totals"]["peak_breakdown"] = breakdown;
+  j["cuda_allocator"] = e.cuda_allocator ? allocator_figures(*e.cuda_allocator) : ordered_json(nullptr);
   const TorchSummaryFigures& ts = e.torchsummary;
   j["conventions"]["torchsummary"] = {
       {"input_bytes", ts.input_bytes},
@@ -116,6 +153,7 @@ std::string render_json(const BatchFit& fit, int indent) {
       {"batch", fit.batch},
       {"needed_bytes", fit.needed_bytes},
       {"next_needed_bytes", fit.next_needed_bytes},
+      {"next_out_of_memory", fit.next_out_of_memory},
       {"estimates_made", fit.estimates_made},
   };
   j["estimate"] = to_json(fit.estimate);

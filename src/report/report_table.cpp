@@ -58,6 +58,34 @@ class MemoryRows {
   std::vector<Row> rows_;
 };
 
+// What PyTorch's CUDA caching allocator does over the loop, by simulation (no GPU measured it).
+void cuda_rows(MemoryRows& out, const CudaAllocatorFigures& f, const Totals& t) {
+  const std::string run = f.growing     ? "still growing after " + with_commas(f.iterations) +
+                                             " iterations: the cache never settles with these settings, see --device-memory"
+                         : !f.converged ? "still changing after " + with_commas(f.iterations) + " iterations"
+                         : "steady from iteration " + std::to_string(f.steady_from) +
+                               (f.period == 1 ? "" : ", in a cycle of " + std::to_string(f.period));
+  out.row("CUDA max_memory_allocated(), modelled", t.max_allocated_bytes, "(blocks in use at once, rounded)");
+  const auto times = [](std::int64_t n) { return with_commas(n) + (n == 1 ? " time" : " times"); };
+  const std::string retries =
+      f.alloc_retries == 0 ? ""
+                           : "; the cache released " + times(f.alloc_retries) + " to retry" +
+                                 (f.converged && f.steady_alloc_retries > 0
+                                      ? ", " + times(f.steady_alloc_retries) + " in every cycle"
+                                      : "");
+  out.row("CUDA max_memory_reserved(), modelled", t.reserved_bytes,
+          "(" + with_commas(f.segments) + (f.segments == 1 ? " segment" : " segments") +
+              (f.out_of_memory ? "" : "; " + run) + retries + ")");
+  if (f.out_of_memory) {
+    const std::string when = f.oom_iteration == 0 ? "building the model" : "iteration " + std::to_string(f.oom_iteration);
+    out.row("CUDA out of memory, modelled", f.oom_request_bytes,
+            "(the request that failed: " + when + ", " + std::string(name_of(f.oom_phase)) +
+                (f.oom_layer.empty() ? "" : ", " + f.oom_layer) + ")");
+  }
+  out.row("framework overhead (--overhead)", t.overhead_bytes);
+  out.row("total on the device", t.device_bytes);
+}
+
 }  // namespace
 
 std::string render_table(const Estimate& e) {
@@ -68,6 +96,7 @@ std::string render_table(const Estimate& e) {
      << (training ? "training" : "inference") << ", " << (o.graph.device == Device::Cuda ? "cuda" : "cpu") << ", "
      << dtype_name(e.float_dtype) << (o.graph.amp ? " with " + std::string(dtype_name(*o.graph.amp)) + " autocast" : "");
   if (training) os << ", optimizer " << name_of(o.step.optimizer) << ", loss " << name_of(e.loss);
+  if (training && o.step.loop == Loop::Function) os << ", each step a function returning loss.item()";
   os << ", PyTorch " << o.graph.torch->version << "\n";
 
   std::size_t name_width = 24, shape_width = 18;
@@ -121,11 +150,8 @@ std::string render_table(const Estimate& e) {
                                                    "autocast weight copies", "gradients of activations, temporaries"};
   for (std::size_t k = 0; k < kMemoryKinds; ++k)
     if (t.peak_breakdown[k] > 0) out.row(std::string("  ") + labels[k], t.peak_breakdown[k]);
-  if (o.graph.device == Device::Cuda) {
-    out.row("CUDA allocator reserve at the peak", t.reserved_bytes, "(segments; a lower bound)");
-    out.row("framework overhead (--overhead)", t.overhead_bytes);
-    out.row("total on the device", t.device_bytes);
-  }
+  if (e.cuda_allocator) cuda_rows(out, *e.cuda_allocator, t);
+
   out.render(os);
   return os.str();
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "nnmem/checked.hpp"
@@ -84,6 +85,26 @@ std::string spell(const Token& t) {
     case Tok::String: return "the string '" + t.text + "'";
     default: return "'" + t.text + "'";
   }
+}
+
+// Python's divmod of two floats (CPython's float_divmod): the quotient is the floor of the
+// exact quotient (1 // 0.1 is 9.0, though 1 / 0.1 rounds to 10.0), the remainder takes the
+// divisor's sign. y is not 0.
+std::pair<double, double> float_divmod(double x, double y) {
+  double mod = std::fmod(x, y);
+  double div = (x - mod) / y;
+  if (mod != 0) {
+    if ((y < 0) != (mod < 0)) {
+      mod += y;
+      div -= 1.0;
+    }
+  } else {
+    mod = std::copysign(0.0, y);
+  }
+  if (div == 0) return {std::copysign(0.0, x / y), mod};
+  double floordiv = std::floor(div);
+  if (div - floordiv > 0.5) floordiv += 1.0;
+  return {floordiv, mod};
 }
 
 // A Pratt parser that evaluates as it parses (expressions are tiny and evaluated once).
@@ -226,12 +247,17 @@ class Parser {
       if (o == "*") return checked_mul(x, y);
       if (o == "/" || o == "//" || o == "%") {
         if (y == 0) throw ExprError("division by zero", op.offset);
-        if (x == INT64_MIN && y == -1) throw_overflow("/", x, y);
-        if (o == "%") return x % y;
-        // Floor division, as Python's // (and `/` on integers, since sizes are integers).
-        std::int64_t q = x / y;
-        if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
-        return q;
+        // Python's divmod (and `/` on integers floors too, since sizes are integers): the
+        // quotient floors, the remainder takes the divisor's sign. Of INT64_MIN and -1 only the
+        // quotient, 2^63, does not fit; the remainder is 0 (and C's `%` would be undefined).
+        if (y == -1) {
+          if (o == "%") return std::int64_t{0};
+          if (x == INT64_MIN) throw_overflow(o.c_str(), x, y);
+        }
+        const std::int64_t r = x % y;
+        const bool floored = r != 0 && (r < 0) != (y < 0);
+        if (o == "%") return floored ? r + y : r;
+        return x / y - (floored ? 1 : 0);
       }
       if (o == "<") return x < y;
       if (o == ">") return x > y;
@@ -249,7 +275,8 @@ class Parser {
     }
     if (o == "//" || o == "%") {
       if (y == 0) throw ExprError("division by zero", op.offset);
-      return o == "//" ? std::floor(x / y) : std::fmod(x, y);
+      const auto [quotient, remainder] = float_divmod(x, y);
+      return o == "//" ? quotient : remainder;
     }
     if (o == "<") return x < y;
     if (o == ">") return x > y;

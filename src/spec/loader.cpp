@@ -1,14 +1,16 @@
-// YAML document -> RawSpec. With loader_stream.cpp (text -> one YAML document), the only code
-// that includes yaml-cpp: it checks the document's structure (which keys exist, which are maps
-// or lists) and keeps every position; meaning is given later by expand.cpp (names, blocks) and
-// the graph (attribute types, shapes). Bytes, encodings and character columns are
-// source_text.cpp's business.
+// YAML document -> RawSpec. With loader_stream.cpp (text -> one YAML document) and
+// loader_nodes.cpp (one node: what it is, what its tag makes it), the only code that includes
+// yaml-cpp: it checks the document's structure (which keys exist, which are maps or lists) and
+// keeps every position; meaning is given later by expand.cpp (names, blocks) and the graph
+// (attribute types, shapes). Bytes, encodings and character columns are source_text.cpp's
+// business.
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <map>
 
+#include "loader_nodes.hpp"
 #include "loader_stream.hpp"
 #include "raw_spec.hpp"
 #include "source_text.hpp"
@@ -22,9 +24,6 @@ const std::vector<std::string> kTopLevelKeys = {"nnmem", "name",   "description"
 const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
-// A scalar's text for messages, cut short when long.
-std::string excerpt(const std::string& s) { return s.size() <= 40 ? s : s.substr(0, 37) + "..."; }
-
 // A word such as a layer type's name: a letter, then letters, digits and underscores.
 bool is_identifier(const std::string& s) {
   if (s.empty() || s.size() > 64 || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
@@ -35,8 +34,8 @@ class Reader {
  public:
   // Without aliases each value node is at least one character of the file; the slack lets a
   // small file reuse anchored values freely.
-  Reader(const SourceText& source, std::size_t text_bytes)
-      : src_(source), values_left_(static_cast<std::int64_t>(text_bytes) + kAliasSlack) {}
+  Reader(const SourceText& source, std::size_t text_bytes, const AliasItems& alias_items)
+      : src_(source), alias_items_(alias_items), values_left_(static_cast<std::int64_t>(text_bytes) + kAliasSlack) {}
 
   SourceLoc loc(const YAML::Node& node, const SourceLoc& fallback) const {
     const YAML::Mark m = node.Mark();
@@ -46,23 +45,17 @@ class Reader {
 
   [[noreturn]] void fail(const SourceLoc& at, const std::string& message) const { throw Error(at, message); }
 
-  // What a node is, for "found …" in messages.
-  static std::string kind(const YAML::Node& n) {
-    if (n.IsMap()) return "a mapping";
-    if (n.IsSequence()) return "a list";
-    if (n.IsNull()) return "nothing (null)";
-    if (n.Scalar().empty()) return "an empty string";
-    return "the scalar '" + excerpt(n.Scalar()) + "'";
-  }
-
-  // yaml-cpp 0.7 runs a quoted string whose closing quote is missing to the end of the file,
-  // swallowing the rest of the spec; say so where the string opens.
-  void check_scalar(const YAML::Node& n) const {
-    if (!n.IsScalar() || n.Tag() != "!") return;
-    const YAML::Mark m = n.Mark();
-    if (const char quote = src_.unclosed_quote(m.line, m.column))
-      fail(src_.loc(m.line, m.column), "invalid YAML: the string opened by this '" + std::string(1, quote) +
-                                           "' is never closed");
+  // Every node read passes here: its tag must be one nnmem gives a meaning, and fit the node
+  // (errors prefixed with `who`). And yaml-cpp 0.7 runs a quoted string whose closing quote is
+  // missing to the end of the file, swallowing the rest of the spec; say so where it opens.
+  Tagged check_node(const YAML::Node& n, const SourceLoc& at, const std::string& who) const {
+    if (n.IsScalar() && n.Tag() == "!") {
+      const YAML::Mark m = n.Mark();
+      if (const char quote = src_.unclosed_quote(m.line, m.column))
+        fail(src_.loc(m.line, m.column), "invalid YAML: the string opened by this '" + std::string(1, quote) +
+                                             "' is never closed");
+    }
+    return tag_of(n, at, who);
   }
 
   // Iterates a mapping, rejecting duplicate keys, keys that are not plain strings, and YAML
@@ -75,10 +68,10 @@ class Reader {
     for (auto it = map.begin(); it != map.end(); ++it) {
       const YAML::Node key = it->first;
       const SourceLoc key_loc = loc(key, where);
-      check_scalar(key);
-      check_scalar(it->second);
+      check_node(key, key_loc, who);
       if (!key.IsScalar()) fail(key_loc, who + "keys in " + what + " must be names, found " + kind(key));
       const std::string name = key.Scalar();
+      check_node(it->second, loc(it->second, key_loc), who + name + ": ");
       // yaml-cpp 0.7 does not merge: `<<` would arrive as an ordinary key holding a mapping.
       if (name == "<<" && key.Tag() == "?")
         fail(key_loc, std::string("YAML merge keys ('<<') are not supported; write ") +
@@ -106,23 +99,29 @@ class Reader {
   // A scalar beginning with `$` is an expression, quoted or not (quotes let an expression hold
   // YAML's own characters, as in "$index == 0 ? 2 : 1"); `$$` stands for a literal `$`.
   // `who` prefixes errors ("Linear 'fc1': out_features: ").
+  // A tag says what the scalar is: `!!str 3` is the string "3", `!!float 3` the number 3.0.
   RawValue scalar_or_expr(const YAML::Node& node, const SourceLoc& at, const std::string& who) const {
-    check_scalar(node);
+    const Tagged tag = check_node(node, at, who);
     RawValue r;
     r.loc = at;
     r.literal.loc = at;
-    if (node.IsNull()) return r;
+    if (node.IsNull() || tag == Tagged::Null) return r;
     const std::string& s = node.Scalar();
-    if (!s.empty() && s[0] == '$' && s.rfind("$$", 0) != 0) {
+    const bool textual = tag == Tagged::Plain || tag == Tagged::String;
+    if (textual && !s.empty() && s[0] == '$' && s.rfind("$$", 0) != 0) {
       r.expression = s.substr(1);
-    } else if (node.Tag() == "!") {  // quoted: always a string
+    } else if (tag == Tagged::String) {  // quoted or !!str: always a string
       r.literal.kind = Value::Kind::String;
       r.literal.text = s[0] == '$' ? s.substr(1) : s;
     } else {
       try {
-        r.literal = parse_literal(s[0] == '$' ? s.substr(1) : s, at);
+        r.literal = parse_literal(s[0] == '$' && textual ? s.substr(1) : s, at);
       } catch (const Error& e) {
         fail(e.loc(), who + e.message());
+      }
+      if (tag == Tagged::Float && r.literal.kind == Value::Kind::Int) {
+        r.literal.kind = Value::Kind::Float;
+        r.literal.real = static_cast<double>(r.literal.integer);
       }
     }
     return r;
@@ -151,6 +150,7 @@ class Reader {
                         " levels deep; does an anchored list hold its own alias?");
     const SourceLoc at = loc(node, fallback);
     if (!node.IsSequence() && !node.IsMap()) return scalar_or_expr(node, at, who);
+    check_node(node, at, who);
     RawValue r;
     r.loc = at;
     r.is_map = node.IsMap();
@@ -162,7 +162,7 @@ class Reader {
 
   Named name(const YAML::Node& node, const SourceLoc& fallback, const std::string& what) const {
     const SourceLoc at = loc(node, fallback);
-    check_scalar(node);
+    check_node(node, at, what + ": ");
     if (!node.IsScalar() || node.Scalar().empty())
       fail(at, what + " must be a non-empty name, found " + kind(node));
     return {node.Scalar(), at};
@@ -207,6 +207,7 @@ class Reader {
       fail(e.loc, msg);
     }
     const std::string who = entry_title(node, index, block) + ": ";
+    check_node(node, e.loc, who);
     std::optional<SourceLoc> input_key;
     each_key(node, e.loc, "a layer", [&](const std::string& key, const YAML::Node& v, const SourceLoc& key_loc) {
       if (key == "name") {
@@ -239,12 +240,21 @@ class Reader {
     return e;
   }
 
+  // A layer repeated through an alias (`- *conv`) stands where the alias is, though its node
+  // (and every position inside) is the anchor's: errors about this occurrence, such as its
+  // name being taken, point there.
   std::vector<RawEntry> entries(const YAML::Node& node, const SourceLoc& at, const std::string& what,
                                 const std::string& block = {}) {
     if (!node.IsSequence())
       fail(loc(node, at), what + " must be a list of layers (- {type: ...}), found " + kind(node));
     std::vector<RawEntry> out;
-    for (const auto& item : node) out.push_back(entry(item, loc(node, at), out.size(), block));
+    for (const auto& item : node) {
+      out.push_back(entry(item, loc(node, at), out.size(), block));
+      if (const auto alias = alias_items_.at(src_, node, out.size() - 1)) {
+        out.back().loc = *alias;
+        if (out.back().name) out.back().name->loc = *alias;
+      }
+    }
     if (out.empty()) fail(loc(node, at), what + " is empty; a model needs at least one layer");
     return out;
   }
@@ -314,6 +324,7 @@ class Reader {
     RawSpec spec;
     spec.file = src_.file();
     spec.loc = {spec.file, 1, 1};
+    check_node(root, loc(root, spec.loc), "");
     if (!root.IsMap())
       fail(loc(root, spec.loc), "a spec must be a mapping with 'inputs' and 'layers', found " + kind(root));
     bool has_inputs = false, has_layers = false;
@@ -365,6 +376,7 @@ class Reader {
   static constexpr int kMaxValueDepth = 499;  // yaml-cpp's own limit for a document's text
 
   const SourceText& src_;
+  const AliasItems& alias_items_;
   std::int64_t values_left_;  // value nodes value() may still copy
 };
 
@@ -372,7 +384,8 @@ class Reader {
 
 RawSpec read(const std::string& text, const std::string& file, const LoadOptions& options) {
   const SourceText source(text, file, options.max_file_bytes);
-  return Reader(source, text.size()).document(load_single_document(source, text));
+  const Document doc = load_single_document(source, text);
+  return Reader(source, text.size(), doc.alias_items).document(doc.root);
 }
 
 }  // namespace raw

@@ -1,5 +1,5 @@
 // Text -> one YAML document, working around what yaml-cpp 0.7 reports obscurely or not at all.
-// With loader.cpp, the only code that includes yaml-cpp.
+// With loader.cpp and loader_nodes.cpp, the only code that includes yaml-cpp.
 #include "loader_stream.hpp"
 
 #include <yaml-cpp/depthguard.h>
@@ -57,11 +57,41 @@ Error too_deep(const SourceText& source, const std::string& text, const YAML::De
   return Error(source.opens_collection(line, column) ? source.next_token(line, column) : source.loc(line, column), message);
 }
 
-// Records where each document starts: the mark of its first token.
+// Records where each document starts (the mark of its first token), and where the aliases
+// that are list items stand.
 class DocumentStarts : public QuietHandler {
  public:
   YAML::Mark mark;
+  AliasItems alias_items;
+
   void OnDocumentStart(const YAML::Mark& m) override { mark = m; }
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override { item(); }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override { item(); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
+    if (!open_.empty() && open_.back().list) alias_items.add(open_.back().mark, open_.back().items, m);
+    item();
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    item();
+    open_.push_back({m, true, 0});
+  }
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    item();
+    open_.push_back({m, false, 0});
+  }
+  void OnSequenceEnd() override { open_.pop_back(); }
+  void OnMapEnd() override { open_.pop_back(); }
+
+ private:
+  struct Open {
+    YAML::Mark mark;
+    bool list;
+    std::size_t items;  // nodes seen directly inside it
+  };
+  void item() {
+    if (!open_.empty()) ++open_.back().items;
+  }
+  std::vector<Open> open_;  // the collections being read, innermost last
 };
 
 // yaml-cpp 0.7 reads a token it cannot place at a document's top level — a ',' outside any
@@ -72,7 +102,7 @@ class DocumentStarts : public QuietHandler {
 // the first document that starts where the one before it did: the parser made no progress.
 // A document that reads nothing is exactly this loop, so no valid file is refused. Parse
 // errors surface here as they would from LoadAll, and are handled by read()'s caller alike.
-void check_progress(const SourceText& source, const std::string& text) {
+AliasItems check_progress(const SourceText& source, const std::string& text) {
   std::istringstream stream(text);
   YAML::Parser parser(stream);
   DocumentStarts starts;
@@ -87,6 +117,7 @@ void check_progress(const SourceText& source, const std::string& text) {
     }
     previous = m;
   }
+  return std::move(starts.alias_items);
 }
 
 // Where a second document starts: at its content, or at the '---' that opens an empty one.
@@ -101,10 +132,17 @@ SourceLoc second_document(const SourceText& source, const YAML::Node& doc) {
 
 }  // namespace
 
-YAML::Node load_single_document(const SourceText& source, const std::string& text) {
+std::optional<SourceLoc> AliasItems::at(const SourceText& source, const YAML::Node& list, std::size_t index) const {
+  const auto it = marks_.find({list.Mark().pos, index});
+  if (it == marks_.end()) return std::nullopt;
+  return source.loc(it->second.line, it->second.column);
+}
+
+Document load_single_document(const SourceText& source, const std::string& text) {
   std::vector<YAML::Node> docs;
+  AliasItems alias_items;
   try {
-    check_progress(source, text);
+    alias_items = check_progress(source, text);
     docs = YAML::LoadAll(text);
   } catch (const YAML::DeepRecursion& e) {
     throw too_deep(source, text, e);
@@ -116,7 +154,7 @@ YAML::Node load_single_document(const SourceText& source, const std::string& tex
     throw Error({source.file(), 1, 1}, "the file is empty; a spec needs 'inputs' and 'layers'");
   if (docs.size() > 1)
     throw Error(second_document(source, docs[1]), "the file holds several YAML documents; a spec is one document");
-  return docs[0];
+  return {docs[0], std::move(alias_items)};
 }
 
 }  // namespace nnmem::raw

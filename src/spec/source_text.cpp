@@ -1,11 +1,13 @@
 #include "source_text.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -17,6 +19,17 @@ namespace {
   throw Error({path, 0, 0}, "the file is " + size + " bytes; specs larger than " + with_commas(max_bytes) +
                                 " bytes are refused");
 }
+
+// An open file descriptor, closed on the way out.
+struct Descriptor {
+  explicit Descriptor(int f) : fd(f) {}
+  ~Descriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  const int fd;
+};
 
 bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
@@ -68,27 +81,36 @@ bool is_blank_or_comment(std::string_view line) {
 }  // namespace
 
 std::string read_spec_file(const std::string& path, std::int64_t max_bytes) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error({path, 0, 0}, "is a directory, not a spec file");
+  const auto fail = [&](const std::string& what) { throw Error({path, 0, 0}, what + ": " + std::strerror(errno)); };
+  // Opening a FIFO for reading waits until a program opens it for writing — forever, if none
+  // does. O_NONBLOCK opens it at once (a named FIFO, an anonymous pipe such as /dev/stdin or a
+  // regular file alike); reads then block as usual, until a connected writer closes.
+  const Descriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  const int fd = file.fd;
+  if (fd < 0) fail("cannot open the file");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail("cannot read the file");
+  if (S_ISDIR(st.st_mode)) throw Error({path, 0, 0}, "is a directory, not a spec file");
   // A regular file's size is known before reading it: refuse an enormous one at once.
-  if (std::filesystem::is_regular_file(path, ec)) {
-    const auto size = std::filesystem::file_size(path, ec);
-    if (!ec && size > static_cast<std::uintmax_t>(max_bytes)) too_large(path, with_commas(static_cast<long long>(size)), max_bytes);
-  }
-  errno = 0;
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) throw Error({path, 0, 0}, std::string("cannot open the file: ") + std::strerror(errno));
+  if (S_ISREG(st.st_mode) && st.st_size > max_bytes) too_large(path, with_commas(st.st_size), max_bytes);
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) fail("cannot read the file");
   std::string text;
   char chunk[1 << 16];
   for (;;) {
-    const std::size_t n = std::fread(chunk, 1, sizeof chunk, file.get());
-    text.append(chunk, n);
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("cannot read the file");
+    if (n == 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
     // Stop as soon as the limit is passed: a pipe may never end.
     if (static_cast<std::int64_t>(text.size()) > max_bytes) too_large(path, "more than " + with_commas(max_bytes), max_bytes);
-    if (n == sizeof chunk) continue;
-    if (std::ferror(file.get())) throw Error({path, 0, 0}, std::string("cannot read the file: ") + std::strerror(errno));
-    return text;
   }
+  // A FIFO that no program had open for writing reads as empty, at once.
+  if (text.empty() && S_ISFIFO(st.st_mode))
+    throw Error({path, 0, 0}, "the pipe or FIFO gave no data: no program had it open for writing, or none wrote to it "
+                              "(nnmem does not wait for a writer to open it)");
+  return text;
 }
 
 SourceText::SourceText(std::string_view text, std::string file, std::int64_t max_bytes)

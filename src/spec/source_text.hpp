@@ -15,8 +15,8 @@
 namespace nnmem::raw {
 
 /// Reads a whole file in chunks, so pipes, FIFOs and /dev/stdin work as well as regular files.
-/// Throws Error (naming the file) when it cannot be opened or read, or holds more than
-/// `max_bytes`.
+/// Never waits for a FIFO's writer: a FIFO that none has open reads as empty, an error. Throws
+/// Error (naming the file) when it cannot be opened or read, or holds more than `max_bytes`.
 std::string read_spec_file(const std::string& path, std::int64_t max_bytes);
 
 class SourceText {

@@ -59,6 +59,25 @@ TEST_CASE("Activations: in-place variants that keep their result") {
   }
 }
 
+TEST_CASE("Activations: LeakyReLU / ELU in place refuse a negative slope / alpha, only where backward runs") {
+  // torch 1.13 and 2.13: leaky_relu_(x, -0.5) and elu_(x, alpha=-0.5) run forward, then backward
+  // raises "In-place leakyReLu (elu) backward calculation is triggered with a negative slope
+  // which is not supported"; 0.0 and -0.0 pass; no_grad, or an input needing no gradient (no
+  // backward node), pass.
+  for (const auto& [type, attr] : {std::pair{"LeakyReLU", "negative_slope"}, std::pair{"ELU", "alpha"}}) {
+    CAPTURE(type);
+    const std::string negative = yaml(type, std::string(", inplace: true, ") + attr + ": -0.5");
+    CHECK(rule_error(negative, {tensor({2, 3})}) ==
+          std::string("in place, ") + attr + " must be at least 0 to train (PyTorch's in-place backward reads the input's sign "
+                                             "from the result, which a negative value flips), found -0.5; set inplace: false");
+    CHECK(saved_of(run_rule(negative, {tensor({2, 3})}, kEval)).empty());
+    CHECK(saved_of(run_rule(negative, {tensor({2, 3}, false)})).empty());
+    CHECK(saved_of(run_rule(yaml(type, std::string(", inplace: false, ") + attr + ": -0.5"), {tensor({2, 3})})) == "input0");
+    for (const char* zero : {"0.0", "-0.0"})
+      CHECK(saved_of(run_rule(yaml(type, std::string(", inplace: true, ") + attr + ": " + zero), {tensor({2, 3})})) == "output0");
+  }
+}
+
 // PyTorch 1.13: relu6_/hardtanh_ need the original input (HardtanhBackward0.self), so autograd
 // clones the input before the in-place op and keeps the clone — a new [2, 3, 4] float32 tensor,
 // not the output (saved_tensors_hooks: a storage that is neither the input nor the output).

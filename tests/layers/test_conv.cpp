@@ -411,3 +411,24 @@ TEST_CASE("Conv: one-layer estimate through the graph") {
   CHECK(e.layers[0].macs == 4 * 8 * 16 * 16 * 27);
   CHECK(e.layers[0].output_bytes == 4 * 8 * 16 * 16 * 4);
 }
+
+TEST_CASE("ConvTranspose3d on the CPU: an output smaller than its input has the input's storage") {
+  // torch 1.13, CPU: slow_conv_transpose3d makes its output with empty_like(input), then resizes
+  // it: y.storage().nbytes() is max(input, output) bytes (float32/float64, grad on or off, any
+  // stride, padding, dilation, channels); groups > 1 and 1d/2d are exact, and so is cuDNN.
+  const auto bytes = [](const std::string& layer, const Shape& in, Device device = Device::Cpu) {
+    return one_layer(layer, in, 2, Mode::Eval, device).layers.at(0).output_bytes;
+  };
+  // ConvTranspose3d(8, 2, 3, padding=2) on [2, 8, 8, 8, 8]: [2, 2, 6, 6, 6] (3,456 bytes) in 32,768
+  const std::string t3 = "{type: ConvTranspose3d, out_channels: 2, kernel_size: 3, padding: 2}";
+  CHECK(bytes(t3, {8, 8, 8, 8}) == 32768);
+  CHECK(bytes(t3, {8, 8, 8, 8}, Device::Cuda) == 3456);
+  CHECK(bytes("{type: ConvTranspose3d, out_channels: 4, kernel_size: 3, padding: 2}", {1, 8, 8, 8}) == 6912);  // grown
+  CHECK(bytes("{type: ConvTranspose3d, out_channels: 4, kernel_size: 3, padding: 2, groups: 2}", {4, 8, 8, 8}) == 6912);
+  CHECK(bytes("{type: ConvTranspose2d, out_channels: 2, kernel_size: 3, padding: 2}", {8, 8, 8}) == 576);
+  // Whatever keeps it for backward keeps the whole storage (SiLU keeps its input).
+  EstimateOptions o;
+  o.graph.batch = 2;
+  o.graph.device = Device::Cpu;
+  CHECK(estimate_from("inputs: {x: [8, 8, 8, 8]}\nlayers:\n  - " + t3 + "\n  - {type: SiLU}\n", o).layers.at(1).saved_bytes == 32768);
+}

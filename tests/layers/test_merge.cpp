@@ -249,11 +249,32 @@ TEST_CASE("Merge layers in a spec: input counts and located errors") {
         "test.yaml:5:33: error: Add '0': unknown attribute 'in_place'; did you mean 'inplace'?");
   CHECK(error_from(two_inputs("[3, 4]", "[3, 4]", "{type: Mul, inputs: [a, b], inplace: true}")) ==
         "test.yaml:5:33: error: Mul '0': unknown attribute 'inplace'; Mul takes no attributes");
-  // Mul takes exactly 2 inputs, Add and Concat at least 2
+  // Mul takes exactly 2 inputs, Add at least 2 (Concat at least 1: torch.cat([x]) is legal)
   CHECK(error_from(two_inputs("[3, 4]", "[3, 4]", "{type: Mul, inputs: [a, b, a]}")) ==
         "test.yaml:5:5: error: Mul '0': takes 2 input(s), found 3");
   CHECK(error_from(two_inputs("[3, 4]", "[3, 4]", "{type: Add, inputs: [a]}")) ==
         "test.yaml:5:5: error: Add '0': takes at least 2 input(s), found 1");
-  CHECK(error_from(two_inputs("[3, 4]", "[3, 4]", "{type: Concat, inputs: [a], dim: 1}")) ==
-        "test.yaml:5:5: error: Concat '0': takes at least 2 input(s), found 1");
+}
+
+TEST_CASE("Concat of a single input copies it, and passes its gradient on") {
+  // torch 1.13 and 2.13: torch.cat([x], 1) is a new tensor of x's size (another storage, also
+  // under no_grad); CatBackward0 keeps nothing, and x's gradient is y's gradient's storage.
+  const auto r = run_rule("{type: Concat, dim: 1}", {tensor({2, 3, 4})});
+  CHECK(out_shape(r) == "[2, 3, 4]");
+  CHECK(r.alias == Alias::None);
+  CHECK(r.grad_passthrough);
+  CHECK(saved_of(r).empty());
+  CHECK(rule_error("{type: Concat, dim: 3}", {tensor({2, 3, 4})}) == "dim must be in [-3, 2] for a 3-D input, found 3");
+  const Estimate e = estimate_from(R"(
+inputs: {x: [16]}
+layers:
+  - {name: fc, type: Linear, out_features: 16}
+  - {name: cat, type: Concat, dim: 1}
+  - {name: head, type: Linear, out_features: 4}
+loss: mse
+)");
+  REQUIRE(e.layers.size() == 3);
+  CHECK(e.layers[1].output_bytes == 16 * 4);
+  for (const auto& ev : e.timeline)
+    if (ev.phase == Phase::Backward && ev.layer == "cat") CHECK(ev.delta <= 0);  // allocates nothing in backward
 }

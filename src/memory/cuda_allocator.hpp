@@ -1,0 +1,128 @@
+// A simulation of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp,
+// DeviceCachingAllocator, PyTorch 2.x), one device and one stream: the same rounding, pools,
+// best-fit search, splitting, merging, segment sizes and release-on-failure, over simulated
+// addresses instead of device memory. What is and is not modelled: docs/memory-model.md.
+//
+// Addresses: cudaMalloc's are not known in advance, so every new segment gets the next address
+// above all earlier ones (they only break ties between equal-size cached blocks, and say which
+// blocks are neighbours). Expandable segments, one per pool, live at fixed high addresses with
+// address space enough for any request.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "nnmem/estimate.hpp"
+
+namespace nnmem::detail {
+
+class CudaCachingAllocator {
+ public:
+  static constexpr std::int64_t kMinBlockSize = 512;           // every size is rounded to this
+  static constexpr std::int64_t kSmallSize = 1 << 20;          // the largest small-pool request
+  static constexpr std::int64_t kSmallBuffer = 2 << 20;        // small-pool segments
+  static constexpr std::int64_t kLargeBuffer = 20 << 20;       // segments for 1-10 MiB requests
+  static constexpr std::int64_t kMinLargeAlloc = 10 << 20;     // from here, a segment of its own
+  static constexpr std::int64_t kRoundLarge = 2 << 20;         // ... rounded up to 2 MiB
+  static constexpr std::int64_t kMaxRequest = std::int64_t{1} << 60;  // "more than 1EB": refused
+  static constexpr std::int64_t kMinMaxSplitSize = 20 << 20;   // max_split_size_mb's minimum
+
+  /// What PyTorch would refuse in these settings ("" if nothing): max_split_size below 20 MiB,
+  /// divisions that are not powers of two, a negative capacity.
+  static std::string problem(const CudaAllocatorConfig& config);
+  /// Throws std::invalid_argument with problem(config) if there is one.
+  explicit CudaCachingAllocator(const CudaAllocatorConfig& config);
+
+  /// A block for a request of `bytes` (> 0), as a handle for free(); -1 when the device is out
+  /// of memory (the capacity is reached even after releasing the cache, or the request is 1 EiB
+  /// or more).
+  int malloc(std::int64_t bytes);
+  void free(int handle);
+
+  std::int64_t allocated() const { return allocated_; }   // memory_allocated()
+  std::int64_t reserved() const { return reserved_; }     // memory_reserved()
+  std::int64_t max_allocated() const { return max_allocated_; }
+  std::int64_t max_reserved() const { return max_reserved_; }
+  std::int64_t reserved_small_pool() const { return reserved_small_; }  // reserved_bytes.small_pool
+  std::int64_t alloc_retries() const { return alloc_retries_; }        // num_alloc_retries
+
+  /// A block as torch.cuda.memory_snapshot() would list it.
+  struct BlockInfo {
+    std::int64_t address = 0;
+    std::int64_t size = 0;
+    bool allocated = false;
+    bool small = false;          // in the small pool
+    bool segment_start = false;  // the first block of a segment (expandable: of a mapped range)
+    bool expandable = false;     // in an expandable segment (whose address is fixed)
+    int handle = -1;             // when allocated
+    bool operator==(const BlockInfo&) const = default;
+  };
+  /// Every block of every segment (unmapped address space excluded), by address.
+  std::vector<BlockInfo> snapshot() const;
+  /// Segments held (expandable segments: each contiguous mapped range counts as one).
+  std::int64_t segments() const;
+
+  /// The size a request is rounded to (round_size), and the segment it would open
+  /// (get_allocation_size).
+  std::int64_t round_size(std::int64_t bytes) const;
+  static std::int64_t allocation_size(std::int64_t size);
+
+ private:
+  enum Pool : std::uint8_t { kSmall, kLarge };
+  struct Block {
+    std::int64_t address = 0;
+    std::int64_t size = 0;
+    int prev = -1, next = -1;      // neighbours in the same segment
+    Pool pool = kLarge;
+    bool allocated = false;
+    bool mapped = true;            // false: an expandable segment's unmapped address space
+    bool expandable = false;
+  };
+  using SizeKey = std::tuple<std::int64_t, std::int64_t, int>;  // (size, address, id)
+  using AddressKey = std::pair<std::int64_t, int>;
+
+  Block& at(int id) { return blocks_[static_cast<std::size_t>(id)]; }
+  const Block& at(int id) const { return blocks_[static_cast<std::size_t>(id)]; }
+  int new_block(const Block& b);
+  void delete_block(int id);
+  void cache(int id);     // into its pool's set of free blocks
+  void uncache(int id);
+  Pool pool_of(std::int64_t size) const { return size <= kSmallSize ? kSmall : kLarge; }
+
+  int get_free_block(Pool pool, std::int64_t size);
+  bool should_split(int id, std::int64_t size) const;
+  int alloc_found_block(int id, std::int64_t size);
+  std::int64_t try_merge_blocks(int dst, int src);
+  int alloc_block(Pool pool, std::int64_t size, std::int64_t alloc_size);
+  bool fits_capacity(std::int64_t more) const;
+  void release_block(int id);
+  bool release_available_cached_blocks(Pool pool, std::int64_t size);
+  void release_cached_blocks();
+  void add_reserved(Pool pool, std::int64_t bytes);  // negative: released
+
+  // Expandable segments (cuda_expandable.cpp).
+  std::int64_t page_size(Pool pool) const { return pool == kSmall ? kSmallBuffer : kLargeBuffer; }
+  std::int64_t expandable_base(Pool pool) const;
+  int try_allocate_expandable_block(Pool pool, std::int64_t size);
+  int find_expandable_block(Pool pool, std::int64_t size);
+  bool map_block(int id, std::int64_t size);
+  void unmap_block(int id);
+
+  CudaAllocatorConfig config_;
+  std::int64_t max_split_size_;
+  std::vector<Block> blocks_;
+  std::vector<int> unused_ids_;
+  std::vector<bool> live_;                  // id -> whether blocks_[id] is a block
+  std::set<SizeKey> cached_[2];             // free blocks, by size then address (BlockPool::blocks)
+  std::set<AddressKey> unmapped_[2];        // expandable address space not mapped, by address
+  bool expandable_open_[2] = {false, false};
+  std::int64_t next_address_;
+  std::int64_t allocated_ = 0, reserved_ = 0, max_allocated_ = 0, max_reserved_ = 0, reserved_small_ = 0;
+  std::int64_t alloc_retries_ = 0;
+};
+
+}  // namespace nnmem::detail

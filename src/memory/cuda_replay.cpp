@@ -1,0 +1,253 @@
+// The training loop around the simulated step, replayed through PyTorch's CUDA caching
+// allocator (cuda_allocator.hpp). The step simulation gives the steady step's events; each
+// block carries a mark saying what it is to the loop (memory_tracker.hpp's Carry). From them:
+//
+//   build      parameters and buffers (Model), then the input and target (Batch); Adagrad's
+//              state too, which the optimizer's constructor makes;
+//   iteration 1  the step's events, except that nothing of a previous step exists (its output,
+//              loss and gradients are skipped, with their releases), the optimizer's state is
+//              created at the start of step() (as _init_group does, before any temporary),
+//              and with --keep-grads a new gradient becomes .grad instead of being added into
+//              it and freed (AccumulateGrad steals it when .grad is None);
+//   iteration n  the step's events as they are, the previous step's output, loss and gradients
+//              being the blocks iteration n-1 left (its Output, Loss and Grad blocks, matched by
+//              size). Inference is one forward pass after another, each output dropped once
+//              it is made (as peak_bytes assumes).
+//
+// Iterations repeat until the allocator's state after one equals its state after an earlier
+// one: from then on the iterations in between repeat for ever. That is usually a cycle of two,
+// not one: `out`, `loss` and the gradients are allocated while the previous step's are still
+// live, so they alternate between two places. max_memory_allocated() and
+// max_memory_reserved() are over the whole run, as PyTorch reports them. Cycles can be long
+// (hundreds of iterations on a small network); the replay gives up (converged: false) after
+// 1,000 iterations, or 20 million events replayed in all.
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+#include "cuda_allocator.hpp"
+#include "step.hpp"
+
+namespace nnmem::detail {
+
+namespace {
+
+constexpr int kMaxIterations = 1000;  // the first, then steady ones ...
+constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than this in all
+
+class Replay {
+ public:
+  Replay(const StepResult& step, const StepOptions& options)
+      : step_(step), trace_(step.trace), allocator_(options.allocator), handle_(trace_.block_bytes.size(), -1),
+        eager_state_(options.optimizer == OptimizerKind::Adagrad),
+        rebinds_output_(std::find(trace_.block_carry.begin(), trace_.block_carry.end(), Carry::LastOutput) !=
+                        trace_.block_carry.end()) {}
+
+  CudaAllocatorFigures run() {
+    CudaAllocatorFigures f;
+    f.converged = false;
+    bool ok = build();
+    // The state after each iteration: once one repeats, the iterations since cycle for ever.
+    std::map<StateHash, int> after;  // state -> the iteration that left it
+    std::vector<std::int64_t> retries_after, reserved_after;  // after each iteration
+    const std::size_t per_iteration = std::max<std::size_t>(trace_.event_block.size(), 1);
+    while (ok && !f.converged && f.iterations < kMaxIterations &&
+           (f.iterations + 1) * per_iteration <= std::max(kMaxEvents, 2 * per_iteration)) {
+      ++f.iterations;
+      ok = iteration(f.iterations == 1);
+      if (!ok) break;
+      const auto [seen, fresh] = after.emplace(state_hash(), f.iterations);
+      if (!fresh) {
+        f.converged = true;
+        f.steady_from = seen->second + 1;  // the iteration after the one that left this state
+        f.period = f.iterations - seen->second;
+        f.steady_alloc_retries = allocator_.alloc_retries() - retries_after[static_cast<std::size_t>(seen->second - 1)];
+      }
+      retries_after.push_back(allocator_.alloc_retries());
+      reserved_after.push_back(allocator_.reserved());
+    }
+    // Unsettled, and still taking more segments in the second half of the run?
+    f.growing = ok && !f.converged && reserved_after.size() >= 2 &&
+                reserved_after.back() > reserved_after[reserved_after.size() / 2 - 1];
+    f.reserved_bytes = allocator_.reserved();
+    f.max_reserved_bytes = allocator_.max_reserved();
+    f.max_allocated_bytes = allocator_.max_allocated();
+    f.small_pool_reserved_bytes = allocator_.reserved_small_pool();
+    f.segments = allocator_.segments();
+    f.alloc_retries = allocator_.alloc_retries();
+    if (!ok) {
+      f.out_of_memory = true;
+      f.oom_request_bytes = oom_bytes_;
+      f.oom_iteration = f.iterations;  // 0: while the model was built
+      f.oom_phase = oom_phase_;
+      f.oom_layer = oom_layer_;
+    }
+    return f;
+  }
+
+ private:
+  // The allocator's state: every block's place, size, whether it is allocated, its pool,
+  // whether it starts a segment, and for an allocated block what it holds (the Carry of the
+  // tensor in it), hashed twice into 128 bits (states of growing caches are large, and a
+  // thousand of them are kept). A block's place is its offset in its segment, the segments
+  // taken in address order: what the algorithm depends on (best fit compares addresses only
+  // to order blocks), and unlike the addresses themselves it repeats when a released segment
+  // is replaced by a new one (which the simulation puts above all the others).
+  using StateHash = std::pair<std::uint64_t, std::uint64_t>;
+  using Left = std::multimap<std::int64_t, int>;  // tensors left by the previous iteration: bytes -> handle
+
+  Carry carry(int block) const { return trace_.block_carry[static_cast<std::size_t>(block)]; }
+  std::int64_t bytes(int block) const { return trace_.block_bytes[static_cast<std::size_t>(block)]; }
+
+  // Allocates the block's tensor; false (the failing event noted) when out of memory.
+  bool alloc(int block, std::size_t event) {
+    const int h = allocator_.malloc(bytes(block));
+    if (h < 0) {
+      oom_bytes_ = bytes(block);
+      oom_phase_ = step_.timeline[event].phase;
+      oom_layer_ = step_.timeline[event].layer;
+      return false;
+    }
+    handle_[static_cast<std::size_t>(block)] = h;
+    if (static_cast<std::size_t>(h) >= held_.size()) held_.resize(static_cast<std::size_t>(h) + 1);
+    held_[static_cast<std::size_t>(h)] = {carry(block), bytes(block)};
+    return true;
+  }
+
+  void free(int block) {
+    int& h = handle_[static_cast<std::size_t>(block)];
+    if (h < 0) throw std::logic_error("the CUDA allocator replay frees a tensor it did not allocate");
+    allocator_.free(h);
+    held_[static_cast<std::size_t>(h)] = {};
+    h = -1;
+  }
+
+  // The step's allocations of one kind of block, in order, made at `event` (PyTorch allocates
+  // nothing for an empty tensor, so events of 0 bytes are no events here).
+  bool alloc_all(Carry wanted, std::size_t event) {
+    for (std::size_t e = 0; e < trace_.event_block.size(); ++e)
+      if (step_.timeline[e].delta > 0 && carry(trace_.event_block[e]) == wanted && !alloc(trace_.event_block[e], event))
+        return false;
+    return true;
+  }
+
+  // Before the loop, attributed to the step's first event (the persistent state's).
+  bool build() {
+    return alloc_all(Carry::Model, 0) && alloc_all(Carry::Batch, 0) && (!eager_state_ || alloc_all(Carry::State, 0));
+  }
+
+  bool iteration(bool first) {
+    const auto& events = trace_.event_block;
+    Left outputs, losses, grads;
+    for (std::size_t h = 0; h < held_.size(); ++h) {
+      const Held& what = held_[h];
+      if (what.carry == Carry::Output) outputs.insert({what.bytes, static_cast<int>(h)});
+      if (what.carry == Carry::Loss) losses.insert({what.bytes, static_cast<int>(h)});
+      if (what.carry == Carry::Grad) grads.insert({what.bytes, static_cast<int>(h)});
+    }
+    bool state_made = !first || eager_state_;
+    for (std::size_t e = 0; e < events.size(); ++e) {
+      if (!state_made && step_.timeline[e].phase == Phase::Optimizer) {
+        state_made = true;  // created lazily, at the start of the first step()
+        if (!alloc_all(Carry::State, e)) return false;
+      }
+      const int block = events[e];
+      if (step_.timeline[e].delta == 0) continue;
+      const bool allocation = step_.timeline[e].delta > 0;
+      switch (carry(block)) {
+        case Carry::Model:
+        case Carry::Batch:
+        case Carry::State:
+          break;  // made before (the state: in the first step())
+        case Carry::LastOutput:
+        case Carry::LastLoss:
+        case Carry::LastGrad:
+          if (first) break;  // no previous step
+          if (allocation) take_left(block, carry(block) == Carry::LastOutput ? outputs : carry(block) == Carry::LastLoss ? losses : grads);
+          else if (handle_[static_cast<std::size_t>(block)] >= 0) free(block);
+          break;
+        case Carry::Grad:
+          if (first && !allocation) break;  // .grad was None: AccumulateGrad keeps this one as .grad
+          [[fallthrough]];
+        case Carry::None:
+        case Carry::Output:
+        case Carry::Loss:
+          if (!allocation) free(block);
+          else if (!alloc(block, e)) return false;
+          break;
+      }
+    }
+    if (!state_made && !alloc_all(Carry::State, events.empty() ? 0 : events.size() - 1)) return false;
+    if (!rebinds_output_) {
+      // Inference: one forward pass, whose output is dropped once it is made.
+      for (std::size_t h = 0; h < held_.size(); ++h)
+        if (held_[h].carry == Carry::Output) allocator_.free(static_cast<int>(h)), held_[h] = {};
+    }
+    return true;
+  }
+
+  // The block is what the previous iteration left of its kind, with the same size. There may
+  // be none: an output that is a persistent tensor written in place (the batch), a parameter
+  // no gradient reached (its .grad stays None). The step simulation counts such a tensor as
+  // its own; PyTorch, and so the replay, has nothing more.
+  void take_left(int block, Left& left) {
+    const auto it = left.find(bytes(block));
+    handle_[static_cast<std::size_t>(block)] = it == left.end() ? -1 : it->second;
+    if (it != left.end()) left.erase(it);
+  }
+
+  StateHash state_hash() const {
+    // splitmix64's finaliser, folded over the fields from two seeds.
+    const auto mix = [](std::uint64_t h, std::uint64_t v) {
+      std::uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return z ^ (z >> 31);
+    };
+    StateHash hash{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
+    std::int64_t segment = 0;
+    for (const auto& b : allocator_.snapshot()) {
+      if (b.segment_start && !b.expandable) segment = b.address;
+      const std::int64_t place = b.expandable ? b.address : b.address - segment;  // expandable: fixed addresses
+      Carry what = Carry::None;
+      if (b.allocated) {
+        const auto h = static_cast<std::size_t>(b.handle);
+        if (h >= held_.size() || held_[h].carry == Carry::None)
+          throw std::logic_error("a tensor of the step outlives it in the CUDA allocator replay");
+        what = held_[h].carry;
+      }
+      for (const std::uint64_t v : {static_cast<std::uint64_t>(place), static_cast<std::uint64_t>(b.size),
+                                    std::uint64_t{b.allocated} | std::uint64_t{b.small} << 1 | std::uint64_t{b.segment_start} << 2 |
+                                        static_cast<std::uint64_t>(what) << 3}) {
+        hash.first = mix(hash.first, v);
+        hash.second = mix(hash.second ^ 0x5555555555555555ULL, v);
+      }
+    }
+    return hash;
+  }
+
+  struct Held {
+    Carry carry = Carry::None;
+    std::int64_t bytes = 0;  // as requested
+  };
+
+  const StepResult& step_;
+  const AllocationTrace& trace_;
+  CudaCachingAllocator allocator_;
+  std::vector<int> handle_;   // block of the step -> allocator handle
+  std::vector<Held> held_;    // allocator handle -> what it holds (Carry::None: nothing)
+  bool eager_state_;          // Adagrad makes its state in its constructor
+  bool rebinds_output_;       // training: the next step's `out = model(x)` releases this one
+  std::int64_t oom_bytes_ = 0;
+  Phase oom_phase_ = Phase::Forward;
+  std::string oom_layer_;
+};
+
+}  // namespace
+
+CudaAllocatorFigures replay_cuda_allocator(const StepResult& step, const StepOptions& options) {
+  return Replay(step, options).run();
+}
+
+}  // namespace nnmem::detail
