@@ -159,7 +159,9 @@ LayerResult infer_sdpa(const LayerCall& call) {
     res.save_extra({w, math}, "attention probabilities");
     if (dropout > 0.0) res.save_extra({w, math}, "dropout's attention weights");
     res.save_extra({w, math}, "attention weights for bmm");
-    if (math != dtype || s.gqa_repeat) res.save_extra({with_lead(s.v), math}, "value (copied)");
+    // bmm reads v folded to [N*H, S, Ev]: a copy unless v is contiguous in its own dtype.
+    if (math != dtype || s.gqa_repeat || call.inputs[2].layout != Layout::Contiguous)
+      res.save_extra({with_lead(s.v), math}, "value (copied)");
     else res.save_input(2, "value");
     return res;
   }

@@ -115,6 +115,7 @@ LayerResult infer_slice(const LayerCall& call) {
   out[dim] = (end - start + step - 1) / step;
   LayerResult res = view_of(call, out);
   res.grad_scatters = true;
+  res.layout = Layout::Strided;  // a part of every sample
   return res;
 }
 
@@ -131,6 +132,7 @@ LayerResult infer_select(const LayerCall& call) {
   out.erase(out.begin() + static_cast<std::ptrdiff_t>(dim));
   LayerResult res = view_of(call, out);
   res.grad_scatters = true;
+  res.layout = Layout::Strided;
   return res;
 }
 
@@ -143,6 +145,7 @@ LayerResult split_into(const LayerCall& call, std::size_t dim, const std::vector
   }
   res.alias = Alias::View;
   res.grad_scatters = true;
+  res.layout = Layout::Strided;  // each part strides over the whole input
   return res;
 }
 

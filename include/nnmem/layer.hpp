@@ -192,7 +192,7 @@ struct LayerResult {
   /// A view of part of the input (slice, select, split): backward writes the outputs' gradients
   /// into a new input-sized tensor (zeros where no gradient reached), rather than passing a view.
   bool grad_scatters = false;
-  /// Output 0's layout when the rule knows it; otherwise a view or in-place output keeps its
+  /// The outputs' layout when the rule knows it; otherwise a view or in-place output keeps its
   /// input's, an output shaped like input 0 follows it (element-wise ops keep their input's
   /// strides), and anything else is contiguous.
   std::optional<Layout> layout = std::nullopt;

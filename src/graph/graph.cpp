@@ -242,7 +242,7 @@ class Builder {
   }
 
   static Layout output_layout(const LayerResult& r, std::size_t k, const std::vector<InputTensor>& inputs) {
-    if (k == 0 && r.layout) return *r.layout;
+    if (r.layout) return *r.layout;
     if (inputs.empty()) return Layout::Contiguous;
     if (r.alias == Alias::View || r.alias == Alias::InPlace || r.outputs[k].shape == inputs[0].type.shape)
       return inputs[0].layout;
