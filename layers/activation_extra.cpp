@@ -137,7 +137,9 @@ const bool registered = [] {
                   .summary = "x if x > 0 else weight * x, with a learned weight (one, or one per channel)",
                   .attrs = {AttrDef::integer("num_parameters", "1, or the input's channels").or_else(1).at_least(1),
                             AttrDef::real("init", "the weight's initial value (no effect on memory)").or_else_real(0.25)},
-                  .infer = infer_prelu});
+                  .infer = infer_prelu,
+                  .versions = "torch 2.x's backward makes the weight's gradient at the input's size, then sums it "
+                              "down (an input-sized temporary); 1.13's does not"});
   register_layer({.type = "GLU",
                   .summary = "a * sigmoid(b), with a and b the halves of the input along dim",
                   .attrs = {AttrDef::integer("dim", "the dimension halved (batch is 0)").or_else(-1)},

@@ -30,12 +30,6 @@ void require_rank(const LayerCall& call, std::size_t min_rank, std::size_t max_r
                    to_string(call.shape(i)));
 }
 
-void require_in_version(const LayerCall& call, const std::string& type) {
-  if (!call.ctx.torch->has_layer(type))
-    throw LayerError("PyTorch " + std::string(call.ctx.torch->version) + " has no nn." + type + " (--torch " +
-                     std::string(default_torch_profile().version) + " has it)");
-}
-
 void require_float(const LayerCall& call, std::size_t i) {
   if (!is_floating(call.input(i).dtype))
     throw LayerError("expected a floating-point input, found " + std::string(dtype_name(call.input(i).dtype)));

@@ -23,9 +23,6 @@ std::string spatial_layout(int rank);
 /// pooling, the int64 indices of each maximum (output-shaped).
 LayerResult pooled(const LayerCall& call, Shape out, bool keeps_indices);
 
-/// Throws unless the PyTorch version modelled (--torch) has the layer type `type`.
-void require_in_version(const LayerCall& call, const std::string& type);
-
 /// Throws unless input `i` is a floating-point tensor.
 void require_float(const LayerCall& call, std::size_t i = 0);
 

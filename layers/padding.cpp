@@ -35,8 +35,7 @@ void check_pad_dtype(const LayerCall& call, Fill fill, int rank) {
                      " is not implemented for " + std::string(dtype_name(dtype)));
 }
 
-LayerResult infer_pad(const LayerCall& call, Fill fill, int rank, const std::string& type) {
-  require_in_version(call, type);
+LayerResult infer_pad(const LayerCall& call, Fill fill, int rank) {
   if (fill == Fill::Reflection || fill == Fill::Replication) check_pad_dtype(call, fill, rank);
   const auto r = static_cast<std::size_t>(rank);
   const bool constant = fill == Fill::Zero || fill == Fill::Constant;
@@ -84,8 +83,11 @@ LayerDef pad_def(Fill fill, int rank) {
                  (fill == Fill::Zero ? "zeros" : fill == Fill::Constant ? "a constant" : fill == Fill::Reflection ? "their reflection"
                   : fill == Fill::Replication ? "their edge values" : "their other end (wrapping around)"),
       .attrs = std::move(attrs),
-      .infer = [fill, rank, type](const LayerCall& call) { return infer_pad(call, fill, rank, type); },
+      .infer = [fill, rank](const LayerCall& call) { return infer_pad(call, fill, rank); },
       .autocast_cpu = float32_on_cpu ? std::optional(Autocast::Float32) : std::nullopt,
+      .versions = fill == Fill::Reflection || fill == Fill::Replication
+                      ? "torch 1.13's kernels take floating point only (on the CPU float32 and float64), 2.x's every dtype but bool"
+                      : "",
   };
 }
 

@@ -70,7 +70,8 @@ const bool registered = [] {
   register_layer({.type = "ChannelShuffle",
                   .summary = "interleaves the channels of `groups` groups (ShuffleNet)",
                   .attrs = {AttrDef::integer("groups", "number of channel groups").needed().at_least(1)},
-                  .infer = infer_channel_shuffle});
+                  .infer = infer_channel_shuffle,
+                  .versions = "torch 1.13 has no backward for it (training through it is an error there)"});
   return true;
 }();
 

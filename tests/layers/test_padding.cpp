@@ -48,12 +48,17 @@ TEST_CASE("Padding: what backward keeps and allocates") {
   CHECK(run_rule("{type: ReflectionPad2d, padding: 2}", {tensor({2, 3, 8, 8})}).backward_scratch.empty());
 }
 
-TEST_CASE("Padding: the types 1.13 lacks") {
+TEST_CASE("Padding: the types 1.13 lacks are refused by the graph under --torch 1.13") {
   // hasattr(torch.nn, 'ZeroPad1d') etc. is False on 1.13
+  EstimateOptions torch113;
+  torch113.graph.torch = find_torch_profile("1.13");
+  torch113.graph.mode = Mode::Eval;
   for (const std::string type : {"ZeroPad1d", "ZeroPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d"}) {
     CAPTURE(type);
-    CHECK(rule_error_in(kCpu113, "{type: " + type + ", padding: 1}", {tensor({2, 3, 4, 4, 4})}) ==
-          "PyTorch 1.13 has no nn." + type + " (--torch 2.13 has it)");
+    const std::string spec = "inputs: {x: [3, 4, 4, 4]}\nlayers:\n  - {name: pad, type: " + type + ", padding: 1}\n";
+    CHECK(error_from(spec, torch113) == "test.yaml:3:23: error: " + type + " 'pad': PyTorch 1.13 has no nn." + type +
+                                            " (--torch 2.13 has it)");
+    CHECK(error_from(spec, EstimateOptions{.graph = {.mode = Mode::Eval}}).find("has no nn.") == std::string::npos);
   }
   CHECK(rule_error_in(kCpu113, "{type: ZeroPad2d, padding: 1}", {tensor({2, 3, 4, 4})}).empty());
 }
