@@ -12,6 +12,7 @@
 //   efficient — (CUDA) q, k, v, the mask, the output, a log-sum-exp [N, heads, ceil(L/32)*32].
 //   cudnn     — (CUDA) q, k, v, the output, softmax statistics [N, heads, L, 1].
 // So only math keeps the s^2 attention weights: the term that decides long-sequence memory.
+// It exists from PyTorch 2.0: the profile of 1.13 lists it as absent, and the graph refuses it.
 // `auto` chooses as PyTorch does: on the CPU flash for 4-D inputs whose value head size equals
 // the query's, without dropout, else math (measured); on CUDA flash for 16-bit inputs without
 // a mask, else efficient, else math (sdp_utils.cpp's order; not measured).
@@ -126,9 +127,6 @@ Kernel choose(const LayerCall& call, const Shapes& s, double dropout) {
 }
 
 LayerResult infer_sdpa(const LayerCall& call) {
-  if (!call.ctx.torch->has_layer("ScaledDotProductAttention"))
-    throw LayerError("F.scaled_dot_product_attention exists from PyTorch 2.0; torch " + std::string(call.ctx.torch->version) +
-                     " has none (write the attention with MatMul and Softmax)");
   const Shapes s = check_shapes(call);
   check_mask(call, s);
   const double dropout = call.training() ? call.attrs.real("dropout_p") : 0.0;  // as modules pass it

@@ -68,7 +68,9 @@ LayerResult infer_rms_norm(const LayerCall& call) {
   const Shape stats = normalised(call, shape);
   const bool affine = call.attrs.flag("elementwise_affine");
   const bool hf = call.attrs.is("form", "hf");
-  if (!hf) require_in_version(call, "RMSNorm");
+  if (!hf && !call.ctx.torch->rms_norm_op)
+    throw LayerError("PyTorch " + std::string(call.ctx.torch->version) + " has no nn.RMSNorm (2.4 added it); form: hf, "
+                     "the hand-written LlamaRMSNorm, runs on it", "form");
   const TensorType& in = call.input();
   const TensorType wide{in.shape, DType::Float32};
   LayerResult res;

@@ -9,10 +9,9 @@ namespace nnmem {
 
 namespace {
 
-// ScaledDotProductAttention: F.scaled_dot_product_attention is 2.0's; RMSNorm: nn.RMSNorm and
-// F.rms_norm are 2.4's (transformers' hand-written form, RMSNorm form: hf, runs on 1.13).
-constexpr std::array<std::string_view, 7> kAbsentIn1_13 = {"ZeroPad1d",     "ZeroPad3d", "CircularPad1d", "CircularPad2d",
-                                                           "CircularPad3d", "ScaledDotProductAttention", "RMSNorm"};
+// ScaledDotProductAttention: F.scaled_dot_product_attention is 2.0's.
+constexpr std::array<std::string_view, 6> kAbsentIn1_13 = {"ZeroPad1d",     "ZeroPad3d", "CircularPad1d", "CircularPad2d",
+                                                           "CircularPad3d", "ScaledDotProductAttention"};
 
 constexpr std::array kProfiles = {
     TorchProfile{
@@ -28,6 +27,7 @@ constexpr std::array kProfiles = {
         .version = "1.13",
         .measured = "torch 1.13.1 (Debian's python3-torch)",
         .absent_layers = kAbsentIn1_13,
+        .rms_norm_op = false,
         .global_avg_pool_keeps_input = true,
         .im2col_keeps_input = true,
         .channel_shuffle_differentiable = false,

@@ -17,6 +17,9 @@ struct TorchProfile {
   // Layer types (PyTorch class names) this version does not have: nn.ZeroPad1d/3d and
   // nn.CircularPad1d/2d/3d are missing from 1.13 (hasattr(torch.nn, ...) is False there).
   std::span<const std::string_view> absent_layers = {};
+  // nn.RMSNorm / F.rms_norm exist (2.4+; 1.13.1 has neither). RMSNorm form: hf, transformers'
+  // hand-written LlamaRMSNorm, runs on any version.
+  bool rms_norm_op = true;
 
   // --- the autograd engine
   // Two gradients of one tensor (a residual fork, a weight used twice): 2.x's InputBuffer adds

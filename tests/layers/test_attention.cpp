@@ -89,10 +89,11 @@ TEST_CASE("ScaledDotProductAttention: errors name the expected and the found val
         "expected a floating-point input, found int64");
 }
 
-TEST_CASE("ScaledDotProductAttention: torch 1.13 has none") {
-  CHECK(rule_error("{type: ScaledDotProductAttention}", qkv()).empty());
-  CHECK_THROWS_WITH_AS(run_rule("{type: ScaledDotProductAttention}", qkv(), kCpu113),
-                       "F.scaled_dot_product_attention exists from PyTorch 2.0; torch 1.13 has none (write the "
-                       "attention with MatMul and Softmax)",
+TEST_CASE("ScaledDotProductAttention and nn.RMSNorm: torch 1.13 has neither; the hand-written RMSNorm runs on it") {
+  CHECK_FALSE(find_torch_profile("1.13")->has_layer("ScaledDotProductAttention"));  // the graph refuses it at its type
+  CHECK(default_torch_profile().has_layer("ScaledDotProductAttention"));
+  CHECK_THROWS_WITH_AS(run_rule("{type: RMSNorm, normalized_shape: 16}", {tensor({2, 8, 16})}, kCpu113),
+                       "PyTorch 1.13 has no nn.RMSNorm (2.4 added it); form: hf, the hand-written LlamaRMSNorm, runs on it",
                        LayerError);
+  CHECK(run_rule("{type: RMSNorm, normalized_shape: 16, form: hf}", {tensor({2, 8, 16})}, kCpu113).params.size() == 1);
 }
