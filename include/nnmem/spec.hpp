@@ -91,6 +91,9 @@ struct ModelSpec {
 struct LoadOptions {
   /// --set NAME=VALUE overrides of the spec's `variables` (an unknown NAME is an error).
   std::vector<std::pair<std::string, std::string>> overrides;
+  /// --input NAME=[d1, d2, …] overrides of an input's per-sample shape (without the batch): each
+  /// size an integer or a `$expression` of the spec's variables. An unknown NAME is an error.
+  std::vector<std::pair<std::string, std::string>> input_shapes;
   /// Upper bound on layers after expanding blocks and `repeat`: bounds time and memory.
   std::int64_t max_layers = 100000;
   /// Larger files are refused before parsing.
