@@ -4,6 +4,8 @@
 // within 5% each, and 2% in the median (so far every one is exact to the byte), and the phase
 // and layer where it falls.
 #include <algorithm>
+#include <map>
+#include <set>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -65,4 +67,34 @@ TEST_CASE("training memory matches PyTorch on every validation fixture") {
   MESSAGE("peak error over " << errors.size() << " runs: median " << median * 100 << "%, worst " << errors.back() * 100 << "%");
   CHECK(median <= 0.02);
   CHECK(errors.back() <= 0.05);
+}
+
+TEST_CASE("the timeline names each event's block and kind: a tensor is one allocation and at most one release") {
+  for (const char* spec : {"examples/resnet18.yaml", "examples/unet_small.yaml", "examples/frozen_backbone.yaml"}) {
+    EstimateOptions o;
+    o.graph.batch = 3;
+    const Estimate e = estimate_file(spec, o);
+    CAPTURE(spec);
+    std::map<int, const TimelineEvent*> allocated;
+    std::set<int> released;
+    std::array<std::int64_t, kMemoryKinds> by_kind{};
+    bool peak_seen = false;
+    for (const TimelineEvent& ev : e.timeline) {
+      by_kind[static_cast<std::size_t>(ev.kind)] += ev.delta;
+      if (!peak_seen && ev.live == e.totals.peak_bytes) {
+        CHECK(by_kind == e.totals.peak_breakdown);  // the first moment the peak is reached
+        peak_seen = true;
+      }
+      const auto [first, fresh] = allocated.emplace(ev.block, &ev);
+      if (fresh) {
+        CHECK(ev.delta >= 0);
+        continue;
+      }
+      CHECK(released.insert(ev.block).second);
+      CHECK(ev.delta == -first->second->delta);
+      CHECK(ev.kind == first->second->kind);
+      CHECK(ev.tensor == first->second->tensor);
+    }
+    CHECK(peak_seen);
+  }
 }

@@ -79,6 +79,8 @@ struct TimelineEvent {
   std::string tensor;              // what: "output", "grad of input", "exp_avg_sq.sqrt()", …
   std::int64_t delta = 0;
   std::int64_t live = 0;           // bytes live after the event
+  MemoryKind kind = MemoryKind::Activations;  // what the block holds
+  int block = -1;                  // the block allocated or released: the pair of events of one tensor
 };
 
 struct Totals {

@@ -33,8 +33,8 @@ int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, std::string what, 
   blocks_.push_back({bytes, refs, std::move(what), true, kind});
   live_ = checked_add(live_, bytes);
   pools_.add(bytes, +1);
-  record(bytes, blocks_.back().what, kind);
   const int id = static_cast<int>(blocks_.size()) - 1;
+  record(bytes, id);
   if (refs == 0) release(id), ++blocks_.back().refs;  // never held: freed at once
   return id;
 }
@@ -52,11 +52,13 @@ void MemoryTracker::release(int block) {
   b.live = false;
   live_ -= b.bytes;
   pools_.add(b.bytes, -1);
-  record(-b.bytes, b.what, b.kind);
+  record(-b.bytes, block);
 }
 
-void MemoryTracker::record(std::int64_t delta, const std::string& what, MemoryKind kind) {
-  events_.push_back({phase_, layer_, what, delta, live_});
+void MemoryTracker::record(std::int64_t delta, int block) {
+  const Block& b = blocks_[static_cast<std::size_t>(block)];
+  const MemoryKind kind = b.kind;
+  events_.push_back({phase_, layer_, b.what, delta, live_, kind, block});
   auto& of_kind = by_kind_[static_cast<std::size_t>(kind)];
   of_kind += delta;
   if (phase_ == Phase::Backward && kind == MemoryKind::Transients) backward_transients_ = std::max(backward_transients_, of_kind);

@@ -53,7 +53,7 @@ class MemoryTracker {
     void add(std::int64_t bytes, int sign);
     std::int64_t reserved() const;
   };
-  void record(std::int64_t delta, const std::string& what, MemoryKind kind);
+  void record(std::int64_t delta, int block);
 
   std::vector<Block> blocks_;
   std::vector<TimelineEvent> events_;

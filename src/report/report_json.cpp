@@ -97,7 +97,8 @@ ordered_json to_json(const Estimate& e) {
   j["timeline"] = ordered_json::array();
   for (const auto& ev : e.timeline)
     j["timeline"].push_back(
-        {{"phase", name_of(ev.phase)}, {"layer", ev.layer}, {"tensor", ev.tensor}, {"delta", ev.delta}, {"live", ev.live}});
+        {{"phase", name_of(ev.phase)}, {"layer", ev.layer}, {"tensor", ev.tensor}, {"delta", ev.delta}, {"live", ev.live},
+         {"kind", name_of(ev.kind)}, {"block", ev.block}});
   return j;
 }
 
