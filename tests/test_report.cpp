@@ -1,9 +1,11 @@
 // Renderers format what estimate() computed and checked: a model too large for 64-bit sizes
 // fails in estimate(), located at the spec, and the table widens its columns for huge values.
+#include <limits>
 #include <regex>
 #include <sstream>
 
 #include "helpers.hpp"
+#include "nnmem/units.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
@@ -53,4 +55,18 @@ TEST_CASE("the memory table widens its columns rather than run values together")
       ++rows;
     }
   CHECK(rows >= 6);
+}
+
+TEST_CASE("readable sizes: the unit the magnitude calls for, two decimals truncated, exact bytes beside") {
+  CHECK(human_bytes(0) == "0 B");
+  CHECK(human_bytes(1023) == "1023 B");
+  CHECK(human_bytes(1536) == "1.50 KiB");
+  CHECK(human_bytes(13098536) == "12.49 MiB");        // seed 003's weights
+  CHECK(human_bytes(39295640) == "37.47 MiB");        // 37.4752…: truncated, never rounded up
+  CHECK(human_bytes((std::int64_t{1} << 30) - 1) == "1023.99 MiB");
+  CHECK(human_bytes(std::int64_t{1} << 30) == "1.00 GiB");
+  CHECK(human_bytes(-(std::int64_t{13} << 28)) == "-3.25 GiB");
+  CHECK(human_bytes(std::numeric_limits<std::int64_t>::max()) == "7.99 EiB");
+  CHECK(human_bytes(std::numeric_limits<std::int64_t>::min()) == "-8.00 EiB");
+  CHECK(human_bytes_exact(13098536) == "12.49 MiB (13,098,536 bytes)");
 }
