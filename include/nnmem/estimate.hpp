@@ -120,6 +120,8 @@ struct InputEstimate {
 struct Estimate {
   std::string model;
   std::string file;
+  std::vector<std::pair<std::string, Value>> variables;  // the spec's variables, resolved
+  std::vector<std::pair<std::string, std::string>> set, input_shapes;  // the --set and --input it was loaded with
   std::vector<InputEstimate> inputs;
   EstimateOptions options;
   Mode mode = Mode::Train;

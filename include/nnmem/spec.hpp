@@ -85,6 +85,8 @@ struct ModelSpec {
   std::optional<std::string> loss;   // cross_entropy | mse | mean
   SourceLoc loss_loc;
   std::vector<std::pair<std::string, Value>> variables;  // final values, after --set
+  /// What it was loaded with: LoadOptions' --set and --input texts, for reports.
+  std::vector<std::pair<std::string, std::string>> set, input_shapes;
   SourceLoc loc;                     // the document
 };
 

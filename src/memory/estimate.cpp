@@ -83,6 +83,9 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
   Estimate e;
   e.model = graph.spec.name;
   e.file = graph.spec.file;
+  e.variables = graph.spec.variables;
+  e.set = graph.spec.set;
+  e.input_shapes = graph.spec.input_shapes;
   e.options.graph = graph.options;
   e.options.step = options;
   e.mode = graph.options.mode;

@@ -91,17 +91,18 @@ std::string scaled(std::int64_t value, double base, const char* const (&units)[7
 
 std::string human_bytes(std::int64_t bytes) {
   static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  // |bytes| / 1024^u in hundredths, truncated: exact integer arithmetic, never rounded up.
-  const unsigned __int128 magnitude = bytes < 0 ? -static_cast<unsigned __int128>(bytes) : static_cast<unsigned __int128>(bytes);
+  // |bytes| / 1024^u to two decimals, truncated: exact integer arithmetic, never rounded up.
+  const unsigned long long magnitude = bytes < 0 ? 0ULL - static_cast<unsigned long long>(bytes) : static_cast<unsigned long long>(bytes);
   int u = 0;
-  unsigned __int128 unit = 1;
-  while (magnitude >= unit * 1024 && u < 6) unit *= 1024, ++u;
+  unsigned long long unit = 1;
+  while (u < 6 && magnitude / 1024 >= unit) unit *= 1024, ++u;
   char buf[64];
   if (u == 0) {
     std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
   } else {
-    const auto hundredths = static_cast<unsigned long long>(magnitude * 100 / unit);
-    std::snprintf(buf, sizeof buf, "%s%llu.%02llu %s", bytes < 0 ? "-" : "", hundredths / 100, hundredths % 100, units[u]);
+    const unsigned long long rest = magnitude % unit;  // below 2^60, so 10 * rest fits
+    const unsigned long long tenths = rest * 10 / unit, hundredths = rest * 10 % unit * 10 / unit;
+    std::snprintf(buf, sizeof buf, "%s%llu.%llu%llu %s", bytes < 0 ? "-" : "", magnitude / unit, tenths, hundredths, units[u]);
   }
   return buf;
 }

@@ -70,6 +70,8 @@ class Expander {
     globals_ = evaluate_variables(raw_, options_);
     spec.variables = globals_.vars;
     input_shapes_ = input_overrides(raw_, options_);
+    spec.set = options_.overrides;
+    spec.input_shapes = options_.input_shapes;
 
     NameScope top;
     top.owner = "the spec";

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""What the command line promises beyond the library: exit codes (2 when the step does not fit),
+the spec from standard input, every default shown by --help, formats that parse, the answer
+before the table.
+
+    python3 tests/check_cli.py NNMEM_BINARY
+
+Run from the repository root. Plain Python 3 standard library. Prints one line per check that
+fails and "N passed, N failed"; exits 1 if any failed.
+"""
+import csv
+import io
+import json
+import subprocess
+import sys
+
+NNMEM = sys.argv[1]
+passed, failed = 0, 0
+
+
+def run(*args, stdin=None):
+    p = subprocess.run([NNMEM, *args], input=stdin, capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(what, ok):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what)
+
+
+# fit: the answer, not the table; exit 2 when nothing fits; --table adds the estimate.
+code, out, _ = run("fit", "examples/mlp.yaml", "--budget", "22MiB")
+check("fit exits 0 when a batch fits", code == 0)
+check("fit answers mlp in 22 MiB with 1,411", "Largest batch that fits in 22.00 MiB (23,068,672 bytes): 1,411\n" in out)
+check("fit prints no table by default", "Layer (type)" not in out)
+code, out, _ = run("fit", "examples/vgg16.yaml", "--budget", "100MiB")
+check("fit exits 2 when nothing fits", code == 2 and out.count("No batch fits in 100.00 MiB") == 1)
+code, out, _ = run("fit", "examples/resnet18.yaml", "--budget", "8GiB", "--headroom", "10%", "--multiple-of", "8", "--table")
+check("fit --headroom --multiple-of --table", code == 0 and "Largest multiple of 8 that fits in 8.00 GiB (8,589,934,592 bytes) "
+      "less 819.19 MiB headroom" in out and "Layer (type)" in out)
+code, out, _ = run("fit", "examples/resnet18.yaml", "--budget", "8GiB", "--format", "json")
+fit = json.loads(out)
+check("fit --format json", code == 0 and fit["fit"]["batch"] > 0 and fit["estimate"]["options"]["batch"] == fit["fit"]["batch"])
+
+# estimate: the answer first; --budget's verdict and exit code.
+code, out, _ = run("estimate", "examples/resnet18.yaml", "--batch", "32", "--budget", "1GiB")
+lines = out.split("\n")
+check("estimate puts the answer first", code == 0 and lines[0].startswith("resnet18, batch 32: peak ") and
+      "the device holds" in lines[0] and lines[1].startswith("Budget 1.00 GiB (1,073,741,824 bytes): fits, with"))
+code, out, _ = run("estimate", "examples/resnet18.yaml", "--batch", "32", "--budget", "512MiB", "--summary")
+check("estimate --budget exits 2 when it does not fit", code == 2 and "does not fit" in out and "Layer (type)" not in out)
+
+# Formats parse.
+code, out, _ = run("estimate", "examples/resnet18.yaml", "--format", "csv")
+rows = list(csv.reader(io.StringIO(out)))
+check("estimate --format csv", code == 0 and rows[0][0] == "Layer (type)" and len(rows) == 1 + 69)
+code, out, _ = run("estimate", "examples/resnet18.yaml", "--format", "markdown", "--depth", "1")
+check("estimate --format markdown --depth 1", code == 0 and "| layer1 (14 layers) |" in out)
+code, out, _ = run("estimate", "examples/mlp.yaml", "--format", "json", "--set", "hidden=64", "--input", "pixels=[100]", "--no-timeline")
+j = json.loads(out)
+check("estimate JSON records --set/--input, drops the timeline", j["load"]["set"] == {"hidden": "64"} and
+      j["load"]["input"] == {"pixels": "[100]"} and j["load"]["variables"] == {"hidden": 64} and "timeline" not in j)
+
+# The spec from standard input.
+spec = open("examples/mlp.yaml").read()
+code, out, _ = run("check", "-", stdin=spec)
+check("check - reads standard input", code == 0 and out == "-: ok (6 layers, 535,818 parameters)\n")
+code, _, err = run("estimate", "-", stdin="inputs: {x: [4]}\nlayers:\n  - {type: Linaer}\n")
+check("errors in standard input are located there", code == 1 and err.startswith("<stdin>:3:12: error: unknown layer type 'Linaer'"))
+
+# --help shows every default.
+code, out, _ = run("estimate", "--help")
+for default in ["--batch INT:INT in [1 - 1099511627776]=1\n", "}=adam\n", "}=train\n", "}=cuda\n", "--overhead TEXT=0 ",
+                "=the spec's, else float32\n", "--max-layers INT:POSITIVE=100000\n", "PyTorch 1.13"]:
+    check("estimate --help shows " + default, code == 0 and default in out)
+
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
