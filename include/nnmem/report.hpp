@@ -51,4 +51,11 @@ std::string render_table(const BatchFit& fit, bool with_estimate = false);
 /// The same as JSON: {"schema_version", "fit": {...}, "estimate": {...} or null}.
 std::string render_json(const BatchFit& fit, const ReportOptions& options = {}, int indent = 2);
 
+struct CheckpointSizes;
+/// Checkpoint sizes: the totals first, then each file and its components.
+std::string render_table(const CheckpointSizes& checkpoint);
+std::string render_markdown(const CheckpointSizes& checkpoint);
+std::string render_csv(const CheckpointSizes& checkpoint);
+std::string render_json(const CheckpointSizes& checkpoint, int indent = 2);
+
 }  // namespace nnmem
