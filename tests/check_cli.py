@@ -11,8 +11,10 @@ fails and "N passed, N failed"; exits 1 if any failed.
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
 NNMEM = sys.argv[1]
 passed, failed = 0, 0
@@ -71,6 +73,30 @@ code, out, _ = run("check", "-", stdin=spec)
 check("check - reads standard input", code == 0 and out == "-: ok (6 layers, 535,818 parameters)\n")
 code, _, err = run("estimate", "-", stdin="inputs: {x: [4]}\nlayers:\n  - {type: Linaer}\n")
 check("errors in standard input are located there", code == 1 and err.startswith("<stdin>:3:12: error: unknown layer type 'Linaer'"))
+
+# Pictures that parse as XML, one series per memory kind; a trace that is trace-event JSON.
+def svg_series(path):
+    import xml.etree.ElementTree as ET
+    root = ET.parse(path).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    return [p.find(ns + "title").text for p in root.iter(ns + "polygon") if p.find(ns + "title") is not None]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    timeline, layers, trace = (os.path.join(tmp, n) for n in ("timeline.svg", "layers.svg", "trace.json"))
+    code, out, err = run("estimate", "examples/resnet18.yaml", "--batch", "8", "--plot", timeline, "--plot", layers,
+                         "--trace", trace, "--summary")
+    check("estimate --plot/--trace write their files", code == 0 and err.count("nnmem: wrote ") == 3)
+    check("the timeline SVG: a series per kind present", svg_series(timeline) == [
+        "parameters", "buffers", "optimizer state", "gradients", "input + target", "activations kept",
+        "activation gradients, temporaries"])
+    check("the layers SVG parses", "layer" in open(layers).read() and svg_series(layers) == [])
+    t = json.load(open(trace))
+    events = t["traceEvents"]
+    check("trace: counters, phases and layers", {e["ph"] for e in events} == {"M", "C", "X"} and
+          all(isinstance(e["ts"], int) and e["pid"] == 1 for e in events if e["ph"] != "M") and
+          all(e["dur"] >= 1 for e in events if e["ph"] == "X") and
+          max(sum(e["args"].values()) for e in events if e["ph"] == "C") == t["otherData"]["peak_bytes"])
 
 # --help shows every default.
 code, out, _ = run("estimate", "--help")

@@ -44,6 +44,15 @@ std::string render_torchsummary(const Estimate& estimate);
 /// The estimate as JSON (indent < 0: one line).
 std::string render_json(const Estimate& estimate, const ReportOptions& options = {}, int indent = 2);
 
+/// The step's memory over time as an SVG picture: stacked by kind, the phases shaded, the peak
+/// marked with its phase and layer (and what the device holds, and the budget, as lines).
+std::string render_timeline_svg(const Estimate& estimate, const ReportOptions& options = {});
+/// The `top` layers that hold the most (parameters, gradients, what backward keeps) as an SVG bar chart.
+std::string render_layers_svg(const Estimate& estimate, std::size_t top = 20);
+/// The timeline as Chrome trace-event JSON (Perfetto, chrome://tracing): a counter per memory
+/// kind, and spans for the phases and for each layer's run of events (one time unit per event).
+std::string render_trace_json(const Estimate& estimate);
+
 struct BatchFit;
 /// The largest batch that fits a budget, and how the search found it; with `with_estimate`, the
 /// estimate at that batch after it.

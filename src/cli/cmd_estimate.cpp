@@ -21,7 +21,20 @@ struct EstimateArgs {
   bool summary = false;
   int depth = 0;
   bool no_timeline = false;
+  std::vector<std::string> plots;
+  std::string trace;
 };
+
+// "layers:out.svg", "timeline:out.svg", or a file whose name says which: one beginning with
+// "layers" draws the layers, any other the timeline.
+void write_plot(const std::string& spec, const Estimate& e, const ReportOptions& report) {
+  const auto colon = spec.find(':');
+  const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
+  const std::string path = kind == "layers" || kind == "timeline" ? spec.substr(colon + 1) : spec;
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  const bool layers = kind == "layers" || (kind.empty() && name.rfind("layers", 0) == 0);
+  write_file("--plot", path, layers ? render_layers_svg(e) : render_timeline_svg(e, report));
+}
 
 int run_estimate(const EstimateArgs& a) {
   const EstimateOptions options = a.step.options();  // flag mistakes before reading the spec
@@ -31,6 +44,8 @@ int run_estimate(const EstimateArgs& a) {
   report.depth = a.depth;
   report.timeline = !a.no_timeline;
   const Estimate e = estimate(a.spec.spec(), options);
+  for (const auto& plot : a.plots) write_plot(plot, e, report);
+  if (!a.trace.empty()) write_file("--trace", a.trace, render_trace_json(e));
   if (a.format == "json") std::cout << render_json(e, report) << '\n';
   else if (a.format == "csv") std::cout << render_csv(e, report);
   else if (a.format == "markdown") std::cout << render_markdown(e, report);
@@ -68,6 +83,10 @@ Subcommand add_estimate(CLI::App& parent) {
   app->add_option("--depth", a->depth, "fold layers into one row per name prefix of this many parts (layer1.0: depth 2)")
       ->check(integer_between(1, 64));
   app->add_flag("--no-timeline", a->no_timeline, "JSON: leave out the allocation timeline");
+  app->add_option("--plot", a->plots,
+                  "draw an SVG: the memory timeline (timeline.svg) or the layers that hold the most (layers.svg); "
+                  "a timeline: or layers: prefix says which whatever the name (repeatable)");
+  app->add_option("--trace", a->trace, "write the timeline as Chrome trace-event JSON, for Perfetto or chrome://tracing");
   return {app, [a] { return run_estimate(*a); }};
 }
 
