@@ -98,6 +98,22 @@ with tempfile.TemporaryDirectory() as tmp:
           all(e["dur"] >= 1 for e in events if e["ph"] == "X") and
           max(sum(e["args"].values()) for e in events if e["ph"] == "C") == t["otherData"]["peak_bytes"])
 
+# The sweep: an SVG with a series per component, a formula that reproduces every point.
+with tempfile.TemporaryDirectory() as tmp:
+    out_svg = os.path.join(tmp, "out.svg")
+    code, out, err = run("sweep", "examples/resnet50.yaml", "--vary", "batch=1,2,4,8,16,32,64", "--plot", out_svg, "--format", "json")
+    s = json.loads(out)
+    series = svg_series(out_svg)
+    kinds = [k for k in ["parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies",
+                         "transients"] if any(p["peak_breakdown"][k] for p in s["points"])]
+    check("sweep --plot: one series per component", code == 0 and len(series) == len(kinds) == 7)
+    within = all(abs(p["peak_bytes"] - sum(t["coefficient"] * float(p["values"][0]) ** t["powers"][0] for t in s["fit"]["terms"]))
+                 <= s["fit"]["max_residual"] for p in s["points"])
+    check("sweep: the formula reproduces every point within its residual", within and len(s["points"]) == 7)
+    code, out, _ = run("sweep", "examples/mlp.yaml", "--vary", "hidden=64,128,256", "--vary", "batch=1..64", "--format", "csv")
+    rows = list(csv.reader(io.StringIO(out)))
+    check("sweep over two variables: the grid", code == 0 and rows[0][:2] == ["hidden", "batch"] and len(rows) == 1 + 3 * 7)
+
 # --help shows every default.
 code, out, _ = run("estimate", "--help")
 for default in ["--batch INT:INT in [1 - 1099511627776]=1\n", "}=adam\n", "}=train\n", "}=cuda\n", "--overhead TEXT=0 ",

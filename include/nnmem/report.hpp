@@ -60,6 +60,17 @@ std::string render_table(const BatchFit& fit, bool with_estimate = false);
 /// The same as JSON: {"schema_version", "fit": {...}, "estimate": {...} or null}.
 std::string render_json(const BatchFit& fit, const ReportOptions& options = {}, int indent = 2);
 
+struct Sweep;
+/// A sweep: every component at every point, then the fitted formula, its largest residual and the
+/// batch it implies for `options.budget_bytes`.
+std::string render_table(const Sweep& sweep, const ReportOptions& options = {});
+std::string render_markdown(const Sweep& sweep, const ReportOptions& options = {});
+std::string render_csv(const Sweep& sweep, const ReportOptions& options = {});
+std::string render_json(const Sweep& sweep, const ReportOptions& options = {}, int indent = 2);
+/// The peak's components stacked against the swept variable(s), the budget as a line, the largest
+/// point that fits marked.
+std::string render_sweep_svg(const Sweep& sweep, const ReportOptions& options = {});
+
 struct CheckpointSizes;
 /// Checkpoint sizes: the totals first, then each file and its components.
 std::string render_table(const CheckpointSizes& checkpoint);

@@ -27,10 +27,14 @@ std::vector<std::string> split_list(const std::string& text) {
 
 ModelSpec load_spec(const std::string& path, const LoadOptions& options) {
   if (path != "-") return load_spec_file(path, options);
-  // At most one byte past the limit: the loader then refuses the text as too large.
-  std::string text;
-  const auto limit = static_cast<std::size_t>(options.max_file_bytes) + 1;
-  for (std::istreambuf_iterator<char> it(std::cin), end; it != end && text.size() < limit; ++it) text += *it;
+  // Read once (a sweep loads the spec at every point), at most one byte past the limit: the
+  // loader then refuses the text as too large.
+  static const std::string text = [&] {
+    std::string s;
+    const auto limit = static_cast<std::size_t>(options.max_file_bytes) + 1;
+    for (std::istreambuf_iterator<char> it(std::cin), end; it != end && s.size() < limit; ++it) s += *it;
+    return s;
+  }();
   return parse_spec(text, "<stdin>", options);
 }
 

@@ -23,7 +23,7 @@ inline constexpr int kExitDoesNotFit = 2;
 std::pair<std::string, std::string> assignment(const std::string& option, const std::string& text);
 /// `text` split at the commas outside brackets: "a=1,k=[3,3]" -> {"a=1", "k=[3,3]"}.
 std::vector<std::string> split_list(const std::string& text);
-/// Loads a spec file, or standard input when `path` is "-" (named "<stdin>" in locations).
+/// Loads a spec file, or standard input when `path` is "-" (read once; named "<stdin>" in locations).
 ModelSpec load_spec(const std::string& path, const LoadOptions& options);
 
 /// --set, --input and --max-layers: how a spec is loaded.

@@ -89,7 +89,10 @@ std::vector<std::int64_t> byte_ticks(std::int64_t max) {
   while (step < max / 8) step *= 2;
   if (max / step < 4 && step > 1) step /= 2;
   std::vector<std::int64_t> ticks;
-  for (std::int64_t t = 0; t <= max && ticks.size() < 32; t += step) ticks.push_back(t);
+  for (std::int64_t t = 0; ticks.size() < 32; t += step) {
+    ticks.push_back(t);
+    if (t >= max || t > INT64_MAX - step) break;  // the last tick at or above the largest value
+  }
   return ticks;
 }
 
@@ -99,7 +102,7 @@ std::string render(const StackedChart& c) {
   const std::size_t n = c.x_ticks.size();
   std::int64_t y_max = std::max<std::int64_t>(c.y_max, 1);
   for (const auto& l : c.lines) y_max = std::max(y_max, l.bytes);
-  const std::vector<std::int64_t> ticks = byte_ticks(y_max + y_max / 20);
+  const std::vector<std::int64_t> ticks = byte_ticks(y_max);
   const double top = static_cast<double>(std::max(ticks.back(), y_max));
   const auto X = [&](double i) { return kLeft + (c.points_as_steps ? i / static_cast<double>(std::max<std::size_t>(n, 1)) : n > 1 ? i / static_cast<double>(n - 1) : 0.5) * w; };
   const auto Y = [&](double bytes) { return kTop + h - bytes / top * h; };
@@ -148,7 +151,9 @@ std::string render(const StackedChart& c) {
   svg.text(kLeft + w / 2, kHeight - 22, c.x_label, 13, "middle", "#222");
   for (const auto& l : c.lines) {
     svg.line(kLeft, Y(static_cast<double>(l.bytes)), kLeft + w, Y(static_cast<double>(l.bytes)), l.color, 2, true);
-    svg.text(kLeft + w - 4, Y(static_cast<double>(l.bytes)) - 6, l.label, 12, "end", l.color, true);
+    // Below the line when it runs along the top, where the subtitle is.
+    const double y = Y(static_cast<double>(l.bytes));
+    svg.text(kLeft + w - 4, y < kTop + 24 ? y + 16 : y - 6, l.label, 12, "end", l.color, true);
   }
   for (const auto& m : c.marks) {
     const double x = X(static_cast<double>(m.point) + (c.points_as_steps ? 0.5 : 0)), y = Y(static_cast<double>(m.bytes));
