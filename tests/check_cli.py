@@ -114,6 +114,28 @@ with tempfile.TemporaryDirectory() as tmp:
     rows = list(csv.reader(io.StringIO(out)))
     check("sweep over two variables: the grid", code == 0 and rows[0][:2] == ["hidden", "batch"] and len(rows) == 1 + 3 * 7)
 
+# compare: columns that are the estimates, deltas against the first.
+code, out, _ = run("compare", "examples/resnet18.yaml", "examples/resnet50.yaml", "--batch", "32", "--budget", "24GiB",
+                   "--format", "json")
+c = json.loads(out)
+e18 = json.loads(run("estimate", "examples/resnet18.yaml", "--batch", "32", "--format", "json", "--no-timeline")[1])["totals"]
+e50 = json.loads(run("estimate", "examples/resnet50.yaml", "--batch", "32", "--format", "json", "--no-timeline")[1])["totals"]
+f50 = json.loads(run("fit", "examples/resnet50.yaml", "--budget", "24GiB", "--format", "json")[1])["fit"]["batch"]
+v18, v50 = c["columns"][0]["values"], c["columns"][1]["values"]
+check("compare: each column is the estimate", code == 0 and all(v18[k] == e18[k] and v50[k] == e50[k] for k in
+      ["params", "macs", "param_bytes", "optimizer_state_bytes", "saved_bytes", "peak_bytes", "device_bytes"]))
+check("compare: the largest batch is fit's", v50["largest_batch"] == f50)
+check("compare: deltas against the first column", all(c["deltas"][0]["values"][k] == v50[k] - v18[k] for k in c["deltas"][0]["values"]))
+code, out, _ = run("compare", "examples/mlp.yaml", "--variant", "small:--set", "hidden=256", "--variant", "big:--set hidden=1024",
+                   "--format", "csv")
+rows = list(csv.reader(io.StringIO(out)))
+check("compare --variant, as two words or one", code == 0 and rows[0] == ["", "small", "big", "vs small"] and
+      rows[2][1:3] == ["235146", "1333770"])
+code, _, err = run("compare", "examples/mlp.yaml", "--variant", "small:--sett hidden=256", "--variant", "b:--batch 2")
+check("compare: a bad variant says what it expected", code == 1 and "variant 'small': expected --set, --input or --batch, found '--sett'" in err)
+code, _, err = run("compare", "examples/mlp.yaml")
+check("compare: one column is refused", code == 1 and "needs two columns" in err)
+
 # --help shows every default.
 code, out, _ = run("estimate", "--help")
 for default in ["--batch INT:INT in [1 - 1099511627776]=1\n", "}=adam\n", "}=train\n", "}=cuda\n", "--overhead TEXT=0 ",

@@ -104,4 +104,16 @@ struct BatchFit {
 /// for a budget below 1 byte or a headroom that leaves nothing.
 BatchFit fit_batch(const ModelSpec& spec, EstimateOptions options, const FitOptions& fit);
 
+/// Design variants side by side: each spec, or one spec under named overrides, a column; with
+/// a budget, each column's largest batch.
+struct Comparison {
+  struct Column {
+    std::string name;              // the spec's name, or the variant's
+    Estimate estimate;
+    std::optional<BatchFit> fit;   // with a budget (no estimate inside: the column has one)
+  };
+  std::vector<Column> columns;
+  std::optional<std::int64_t> budget_bytes;
+};
+
 }  // namespace nnmem

@@ -60,6 +60,13 @@ std::string render_table(const BatchFit& fit, bool with_estimate = false);
 /// The same as JSON: {"schema_version", "fit": {...}, "estimate": {...} or null}.
 std::string render_json(const BatchFit& fit, const ReportOptions& options = {}, int indent = 2);
 
+struct Comparison;
+/// Columns side by side, a row per figure, each column's difference from the first.
+std::string render_table(const Comparison& comparison);
+std::string render_markdown(const Comparison& comparison);
+std::string render_csv(const Comparison& comparison);
+std::string render_json(const Comparison& comparison, int indent = 2);
+
 struct Sweep;
 /// A sweep: every component at every point, then the fitted formula, its largest residual and the
 /// batch it implies for `options.budget_bytes`.
