@@ -19,9 +19,7 @@ int run_layers(const std::string& type) {
   }
   const LayerDef* d = find_layer(type);
   if (!d) {
-    const std::string near = nearest_name(type, layer_types());
-    std::cerr << "nnmem: error: unknown layer type '" << type << "'" << (near.empty() ? "" : "; did you mean '" + near + "'?")
-              << '\n';
+    std::cerr << "nnmem: error: unknown layer type '" << type << "'" << layer_type_hint(type) << '\n';
     return kExitError;
   }
   std::cout << d->type << ": " << d->summary << '\n';
