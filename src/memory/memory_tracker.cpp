@@ -58,7 +58,7 @@ void MemoryTracker::release(int block) {
 void MemoryTracker::record(std::int64_t delta, int block) {
   const Block& b = blocks_[static_cast<std::size_t>(block)];
   const MemoryKind kind = b.kind;
-  events_.push_back({phase_, layer_, b.what, delta, live_, kind, block});
+  if (timeline_) events_.push_back({phase_, layer_, b.what, delta, live_, kind, block});
   auto& of_kind = by_kind_[static_cast<std::size_t>(kind)];
   of_kind += delta;
   if (phase_ == Phase::Backward && kind == MemoryKind::Transients) backward_transients_ = std::max(backward_transients_, of_kind);

@@ -11,6 +11,10 @@ namespace nnmem::detail {
 
 class MemoryTracker {
  public:
+  /// `timeline`: record every event (take_timeline()); without it, only the figures are kept
+  /// (a replay of known allocations at another batch size needs no timeline).
+  explicit MemoryTracker(bool timeline = true) : timeline_(timeline) {}
+
   /// Where subsequent events are attributed.
   void at(Phase phase, std::string layer) {
     phase_ = phase;
@@ -68,6 +72,7 @@ class MemoryTracker {
   std::array<std::int64_t, kMemoryKinds> by_kind_{};
   std::array<std::int64_t, kMemoryKinds> breakdown_at_peak_{};
   std::int64_t backward_transients_ = 0;
+  bool timeline_ = true;
 };
 
 }  // namespace nnmem::detail
