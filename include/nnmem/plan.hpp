@@ -29,7 +29,7 @@ class BatchCurve {
   /// The curve of `small`'s model (`small` is its graph at some batch below the probe's), or
   /// nullopt when the model does not scale that way (the batch moves to another dimension, a size
   /// depends on it otherwise, or the probe's sizes overflow). Throws nnmem::Error as estimate() does.
-  static std::optional<BatchCurve> probe(const Graph& small, const StepOptions& step);
+  static std::optional<BatchCurve> probe(Graph small, const StepOptions& step);
 
   std::int64_t probe_batch() const { return probe_batch_; }
   /// The peak of live tensors at `batch` (peak_bytes); nullopt when it does not fit in 64 bits.

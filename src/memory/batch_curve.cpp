@@ -79,14 +79,14 @@ bool batch_independent(MemoryKind kind, Phase phase) {
 
 }  // namespace
 
-std::optional<BatchCurve> BatchCurve::probe(const Graph& small, const StepOptions& step) {
+std::optional<BatchCurve> BatchCurve::probe(Graph small, const StepOptions& step) {
   std::int64_t p = std::max<std::int64_t>(largest_dimension(small), 64) + 1;
   while (!is_prime(p)) ++p;
   GraphOptions at_p = small.options;
   at_p.batch = p;
   Estimate e;
   try {
-    const Graph big = build_graph(small.spec, at_p);
+    const Graph big = build_graph(std::move(small.spec), at_p);  // `small` needs its shapes only, now
     if (!same_but_batch(small, big)) return std::nullopt;
     e = estimate(big, step);
   } catch (const SizeError&) {
@@ -145,7 +145,7 @@ std::int64_t BatchCurve::largest_batch_with_peak_at_most(std::int64_t bytes) con
 std::optional<std::int64_t> BatchCurve::needed_bytes(std::int64_t batch) const {
   if (device_ == Device::Cpu) return peak_bytes(batch);
   try {
-    detail::MemoryTracker memory;
+    detail::MemoryTracker memory(false);
     Phase phase = Phase::Forward;
     memory.at(phase, {});
     for (const Event& ev : events_) {

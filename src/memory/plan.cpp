@@ -157,8 +157,8 @@ BatchFit fit_with(const ModelSpec& spec, EstimateOptions options, const FitOptio
   fit.estimate_options = options;
   fit.model = spec.name;
   fit.file = spec.file;
-  const Graph first = first_valid_graph(spec, options.graph, fit_options.multiple_of, fit);
-  std::optional<BatchCurve> curve = use_curve ? BatchCurve::probe(first, options.step) : std::nullopt;
+  Graph first = first_valid_graph(spec, options.graph, fit_options.multiple_of, fit);
+  std::optional<BatchCurve> curve = use_curve ? BatchCurve::probe(std::move(first), options.step) : std::nullopt;
   if (curve) {
     ++fit.estimates_made;
     fit.closed_form = true;
