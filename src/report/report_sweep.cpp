@@ -157,7 +157,9 @@ std::string render_sweep_svg(const Sweep& s, const ReportOptions& r) {
   c.title = "Peak of a " + std::string(s.options.graph.mode == Mode::Train ? "training step" : "forward pass") + ", what it is made of";
   c.subtitle = heading(s) + (s.fit ? "; peak ≈ " + formula(*s.fit, true) : "");
   for (const auto& v : s.vary) c.x_label += (c.x_label.empty() ? "" : ", ") + v.name;
+  const bool one_number = s.vary.size() == 1 && s.fit.has_value();  // a linear axis of its values
   for (const auto& p : s.points) {
+    if (one_number) c.x_values.push_back(std::strtod(p.values[0].c_str(), nullptr));
     std::string label;
     for (std::size_t v = 0; v < p.values.size(); ++v) label += (v ? "," : "") + p.values[v];
     c.x_ticks.push_back(label);

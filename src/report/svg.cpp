@@ -1,6 +1,7 @@
 #include "svg.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "nnmem/units.hpp"
@@ -104,7 +105,14 @@ std::string render(const StackedChart& c) {
   for (const auto& l : c.lines) y_max = std::max(y_max, l.bytes);
   const std::vector<std::int64_t> ticks = byte_ticks(y_max);
   const double top = static_cast<double>(std::max(ticks.back(), y_max));
-  const auto X = [&](double i) { return kLeft + (c.points_as_steps ? i / static_cast<double>(std::max<std::size_t>(n, 1)) : n > 1 ? i / static_cast<double>(n - 1) : 0.5) * w; };
+  const bool linear = !c.points_as_steps && c.x_values.size() == n && n > 1 && c.x_values.back() > c.x_values.front();
+  const auto X = [&](double i) {
+    if (linear) {  // i is a point's index: its value's place on the axis
+      const auto k = static_cast<std::size_t>(i);
+      return kLeft + (c.x_values[k] - c.x_values.front()) / (c.x_values.back() - c.x_values.front()) * w;
+    }
+    return kLeft + (c.points_as_steps ? i / static_cast<double>(std::max<std::size_t>(n, 1)) : n > 1 ? i / static_cast<double>(n - 1) : 0.5) * w;
+  };
   const auto Y = [&](double bytes) { return kTop + h - bytes / top * h; };
 
   svg.text(kLeft, 28, c.title, 17, "start", "#111", true);
@@ -142,9 +150,12 @@ std::string render(const StackedChart& c) {
   svg.line(kLeft, kTop + h, kLeft + w, kTop + h, "#333");
   svg.line(kLeft, kTop, kLeft, kTop + h, "#333");
   const std::size_t every = std::max<std::size_t>(1, n / 16);
-  for (std::size_t i = 0; i < n; ++i)
+  double last_label = -1e9;  // labels at least 34 pixels apart, the last point's always
+  for (std::size_t i = n; i-- > 0;)
     if (!c.x_ticks[i].empty() && (!c.points_as_steps || i % every == 0)) {
       const double x = X(static_cast<double>(i) + (c.points_as_steps ? 0.5 : 0));
+      if (std::fabs(last_label - x) < 34) continue;
+      last_label = x;
       svg.line(x, kTop + h, x, kTop + h + 5, "#333");
       svg.text(x, kTop + h + 19, c.x_ticks[i], 11, "middle", "#444");
     }

@@ -39,6 +39,7 @@ struct StackedChart {
   };
   std::string title, subtitle, x_label;
   std::vector<std::string> x_ticks;    // a label per point ("" for none)
+  std::vector<double> x_values;        // numeric positions of the points (a linear axis); empty: evenly spaced
   std::vector<Series> series;          // bottom first
   std::int64_t y_max = 0;              // at least the largest stack
   /// Shaded spans of points [first, last] with a label (the step's phases).
