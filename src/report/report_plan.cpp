@@ -45,15 +45,15 @@ std::string render_table(const BatchFit& fit, bool with_estimate) {
   os << "Compared: " << compared_figure(fit) << '\n';
   if (!fit.smaller_batches_error.empty())
     os << "Batches below " << with_commas(fit.first_valid_batch) << " are refused (" << fit.smaller_batches_error << ")\n";
-  os << "Search: the peak of live tensors is a lower bound of the compared figure that never decreases with the batch; ";
-  if (fit.bound_batch >= fit.first_valid_batch) os << "it allows no batch above " << with_commas(fit.bound_batch);
-  else os << "it rules out every batch";
-  if (fit.closed_form)
-    os << " (in closed form: one estimate at the prime batch " << with_commas(fit.probe_batch)
-       << " gives every allocation as c + k x batch)";
-  os << ". " << fit.batches_checked << " batch size" << (fit.batches_checked == 1 ? "" : "s")
-     << " checked from there down; " << fit.graphs_built << " graph" << (fit.graphs_built == 1 ? "" : "s") << " built, "
-     << fit.estimates_made << " full estimate" << (fit.estimates_made == 1 ? "" : "s") << ".\n";
+  os << "Search: the peak of live tensors, a lower bound of the compared figure that never decreases with the batch, ";
+  if (fit.bound_batch >= fit.first_valid_batch) os << "allows no batch above " << with_commas(fit.bound_batch) << '\n';
+  else os << "rules out every batch\n";
+  os << "  (" << (fit.closed_form ? "in closed form: one estimate at the prime batch " + with_commas(fit.probe_batch) +
+                                        " gives every allocation as c + k × batch; "
+                                  : "by full estimates: this model's batch leaves dimension 0; ")
+     << fit.batches_checked << " batch size" << (fit.batches_checked == 1 ? "" : "s") << " checked from there down; "
+     << fit.graphs_built << " graph" << (fit.graphs_built == 1 ? "" : "s") << " built, " << fit.estimates_made << " full estimate"
+     << (fit.estimates_made == 1 ? "" : "s") << ")\n";
   if (with_estimate && fit.estimate) os << '\n' << render_table(*fit.estimate);
   return os.str();
 }
