@@ -53,6 +53,9 @@ code, out, _ = run("estimate", "examples/resnet18.yaml", "--batch", "32", "--bud
 lines = out.split("\n")
 check("estimate puts the answer first", code == 0 and lines[0].startswith("resnet18, batch 32: peak ") and
       "the device holds" in lines[0] and lines[1].startswith("Budget 1.00 GiB (1,073,741,824 bytes): fits, with"))
+code, out, _ = run("estimate", "examples/resnet18.yaml", "--batch", "32", "--budget", "1GiB", "--format", "json", "--no-timeline")
+v = json.loads(out)["verdict"]
+check("estimate --budget: the verdict in JSON", code == 0 and v["fits"] and v["needed_bytes"] == 929038336 and v["budget_bytes"] == 1 << 30)
 code, out, _ = run("estimate", "examples/resnet18.yaml", "--batch", "32", "--budget", "512MiB", "--summary")
 check("estimate --budget exits 2 when it does not fit", code == 2 and "does not fit" in out and "Layer (type)" not in out)
 

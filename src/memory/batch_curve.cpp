@@ -89,8 +89,8 @@ std::optional<BatchCurve> BatchCurve::probe(Graph small, const StepOptions& step
     const Graph big = build_graph(std::move(small.spec), at_p);  // `small` needs its shapes only, now
     if (!same_but_batch(small, big)) return std::nullopt;
     e = estimate(big, step);
-  } catch (const SizeError&) {
-    return std::nullopt;  // the probe's sizes overflow: this model is re-estimated in full instead
+  } catch (const Error&) {
+    return std::nullopt;  // the probe's sizes overflow, or the model refuses its batch: re-estimated in full instead
   }
   BatchCurve curve;
   curve.probe_batch_ = p;

@@ -120,6 +120,10 @@ ordered_json to_json(const Estimate& e, const ReportOptions& options) {
       {"params_bytes", ts.params_bytes},
       {"total_bytes", ts.total_bytes},
   };
+  if (options.budget_bytes) {
+    const std::int64_t need = needed_bytes(e);
+    j["verdict"] = {{"budget_bytes", *options.budget_bytes}, {"needed_bytes", need}, {"fits", need <= *options.budget_bytes}};
+  }
   if (!options.timeline) return j;
   j["timeline"] = ordered_json::array();
   for (const auto& ev : e.timeline)
