@@ -108,6 +108,8 @@ struct TimelineEvent {
   std::string tensor;              // what: "output", "grad of input", "exp_avg_sq.sqrt()", …
   std::int64_t delta = 0;
   std::int64_t live = 0;           // bytes live after the event
+  MemoryKind kind = MemoryKind::Activations;  // what the block holds
+  int block = -1;                  // the block allocated or released: the pair of events of one tensor
 };
 
 struct Totals {
@@ -171,6 +173,8 @@ struct InputEstimate {
 struct Estimate {
   std::string model;
   std::string file;
+  std::vector<std::pair<std::string, Value>> variables;  // the spec's variables, resolved
+  std::vector<std::pair<std::string, std::string>> set, input_shapes;  // the --set and --input it was loaded with
   std::vector<InputEstimate> inputs;
   EstimateOptions options;
   Mode mode = Mode::Train;

@@ -102,10 +102,15 @@ std::optional<OptimizerKind> parse_optimizer(std::string_view name) { return kOp
 std::optional<LossKind> parse_loss(std::string_view name) { return kLosses.parse(name); }
 std::optional<Loop> parse_loop(std::string_view name) { return kLoops.parse(name); }
 
-Estimate estimate(const Graph& graph, const StepOptions& options) {
+namespace detail {
+
+Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step) {
   Estimate e;
   e.model = graph.spec.name;
   e.file = graph.spec.file;
+  e.variables = graph.spec.variables;
+  e.set = graph.spec.set;
+  e.input_shapes = graph.spec.input_shapes;
   e.options.graph = graph.options;
   e.options.step = options;
   e.mode = graph.options.mode;
@@ -207,24 +212,32 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
     t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
     if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, t.grad_bytes);
 
-    detail::StepResult step = detail::simulate_step(graph, options, e.loss, trainable_params);
+    step = detail::simulate_step(graph, options, e.loss, trainable_params);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
     t.peak_layer = step.peak_layer;
     t.peak_breakdown = step.breakdown;
     t.backward_transient_bytes = step.backward_transients;
     if (graph.options.device == Device::Cuda) {
-      e.cuda_allocator = detail::replay_cuda_allocator(step, options);
+      e.cuda_allocator = detail::replay_cuda_allocator(step.timeline, step.trace, options);
       t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
       t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;
       t.overhead_bytes = options.overhead_bytes;
       t.device_bytes = sum(t.reserved_bytes, t.overhead_bytes);
     }
-    e.timeline = std::move(step.timeline);
     e.torchsummary = torchsummary_of(e);
   } catch (const OverflowError& err) {
     throw SizeError(graph.spec.loc, std::string("the model's memory does not fit in 64 bits: ") + err.what());
   }
+  return e;
+}
+
+}  // namespace detail
+
+Estimate estimate(const Graph& graph, const StepOptions& options) {
+  detail::StepResult step;
+  Estimate e = detail::estimate_with_step(graph, options, step);
+  e.timeline = std::move(step.timeline);
   return e;
 }
 

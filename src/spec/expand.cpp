@@ -69,6 +69,9 @@ class Expander {
     if (raw_.dtype) spec.dtype = float_dtype(*raw_.dtype);
     globals_ = evaluate_variables(raw_, options_);
     spec.variables = globals_.vars;
+    input_shapes_ = input_overrides(raw_, options_);
+    spec.set = options_.overrides;
+    spec.input_shapes = options_.input_shapes;
 
     NameScope top;
     top.owner = "the spec";
@@ -119,8 +122,11 @@ class Expander {
     InputSpec out;
     out.name = in.name.name;
     out.loc = in.name.loc;
-    for (const auto& dim : in.shape.items)
-      out.shape.push_back(evaluate_int(dim, globals_, "", "a size in the shape of input '" + in.name.name + "'", 1));
+    const auto given = input_shapes_.find(in.name.name);
+    const RawValue& shape = given == input_shapes_.end() ? in.shape : given->second;
+    const std::string subject = given == input_shapes_.end() ? "" : "--input " + in.name.name;
+    for (const auto& dim : shape.items)
+      out.shape.push_back(evaluate_int(dim, globals_, subject, "a size in the shape of input '" + in.name.name + "'", 1));
     if (in.dtype) {
       const auto d = parse_dtype(in.dtype->name);
       if (!d) fail(in.dtype->loc, "unknown dtype '" + in.dtype->name +
@@ -281,7 +287,7 @@ class Expander {
     if (e.block && (e.share || !e.ties.empty()))
       fail(e.share ? e.share->loc : e.ties.front().first.loc,
            who + ": 'share' and 'tie' apply to a layer, not to a block instance");
-    if (e.block) return instantiate_block(e, qualified, who, inputs, scope, vars, inherited, instance);
+    if (e.block) return instantiate_block(e, qualified, who, inputs, scope, vars, inherited);
     LayerSpec layer;
     layer.name = qualified;
     const Value type = evaluate(*e.type, vars, who, "type");
@@ -334,7 +340,7 @@ class Expander {
 
   std::string instantiate_block(const RawEntry& e, const std::string& qualified, const std::string& who,
                                 const std::vector<std::string>& inputs, const NameScope& scope, const VarScope& vars,
-                                Inherited inherited, const Instance* instance) {
+                                Inherited inherited) {
     const auto found = blocks_.find(e.block->name);
     if (found == blocks_.end()) {
       std::vector<std::string> names;
@@ -390,6 +396,7 @@ class Expander {
   ExpansionBudget budget_;
   std::map<std::string, const RawBlock*> blocks_;
   VarScope globals_;
+  std::map<std::string, RawValue> input_shapes_;  // --input overrides
   std::map<std::string, Holder> taken_;
   std::vector<std::string> stack_;       // blocks being instantiated, outermost first
   ModelSpec* spec_ = nullptr;
