@@ -96,18 +96,22 @@ def run(args):
         with Marker("nnmem::build"):
             model = net.build()
             model.train()
-            x = torch.randn(args.batch, *net.input_shape, dtype=getattr(torch, net.input_dtype))
+            if net.input_dtype == "int64":
+                x = torch.randint(0, net.vocab, (args.batch, *net.input_shape))
+            else:
+                x = torch.randn(args.batch, *net.input_shape, dtype=getattr(torch, net.input_dtype))
+            forward = (lambda: net.call(model, x)) if net.call else (lambda: model(x))
             tracker = ModuleTracker(model)
             # A no-grad eval-mode forward (no BN stat update) to learn the
             # output shape for the target and each layer's output shape.
             model.eval()
             tracker.record_shapes = True
             with torch.no_grad():
-                oshape = list(model(x).shape)
+                oshape = list(forward().shape)
             tracker.record_shapes = False
             model.train()
             if net.loss in ("cross_entropy", "nll"):
-                y = torch.randint(0, oshape[-1], (args.batch,))
+                y = torch.randint(0, oshape[-1], (oshape[0],))  # [B], or [B * T] for a language model
             elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
                 y = torch.randn(oshape)
             elif net.loss == "bce_with_logits":
@@ -134,7 +138,7 @@ def run(args):
                 opt.zero_grad(set_to_none=set_to_none)
             with rec.hooks() if it == 2 else contextlib.nullcontext(), autocast():  # it 2: record saved tensors
                 with Marker("nnmem::forward"):
-                    held["out"] = model(x)
+                    held["out"] = forward()
                 with Marker("nnmem::loss"), Marker("module::<loss>"):
                     held["loss"] = loss_fn(net.loss, held["out"], y)
             if it == 2:
@@ -172,7 +176,7 @@ def run(args):
         model.eval()
         with Marker("nnmem::eval"):
             with torch.no_grad():
-                eout = model(x)
+                eout = forward()
             del eout
     res["wall_seconds_measured"] = round(time.time() - t0, 2)
 

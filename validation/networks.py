@@ -8,7 +8,7 @@ last dim of the output), 'mse' (float target shaped like the output),
 'bce_with_logits' (like mse; bce's target in [0, 1]).
 """
 from dataclasses import dataclass
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import math
 
@@ -841,6 +841,53 @@ class Net:
     input_dtype: str
     loss: str
     batches: List[int]
+    call: Optional[Callable] = None  # (model, x) -> the output tensor, when model(x) is not it
+    vocab: int = 0                   # int64 inputs: ids in [0, vocab)
+
+
+# Hugging Face transformers models from small configs with random weights (no download),
+# torch 2.x only; `transformers` is imported when one is built. Their specs are the examples'
+# with the --set values in validation/specs.json.
+HF_VOCAB, HF_SEQ = 1000, 32
+
+
+def _hf(kind, impl):
+    def build():
+        import transformers as T
+        if kind == "gpt2":
+            return T.GPT2LMHeadModel(T.GPT2Config(vocab_size=HF_VOCAB, n_positions=64, n_embd=64, n_layer=2, n_head=4,
+                                                  attn_implementation=impl))
+        if kind == "llama":
+            return T.LlamaForCausalLM(T.LlamaConfig(vocab_size=HF_VOCAB, hidden_size=64, intermediate_size=128,
+                                                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                    max_position_embeddings=64, attn_implementation=impl))
+        if kind == "bert":
+            return T.BertModel(T.BertConfig(vocab_size=HF_VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                            intermediate_size=128, max_position_embeddings=64, attn_implementation=impl))
+        return T.ViTForImageClassification(T.ViTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                       intermediate_size=128, image_size=32, patch_size=8, num_labels=10,
+                                                       attn_implementation=impl))
+    return build
+
+
+def _lm_logits(model, ids):  # ForCausalLMLoss's view: [B * T, vocab]
+    return model(input_ids=ids).logits.view(-1, HF_VOCAB)
+
+
+def _bert_pooled(model, ids):
+    return model(input_ids=ids).pooler_output
+
+
+def _vit_logits(model, pixels):
+    return model(pixel_values=pixels).logits
+
+
+def _hf_net(kind, impl):
+    if kind == "vit":
+        return Net(_hf(kind, impl), (3, 32, 32), "float32", "cross_entropy", [2], _vit_logits)
+    call = _bert_pooled if kind == "bert" else _lm_logits
+    return Net(_hf(kind, impl), (HF_SEQ,), "int64", "mean" if kind == "bert" else "cross_entropy", [2], call,
+               HF_VOCAB)
 
 
 NETWORKS = {
@@ -869,4 +916,6 @@ NETWORKS = {
     "efficientnet_b0": Net(EfficientNetB0, (3, 224, 224), "float32", "cross_entropy", [2]),
     "zoo_torch2": Net(ZooTorch2, (4, 8, 8), "float32", "huber", [4]),  # torch 2.x only
 }
+NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
+                 for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa",)})
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.

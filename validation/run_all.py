@@ -210,13 +210,13 @@ def main():
         ap.error(f"{PYTHON} has torch {VERSION}, not {args.torch}")
     if args.summary:
         return summary()
-    names = list(NETWORKS)
+    names = [n for n in NETWORKS if not n.startswith("hf_")]  # Hugging Face models: --only, until exact (README)
     if args.only:
         wanted = args.only.split(",")
         unknown = set(wanted) - set(NETWORKS)
         if unknown:
             ap.error(f"unknown network(s): {', '.join(sorted(unknown))}")
-        names = [n for n in names if n in wanted]
+        names = [n for n in NETWORKS if n in wanted]
     t0 = time.time()
     for n in names:
         if args.extra_only:
