@@ -228,4 +228,6 @@ CheckpointSizes checkpoint_sizes(const Graph& graph, const CheckpointOptions& op
   return c;
 }
 
+std::vector<StateTensor> state_dict_tensors(const Graph& graph) { return model_tensors(graph).state; }
+
 }  // namespace nnmem
