@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "../descriptor.hpp"
+
 namespace nnmem {
 
 namespace {
@@ -29,17 +31,6 @@ constexpr std::array<std::pair<std::string_view, std::int64_t>, 16> kDtypes = {{
     {"F64", 8}, {"I64", 8}, {"U64", 8}, {"F32", 4}, {"I32", 4}, {"U32", 4}, {"F16", 2}, {"BF16", 2},
     {"I16", 2}, {"U16", 2}, {"I8", 1}, {"U8", 1}, {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"F8_E8M0", 1},
 }};
-
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd(fd) {}
-  ~Descriptor() {
-    if (fd >= 0) ::close(fd);
-  }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  const int fd;
-};
 
 // Reads exactly `n` bytes at `offset`, or fewer when the file ends.
 std::string read_at(int fd, std::int64_t offset, std::int64_t n, const std::string& path) {

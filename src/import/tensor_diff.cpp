@@ -6,27 +6,6 @@
 
 namespace nnmem {
 
-namespace {
-
-// safetensors' name of a dtype.
-std::string file_dtype(DType d) {
-  switch (d) {
-    case DType::Float32: return "F32";
-    case DType::Float16: return "F16";
-    case DType::BFloat16: return "BF16";
-    case DType::Float64: return "F64";
-    case DType::Int64: return "I64";
-    case DType::Int32: return "I32";
-    case DType::Int16: return "I16";
-    case DType::Int8: return "I8";
-    case DType::UInt8: return "U8";
-    case DType::Bool: return "BOOL";
-  }
-  return "?";
-}
-
-}  // namespace
-
 std::vector<TensorDifference> compare_tensors(const Graph& graph, const SafetensorsFile& file) {
   std::map<std::string, StateTensor> spec;
   std::vector<std::string> spec_order;
@@ -44,7 +23,7 @@ std::vector<TensorDifference> compare_tensors(const Graph& graph, const Safetens
       out.push_back({TensorDifference::Kind::OnlyInFile, t.name, "", file_side});
       continue;
     }
-    const std::string spec_dtype = file_dtype(it->second.type.dtype);
+    const std::string spec_dtype = std::string(safetensors_dtype_name(it->second.type.dtype));
     const std::string spec_side = to_string(it->second.type.shape) + " " + spec_dtype;
     if (it->second.type.shape != t.shape) out.push_back({TensorDifference::Kind::Shape, t.name, spec_side, file_side});
     else if (spec_dtype != t.dtype) out.push_back({TensorDifference::Kind::Dtype, t.name, spec_side, file_side});
@@ -52,7 +31,7 @@ std::vector<TensorDifference> compare_tensors(const Graph& graph, const Safetens
   for (const std::string& name : spec_order)
     if (!in_file.count(name)) {
       const StateTensor& t = spec.at(name);
-      out.push_back({TensorDifference::Kind::OnlyInSpec, name, to_string(t.type.shape) + " " + file_dtype(t.type.dtype), ""});
+      out.push_back({TensorDifference::Kind::OnlyInSpec, name, to_string(t.type.shape) + " " + std::string(safetensors_dtype_name(t.type.dtype)), ""});
     }
   return out;
 }
