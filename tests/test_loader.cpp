@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <regex>
 
 #include "helpers.hpp"
 
@@ -224,6 +225,25 @@ TEST_CASE("expansion errors that involve several places") {
         "--max-layers)");
 }
 
+TEST_CASE("--max-layers counts layers: a block instance is not one, but expanding one is bounded too") {
+  LoadOptions small;
+  small.max_layers = 10;
+  // Ten layers, each in its own block instance: exactly the limit.
+  const std::string ten = "inputs: {x: [8]}\nblocks:\n  B:\n    layers:\n      - {type: ReLU}\n"
+                          "layers:\n  - {name: b, block: B, repeat: COUNT}\n";
+  const auto with = [&](const std::string& count) { return std::regex_replace(ten, std::regex("COUNT"), count); };
+  CHECK(load_error(with("10"), small).empty());
+  CHECK(load_error(with("11"), small) ==
+        "test.yaml:7:5: error: expanding this would create more than 10 layers, the limit (raise it with --max-layers)\n"
+        "test.yaml:5:9: note: the limit was reached here");
+  // A block of skipped layers repeated: no layer, but 16 entries per layer of the limit.
+  const std::string skipped = "inputs: {x: [8]}\nblocks:\n  S:\n    layers:\n      - {type: ReLU, when: false}\n"
+                              "layers:\n  - {name: s, block: S, repeat: 1000}\n  - {type: ReLU}\n";
+  CHECK(load_error(skipped, small) ==
+        "test.yaml:7:33: error: expanding this would expand more than 160 entries (layers, block instances and entries "
+        "skipped by 'when'), the limit (16 per layer of --max-layers 10)");
+}
+
 TEST_CASE("block nesting is bounded, so expansion cannot exhaust the stack") {
   std::string yaml = "inputs: {x: [8]}\nblocks:\n";
   for (int i = 0; i < 600; ++i)
@@ -401,4 +421,23 @@ TEST_CASE("--input replaces an input's per-sample shape, sizes or $expressions o
   CHECK(load_error(yaml, o).find("expected a list of sizes per sample") != std::string::npos);
   o.input_shapes = {{"mask", "[2]"}, {"mask", "[3]"}};
   CHECK(load_error(yaml, o) == "test.yaml:2:30: error: --input mask=[3]: input 'mask' is already given by --input; give each input once");
+}
+
+TEST_CASE("did you mean: the nearest name within a third of the word's letters, the first of the closest") {
+  CHECK(nearest_name("conv", {"conv1", "conv2", "fc"}) == "conv1");
+  CHECK(nearest_name("Conv1", {"xconv1", "conv1"}) == "conv1");  // case-insensitive, closest wins
+  CHECK(nearest_name("fc", {"fc1", "fx"}) == "fc1");              // ties: the first
+  CHECK(nearest_name("a", {"b", "ab"}).empty());                  // a one-letter word: exact matches only
+  CHECK(nearest_name("", {"a"}).empty());
+  CHECK(nearest_name("layer4.0.conv1", {"layer4.0.conv2", "layer4.0.conv1x"}) == "layer4.0.conv2");
+  CHECK(nearest_name("abcdefghij", {"abcxyzghij"}) == "abcxyzghij");  // 3 changes of 10: allowed
+  CHECK(nearest_name("abcdefghij", {"abwxyzghij"}).empty());          // 4: not
+  // A word far longer than every candidate is compared with none of them (once, 16 s here).
+  const std::vector<std::string> names(10000, "layer");
+  CHECK(nearest_name(std::string(100000, 'q'), names).empty());
+  // Long names: the distance is only computed within the band the best so far allows.
+  std::vector<std::string> long_names;
+  for (int i = 0; i < 100; ++i) long_names.push_back(std::string(995, 'n') + std::to_string(10000 + i));
+  CHECK(nearest_name(std::string(995, 'n') + "10042", long_names) == long_names[42]);
+  CHECK(nearest_name(std::string(990, 'n') + "zzzzzzzzzz", long_names) == long_names[0]);
 }

@@ -23,13 +23,14 @@ void write_file(const std::string& option, const std::string& path, const std::s
 
 int main(int argc, char** argv) {
   using namespace nnmem::cli;
+  std::ios::sync_with_stdio(false);  // output goes through std::cout alone: buffer it (JSON can be hundreds of MB)
   CLI::App app{"nnmem: how much memory a neural network needs, from a YAML spec, before any framework code exists"};
   app.set_version_flag("--version", "nnmem 0.1.0");
   app.require_subcommand(1);
   app.allow_extras();
   app.footer("Exit status: 0 success, 1 an error (located in the spec when it is one), 2 the step does not fit the budget.\n");
 
-  std::vector<Subcommand> commands = {add_estimate(app), add_check(app), add_fit(app), add_compare(app), add_sweep(app), add_checkpoint(app), add_layers(app)};
+  std::vector<Subcommand> commands = {add_estimate(app), add_check(app), add_fit(app), add_compare(app), add_sweep(app), add_checkpoint(app), add_inspect(app), add_layers(app)};
   for (const Subcommand& c : commands) c.app->allow_extras();
 
   const auto fail = [](const std::string& message) {

@@ -240,7 +240,7 @@ class Expander {
     const std::string qualified = scope.prefix + local;
     const std::string who = title(e, qualified, vars);
     std::vector<std::string> inputs = entry_inputs(e, scope, local, who);
-    budget_.spend_layers(e.loc, 1);
+    budget_.spend_entries(e.loc, 1);
     const bool skipped = e.when && !evaluate_bool(*e.when, vars, who, "'when'");
     const std::int64_t count = skipped || !e.repeat ? 1 : evaluate_int(*e.repeat, vars, who, "'repeat'", 0);
     if (skipped || count == 0) {
@@ -253,10 +253,10 @@ class Expander {
     }
     std::string output;
     if (e.repeat) {
-      if (count > options_.max_layers)
+      if (!e.block && count > options_.max_layers)
         fail(e.repeat->loc, who + ": repeat " + with_commas(count) + " would create more than " +
                                 with_commas(options_.max_layers) + " layers, the limit (raise it with --max-layers)");
-      budget_.spend_layers(e.repeat->loc, count - 1);
+      budget_.spend_entries(e.repeat->loc, count - 1);
       for (std::int64_t i = 0; i < count; ++i) {
         VarScope with_index{&vars, {}, {}, {}};
         with_index.add("index", index_value(i, e.repeat->loc));
@@ -288,6 +288,7 @@ class Expander {
       fail(e.share ? e.share->loc : e.ties.front().first.loc,
            who + ": 'share' and 'tie' apply to a layer, not to a block instance");
     if (e.block) return instantiate_block(e, qualified, who, inputs, scope, vars, inherited);
+    budget_.spend_layers(instance && e.repeat ? e.repeat->loc : e.loc, 1);  // a repeated layer: at its repeat
     LayerSpec layer;
     layer.name = qualified;
     const Value type = evaluate(*e.type, vars, who, "type");
