@@ -270,9 +270,12 @@ class StepSimulator {
       const std::string& name = graph_.layer(node).name;
       memory_.at(Phase::Backward, name);
       const bool passthrough = node.result.grad_passthrough || node.result.alias == Alias::View;
-      const auto found = grad_.find(node.outputs.front());
-      if (found == grad_.end()) continue;  // no gradient reached it
-      const int grad_out = found->second;
+      // The gradient of its first output that has one (an LSTM whose h_n alone is read gets
+      // only h_n's); none: no gradient reached it.
+      int grad_out = -1;
+      for (int v : node.outputs)
+        if (const auto found = grad_.find(v); found != grad_.end() && grad_out < 0) grad_out = found->second;
+      if (grad_out < 0) continue;
       std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
       std::vector<std::pair<std::size_t, TensorType>> reductions;  // (position in contributions, reduced type)
       const TensorType& out_type = value(node.outputs.front()).type;
