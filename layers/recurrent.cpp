@@ -78,6 +78,7 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
 
   LayerResult res;
   res.outputs.push_back({batch_first ? Shape{d.n, d.t, width} : Shape{d.t, d.n, width}, dtype});
+  res.output_strided = batch_first;  // the time-major result, transposed
   const std::int64_t states = checked_mul(d.layers, d.dirs);
   res.outputs.push_back({{states, d.n, d.out}, dtype});
   if (cell == Cell::Lstm) res.outputs.push_back({{states, d.n, d.hidden}, dtype});
@@ -99,23 +100,25 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
     }
   }
 
-  if (!call.training() || !(call.input_requires_grad() || call.trainable)) {
-    if (batch_first && call.training()) res.forward_scratch.push_back({{{d.t, d.n, d.input}, dtype}, "time-major copy of the input"});
-    return res;
-  }
   const bool onednn = cell == Cell::Lstm && d.proj == 0 && call.ctx.device == Device::Cpu && dtype == DType::Float32 &&
                       call.ctx.torch->lstm_onednn_on_cpu;
-  const double dropout = call.attrs.real("dropout");
-  // The module's zero initial states (h_0, and c_0 for LSTM), one tensor for every layer.
-  res.save_extra({{states, d.n, d.out}, dtype}, "h_0 (zeros)");
-  if (cell == Cell::Lstm) res.save_extra({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)");
-  // The first layer's input: batch_first makes a time-major copy, which is what is kept.
-  const bool keeps_input = onednn || call.trainable;
+  const bool backward = call.training() && (call.input_requires_grad() || call.trainable);
+  // The weights' gradients need each step's h_(t-1) (the zero h_0 too) and each layer's input;
+  // a frozen layer's generic path keeps neither (oneDNN keeps its whole state regardless).
+  const bool for_weights = backward && (onednn || call.trainable);
+  // The module's zero initial states (h_0, and c_0 for LSTM, one tensor for every layer) and,
+  // with batch_first, a time-major copy of the input (the generic path makes one per
+  // direction): kept, or alive while the layer runs.
+  const auto made = [&](TensorType type, const std::string& what, bool kept) {
+    kept ? res.save_extra(std::move(type), what) : res.forward_scratch.push_back({std::move(type), what});
+  };
+  made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights);
+  if (cell == Cell::Lstm) made({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)", backward);
   if (batch_first)
-    keeps_input ? res.save_extra({{d.t, d.n, d.input}, dtype}, "time-major copy of the input")
-                : res.forward_scratch.push_back({{{d.t, d.n, d.input}, dtype}, "time-major copy of the input"});
-  else if (keeps_input)
-    res.save_input(0);
+    for (std::int64_t k = 0; k < (onednn ? 1 : d.dirs); ++k) made({{d.t, d.n, d.input}, dtype}, "time-major copy of the input", for_weights);
+  if (!backward) return res;
+  if (!batch_first && for_weights) res.save_input(0);
+  const double dropout = call.attrs.real("dropout");
   const std::int64_t t1 = d.t - 1;
   for (std::int64_t l = 0; l < d.layers; ++l) {
     const std::string layer = "layer " + std::to_string(l);
@@ -131,17 +134,16 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
         res.save_extra({{onednn_lstm_workspace(d.t, d.n, l == 0 ? d.input : width, d.hidden)}, DType::UInt8}, who + " oneDNN workspace");
         continue;
       }
-      const std::int64_t t7 = checked_mul(7, d.t);
+      // h_t for the next step's weight gradient (T - 1 of them) only when the weights train.
+      const std::int64_t h_next = for_weights ? t1 : 0;
+      const std::int64_t t6 = checked_mul(6, d.t);
       switch (cell) {
         case Cell::Rnn: keep_units(res, d.t, d.n, d.hidden, dtype, who + " step activations"); break;
-        case Cell::Gru: keep_units(res, t7 - 1, d.n, d.hidden, dtype, who + " step gates and states"); break;
-        case Cell::Lstm:
-          if (d.proj == 0) {
-            keep_units(res, t7 - 2, d.n, d.hidden, dtype, who + " step gates and states");
-          } else {  // each step's pre-projection h; the projected h_t for the next step
-            keep_units(res, checked_add(checked_mul(6, d.t), t1), d.n, d.hidden, dtype, who + " step gates and states");
-            keep_units(res, t1, d.n, d.proj, dtype, who + " projected h_t");
-          }
+        case Cell::Gru: keep_units(res, checked_add(t6, h_next), d.n, d.hidden, dtype, who + " step gates and states"); break;
+        case Cell::Lstm:  // 4H gates, tanh(c_t), c_t for the next step (with proj_size, the h before projection too)
+          keep_units(res, checked_add(checked_add(checked_mul(d.proj > 0 ? 6 : 5, d.t), t1), d.proj > 0 ? 0 : h_next), d.n, d.hidden,
+                     dtype, who + " step gates and states");
+          if (d.proj > 0) keep_units(res, h_next, d.n, d.proj, dtype, who + " projected h_t");
           break;
       }
     }
@@ -150,8 +152,8 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
     // (oneDNN with one direction: its kept output, already counted).
     if (dropout > 0) {
       res.save_extra({{d.t, d.n, width}, dtype}, layer + " dropout mask");
-      res.save_extra({{d.t, d.n, width}, dtype}, layer + " output after dropout");
-    } else if (!(onednn && d.dirs == 1)) {
+      if (for_weights) res.save_extra({{d.t, d.n, width}, dtype}, layer + " output after dropout");
+    } else if (for_weights && !(onednn && d.dirs == 1)) {
       res.save_extra({{d.t, d.n, width}, dtype}, layer + " output");
     }
   }

@@ -112,6 +112,7 @@ struct Context {
 struct InputTensor {
   TensorType type;
   bool requires_grad = false;
+  bool strided = false;  // a non-contiguous view (a batch_first RNN's output): ops that need rows copy it
 };
 
 struct LayerCall {
@@ -165,6 +166,9 @@ struct ParamDecl {
 struct LayerResult {
   std::vector<TensorType> outputs;
   Alias alias = Alias::None;
+  /// Output 0 is a non-contiguous view of its storage: a batch_first RNN's output is its
+  /// time-major result transposed. A Linear reading it copies it first (`reshape`).
+  bool output_strided = false;
   std::vector<ParamDecl> params;   // trainable unless the layer is frozen
   std::vector<ParamDecl> buffers;  // running statistics and the like
   std::int64_t macs = 0;

@@ -156,7 +156,7 @@ class Builder {
         graph_.values[copy].copy_of = v;
       }
       node.input_casts.push_back(copy);
-      inputs.push_back({type, graph_.values[v].requires_grad});
+      inputs.push_back({type, graph_.values[v].requires_grad, copy < 0 && graph_.values[v].strided});
     }
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};
     try {
@@ -206,6 +206,7 @@ class Builder {
       const std::string name = k == 0 ? layer.name : layer.name + ":" + std::to_string(k);
       const int v = new_value(name, out, node_index);
       graph_.values[v].requires_grad = requires_grad;
+      graph_.values[v].strided = k == 0 && node.result.output_strided;
       const bool aliased = k == 0 && node.result.alias != Alias::None;
       graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage
                                  : new_storage(v, k == 0 ? node.result.output_storage_bytes : 0);

@@ -60,6 +60,23 @@ TEST_CASE("RNN / GRU / LSTM: what backward keeps on the CPU (generic path)") {
     CHECK(kept_extra(bf) == 936);
     CHECK(std::none_of(bf.saved.begin(), bf.saved.end(), [](const Saved& s) { return s.of == Saved::Of::Input; }));
   }
+  // batch_first and bidirectional: the generic path copies the input once per direction (1,872)
+  for (const Context& ctx : {kCpu, kCpu113})
+    CHECK(kept_extra(run_rule("{type: GRU, hidden_size: 5, batch_first: true, bidirectional: true}", {tensor({2, 3, 4})}, ctx)) ==
+          1872);
+  // oneDNN once (58,000)
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, batch_first: true, bidirectional: true}", {tensor({2, 3, 4})})) == 58000);
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, batch_first: true, bidirectional: true}", {tensor({2, 3, 4})}, kCpu113)) ==
+        1872);
+  // Frozen, the input needing a gradient: no h_(t-1) for the weights, nor the zero h_0 (GRU 720,
+  // 1.13's LSTM 720: c_0 stays); oneDNN keeps everything (28,832)
+  const auto frozen = [](const std::string& yaml, const Context& ctx) {
+    return kept_extra(run_rule(yaml, {tensor({3, 2, 4})}, ctx, /*trainable=*/false));
+  };
+  CHECK(frozen("{type: GRU, hidden_size: 5}", kCpu) == 720);
+  CHECK(frozen("{type: GRU, hidden_size: 5}", kCpu113) == 720);
+  CHECK(frozen("{type: LSTM, hidden_size: 5}", kCpu113) == 720);
+  CHECK(frozen("{type: LSTM, hidden_size: 5}", kCpu) == 28832);
   CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5}", {tensor({3, 2, 4})}, kCpu113)) == 840);
   CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, bidirectional: true}", {tensor({3, 2, 4})}, kCpu113)) == 1680);
   CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, batch_first: true}", {tensor({2, 3, 4})}, kCpu113)) == 936);
