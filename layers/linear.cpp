@@ -24,13 +24,10 @@ LayerResult infer_linear(const LayerCall& call) {
   const std::int64_t rows = numel(in) / features;
   res.macs = checked_mul(checked_mul(rows, features), out_features);
   // A non-contiguous input of more than two dimensions (a batch_first RNN's output) is copied
-  // into rows first (matmul's reshape): the copy is what the weight's gradient keeps.
+  // into rows first (matmul's reshape): the copy is what the weight's gradient keeps (when
+  // nothing keeps it, it is freed inside aten::linear, a workspace).
   if (call.inputs[0].strided && in.size() > 2) {
-    const TensorType copy{in, call.input().dtype};
-    if (call.training() && call.trainable)
-      res.save_extra(copy, "contiguous copy of the input");
-    else
-      res.forward_scratch.push_back({copy, "contiguous copy of the input"});
+    if (call.training() && call.trainable) res.save_extra({in, call.input().dtype}, "contiguous copy of the input");
   } else if (call.training() && call.trainable) {
     res.save_input(0);
   }

@@ -106,16 +106,16 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
   // The weights' gradients need each step's h_(t-1) (the zero h_0 too) and each layer's input;
   // a frozen layer's generic path keeps neither (oneDNN keeps its whole state regardless).
   const bool for_weights = backward && (onednn || call.trainable);
-  // The module's zero initial states (h_0, and c_0 for LSTM, one tensor for every layer) and,
-  // with batch_first, a time-major copy of the input (the generic path makes one per
-  // direction): kept, or alive while the layer runs.
+  // The module's zero initial states (h_0, and c_0 for LSTM, one tensor for every layer): kept,
+  // or alive while the module runs. With batch_first, a time-major copy of the input (the
+  // generic path makes one per direction), kept, or freed inside the op (a workspace).
   const auto made = [&](TensorType type, const std::string& what, bool kept) {
     kept ? res.save_extra(std::move(type), what) : res.forward_scratch.push_back({std::move(type), what});
   };
   made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights);
   if (cell == Cell::Lstm) made({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)", backward);
-  if (batch_first)
-    for (std::int64_t k = 0; k < (onednn ? 1 : d.dirs); ++k) made({{d.t, d.n, d.input}, dtype}, "time-major copy of the input", for_weights);
+  if (batch_first && for_weights)
+    for (std::int64_t k = 0; k < (onednn ? 1 : d.dirs); ++k) res.save_extra({{d.t, d.n, d.input}, dtype}, "time-major copy of the input");
   if (!backward) return res;
   if (!batch_first && for_weights) res.save_input(0);
   const double dropout = call.attrs.real("dropout");

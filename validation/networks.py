@@ -869,10 +869,8 @@ class RnnCells(nn.Module):
         self.gru = nn.GRUCell(16, 32)
         self.fc = nn.Linear(32, 10)
 
-    def forward(self, x):
-        state = self.cell0(x)
-        h = self.cell1(x, state)[0]
-        return self.fc(self.gru(x, h))
+    def forward(self, x):  # one expression: each state is freed once read, as the spec's graph frees it
+        return self.fc(self.gru(x, self.cell1(x, self.cell0(x))[0]))
 
 
 # --------------------------------------------------------------------------

@@ -143,3 +143,19 @@ TEST_CASE("Recurrent layers: errors") {
         "h must be [2, 5] (batch, hidden_size), found [2, 6]");
   CHECK_HAS(rule_error("{type: LSTM, hidden_size: 5, input_size: 3}", {tensor({3, 2, 4})}), "input_size");
 }
+
+TEST_CASE("A batch_first RNN's output is a transposed view: a Linear copies it, and keeps the copy") {
+  // gru_tagger's fc (validation/fixtures/torch-*/gru_tagger.json): its saved tensor is a
+  // [48, 64] copy of the GRU's [4, 12, 64] output, not the output's storage
+  CHECK(run_rule("{type: GRU, hidden_size: 5, batch_first: true}", {tensor({2, 3, 4})}).output_strided);
+  CHECK_FALSE(run_rule("{type: GRU, hidden_size: 5}", {tensor({3, 2, 4})}).output_strided);
+  InputTensor strided = tensor({4, 12, 64});
+  strided.strided = true;
+  auto r = run_rule("{type: Linear, out_features: 8}", {strided});
+  REQUIRE(r.saved.size() == 2);
+  CHECK(r.saved[0].of == Saved::Of::Extra);
+  CHECK(to_string(r.saved[0].type.shape) == "[4, 12, 64]");
+  // in eval, or frozen, the copy is freed inside aten::linear: nothing
+  CHECK(run_rule("{type: Linear, out_features: 8}", {strided}, kEval).saved.empty());
+  CHECK(run_rule("{type: Linear, out_features: 8}", {strided}, kEval).forward_scratch.empty());
+}
