@@ -104,7 +104,7 @@ std::optional<Loop> parse_loop(std::string_view name) { return kLoops.parse(name
 
 namespace detail {
 
-Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step) {
+Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step, bool replay_allocator) {
   Estimate e;
   e.model = graph.spec.name;
   e.file = graph.spec.file;
@@ -217,7 +217,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& options, Step
     t.peak_layer = step.peak_layer;
     t.peak_breakdown = step.breakdown;
     t.backward_transient_bytes = step.backward_transients;
-    if (graph.options.device == Device::Cuda) {
+    if (graph.options.device == Device::Cuda && replay_allocator) {
       e.cuda_allocator = detail::replay_cuda_allocator(step.timeline, step.trace, options);
       t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
       t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;
