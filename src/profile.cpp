@@ -19,6 +19,7 @@ constexpr std::array kProfiles = {
         .measured = "torch 2.13.0+cpu",
         .grad_sum_in_place = true,
         .prelu_weight_grad_elementwise = true,
+        .lstm_onednn_on_cpu = true,
         .foreach_adam_one_list = true,
         .fused_sgd = true,
         .fused_on_cpu = true,

@@ -74,5 +74,5 @@ TEST_CASE("a split's parts are read as NAME:k; a part nobody reads is a located 
       "  - {name: out, type: Add, inputs: [prod, \"parts:1\"]}\n";
   CHECK(error_from(spec).empty());
   CHECK(error_from(spec + "  - {name: bad, type: ReLU, input: \"parts:3\"}\n") ==
-        "test.yaml:7:36: error: ReLU 'bad': reads 'parts:3', but 'parts' has 3 outputs (parts, parts:1, parts:2)");
+        "test.yaml:7:36: error: ReLU 'bad': reads 'parts:3', but Split 'parts' has 3 outputs ('parts' to 'parts:2')");
 }

@@ -38,6 +38,7 @@ struct TensorValue {
   bool param_copy = false;     // autocast: a parameter's low-precision copy
   bool cached = false;         // autocast keeps it until the forward pass and loss are done
   Layout layout = Layout::Contiguous;
+  bool strided = false;        // a non-contiguous view of its storage (LayerResult::output_strided)
 };
 
 /// A parameter tensor, once however many layers use it: a module called again (`share`) or a

@@ -43,26 +43,22 @@ class Builder {
     for (const auto& in : spec.inputs) add_input(in);
     for (std::size_t i = 0; i < spec.layers.size(); ++i) add_layer(static_cast<int>(i));
     for (std::size_t i = 0; i < spec.outputs.size(); ++i)
-      graph_.outputs.push_back(output_named(spec.outputs[i], spec.output_locs[i], "'outputs'"));
+      graph_.outputs.push_back(value_of(spec.outputs[i], i < spec.output_locs.size() ? spec.output_locs[i] : spec.loc, "'outputs'"));
     check_everything_used();
     return std::move(graph_);
   }
 
  private:
-  int value_of(const std::string& name) const { return by_name_.at(name); }
-
-  // A value the spec names: a layer's output 0 or a model input (the expander resolved those),
-  // or NAME:k, output k of a layer with several, which only the graph can check.
-  int output_named(const std::string& name, const SourceLoc& at, const std::string& reader) const {
-    if (const auto it = by_name_.find(name); it != by_name_.end()) return it->second;
+  // Every name was resolved by the expander; only an output number (`lstm:3`) can be wrong here.
+  int value_of(const std::string& name, const SourceLoc& at, const std::string& who) const {
+    if (auto it = by_name_.find(name); it != by_name_.end()) return it->second;
     const std::string base = name.substr(0, name.rfind(':'));
-    const int first = value_of(base);
-    const TensorValue& v = graph_.values[first];
-    const std::size_t outputs = v.producer < 0 ? 1 : graph_.nodes[v.producer].outputs.size();
-    std::string names = base;
-    for (std::size_t k = 1; k < outputs; ++k) names += ", " + base + ":" + std::to_string(k);
-    throw Error(at, reader + ": reads '" + name + "', but '" + base + "' has " + std::to_string(outputs) +
-                        " output" + (outputs == 1 ? "" : "s") + " (" + names + ")");
+    int count = 0;
+    while (by_name_.count(count == 0 ? base : base + ":" + std::to_string(count))) ++count;
+    const int producer = count > 0 ? graph_.values[by_name_.at(base)].producer : -1;
+    const std::string what = producer >= 0 ? title(graph_.layer(graph_.nodes[producer])) : "input '" + base + "'";
+    throw Error(at, who + ": reads '" + name + "', but " + what + " has " + std::to_string(count) + " output" +
+                        (count == 1 ? " ('" + base + "')" : "s ('" + base + "' to '" + base + ":" + std::to_string(count - 1) + "')"));
   }
 
   // Throws unless the tensor can exist in nnmem: at most kMaxRank dimensions, and a size in
@@ -152,7 +148,7 @@ class Builder {
     std::vector<InputTensor> inputs;
     for (std::size_t i = 0; i < layer.inputs.size(); ++i) {
       const std::string& name = layer.inputs[i];
-      const int v = output_named(name, layer.input_locs[i], title(layer));
+      const int v = value_of(name, i < layer.input_locs.size() ? layer.input_locs[i] : layer.loc, title(layer));
       node.inputs.push_back(v);
       TensorType type = graph_.values[v].type;
       int copy = -1;
@@ -162,7 +158,8 @@ class Builder {
         graph_.values[copy].copy_of = v;
       }
       node.input_casts.push_back(copy);
-      inputs.push_back({type, graph_.values[v].requires_grad, copy >= 0 ? Layout::Contiguous : graph_.values[v].layout});
+      inputs.push_back({type, graph_.values[v].requires_grad, copy >= 0 ? Layout::Contiguous : graph_.values[v].layout,
+                        copy < 0 && graph_.values[v].strided});
     }
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};
     try {
@@ -224,6 +221,7 @@ class Builder {
       const int v = new_value(name, out, node_index);
       graph_.values[v].requires_grad = requires_grad;
       graph_.values[v].layout = output_layout(node.result, k, inputs);
+      graph_.values[v].strided = k == 0 && node.result.output_strided;
       // Every output of a view is a view (a split's parts); an in-place op writes output 0.
       const bool aliased = node.result.alias == Alias::View || (k == 0 && node.result.alias == Alias::InPlace);
       graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage

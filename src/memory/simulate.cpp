@@ -288,7 +288,8 @@ class StepSimulator {
       memory_.at(Phase::Backward, name);
       const bool passthrough =
           (node.result.grad_passthrough || node.result.alias == Alias::View) && !node.result.grad_scatters;
-      // The node runs once every output's gradient has arrived; the first present is the one a
+      // The node runs once every output's gradient has arrived (an LSTM whose h_n alone is read
+      // gets only h_n's); the first present is the one a
       // passthrough hands on. A split's backward fills those that got none with zeros, then
       // concatenates them into the input's gradient (SplitBackward0's _split_with_sizes_backward).
       int grad_out = -1;

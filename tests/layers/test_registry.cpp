@@ -31,6 +31,7 @@ const std::vector<std::string> kBuiltins = {
     "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",                                   //
     "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",                                                      // shuffle.cpp
     "Unfold", "Fold",                                                                                        // fold.cpp
+    "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",                                                  // recurrent.cpp
     "Flatten", "Reshape", "View", "Unsqueeze", "Squeeze", "Identity",                                        // reshape.cpp
     "Add", "Mul", "Concat",                                                                                  // merge.cpp
     "Embedding", "Parameter", "Constant",                                                                    // embedding.cpp
@@ -44,7 +45,7 @@ const std::vector<std::string> kBuiltins = {
 }  // namespace
 
 TEST_CASE("Registry: every built-in layer type is registered") {
-  CHECK(kBuiltins.size() == 109);
+  CHECK(kBuiltins.size() == 115);
   const auto types = layer_types();
   for (const auto& type : kBuiltins) {
     CAPTURE(type);
@@ -154,6 +155,9 @@ TEST_CASE("Registry: input counts and autocast policies") {
     } else if (type == "ScaledDotProductAttention") {  // query, key, value[, attn_mask]
       CHECK(def->min_inputs == 3);
       CHECK(def->max_inputs == 4);
+    } else if (type == "RNNCell" || type == "GRUCell" || type == "LSTMCell") {
+      CHECK(def->min_inputs == 1);  // x, and optionally h (LSTMCell: h and c)
+      CHECK(def->max_inputs == (type == "LSTMCell" ? 3 : 2));
     } else {
       CHECK(def->min_inputs == 1);
       CHECK(def->max_inputs == 1);
