@@ -28,14 +28,15 @@ LayerResult infer_dropout(const LayerCall& call, int channel_rank) {
   // before any noise is drawn (and never fused: p < 1 is a condition of the fused kernel). The
   // multiply keeps only that 0-dim zero, whatever the input's shape or device.
   if (p == 1.0) {
-    res.save_extra({{}, call.input().dtype}, "zero scalar");
+    res.save_extra({{}, call.input().dtype}, "zero scalar", Saved::Made::Operand);
     return res;
   }
   Shape mask = call.shape();
   if (channel_rank > 0)
     for (std::size_t d = 2; d < mask.size(); ++d) mask[d] = 1;
   const bool fused = call.ctx.device == Device::Cuda && !inplace && channel_rank == 0;
-  res.save_extra({mask, fused ? DType::Bool : call.input().dtype}, "mask");
+  // The fused kernel returns its mask; otherwise _dropout_impl draws it and multiplies by it.
+  res.save_extra({mask, fused ? DType::Bool : call.input().dtype}, "mask", fused ? Saved::Made::Result : Saved::Made::Operand);
   return res;
 }
 

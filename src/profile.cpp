@@ -14,6 +14,8 @@ constexpr std::array kProfiles = {
         .version = "2.13",
         .measured = "torch 2.13.0+cpu",
         .grad_sum_in_place = true,
+        .checkpoint_early_stop = true,
+        .checkpoint_unpack_hands_over = true,
         .foreach_adam_one_list = true,
         .fused_sgd = true,
         .fused_on_cpu = true,
@@ -21,6 +23,7 @@ constexpr std::array kProfiles = {
     TorchProfile{
         .version = "1.13",
         .measured = "torch 1.13.1 (Debian's python3-torch)",
+        .hooks_see_wrapped_numbers = true,
         .global_avg_pool_keeps_input = true,
     },
 };

@@ -188,6 +188,8 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"lenet5", {256}},
       {"mlp", {}},
       {"residual_net", {}},
+      {"resblock_cnn", {33}},
+      {"resblock_mlp", {}},
       {"resnet18", {18, 53}},
       {"resnet50", {20}},
       {"se_net", {}},

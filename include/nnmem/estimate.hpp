@@ -63,6 +63,23 @@ struct CudaAllocatorConfig {
   std::int64_t capacity_bytes = 0;
 };
 
+/// Activation checkpointing (docs/memory-model.md, "Activation checkpointing"): which layers
+/// form checkpointed segments, and torch.utils.checkpoint's implementation.
+enum class CheckpointSegments {
+  Spec,    // the spec's `checkpoint: true` entries
+  None,    // none, whatever the spec says
+  Blocks,  // every top-level block instance (each `repeat` instance its own segment)
+  Every,   // consecutive groups of `every` top-level entries
+};
+enum class CheckpointImpl { NonReentrant, Reentrant };  // use_reentrant=False / True
+struct CheckpointOptions {
+  CheckpointSegments segments = CheckpointSegments::Spec;
+  std::int64_t every = 0;  // CheckpointSegments::Every: entries per segment (at least 1)
+  CheckpointImpl impl = CheckpointImpl::NonReentrant;
+};
+std::string_view name_of(CheckpointImpl impl);
+std::optional<CheckpointImpl> parse_checkpoint_impl(std::string_view name);
+
 struct StepOptions {
   OptimizerKind optimizer = OptimizerKind::Adam;
   bool rmsprop_momentum = false;   // RMSprop(momentum > 0): one more slot
@@ -74,6 +91,11 @@ struct StepOptions {
   std::optional<LossKind> loss;    // default: the spec's `loss`, else mean
   std::int64_t overhead_bytes = 0; // framework overhead added on CUDA (the CUDA context)
   CudaAllocatorConfig allocator = {};  // CUDA: the caching allocator's settings
+  CheckpointOptions checkpoint = {};   // activation checkpointing
+  /// Gradient accumulation: micro-steps per optimizer step (docs/memory-model.md). zero_grad()
+  /// before the first, the loss divided by it, step() after the last; the batch is each
+  /// micro-step's.
+  std::int64_t grad_accum = 1;
 };
 
 struct EstimateOptions {
@@ -108,6 +130,7 @@ struct TimelineEvent {
   std::string tensor;              // what: "output", "grad of input", "exp_avg_sq.sqrt()", …
   std::int64_t delta = 0;
   std::int64_t live = 0;           // bytes live after the event
+  std::int64_t micro_step = 1;     // with gradient accumulation: which micro-step (1-based)
 };
 
 struct Totals {
@@ -122,6 +145,7 @@ struct Totals {
   std::int64_t peak_bytes = 0;        // the largest live total in the step
   Phase peak_phase = Phase::Forward;
   std::string peak_layer;
+  std::int64_t peak_micro_step = 1;   // with gradient accumulation: in which micro-step
   std::array<std::int64_t, kMemoryKinds> peak_breakdown{};  // by MemoryKind, at the peak
   std::int64_t backward_transient_bytes = 0;  // the most activation gradients and temporaries live in backward
   std::int64_t reserved_bytes = 0;    // CUDA: max_memory_reserved(), modelled (CudaAllocatorFigures)

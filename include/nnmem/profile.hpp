@@ -21,10 +21,24 @@ struct TorchProfile {
   bool grad_sum_in_place = false;
 
   // --- what backward keeps
+  // A saved wrapped number (a Python scalar made a 0-dim tensor, like K in `loss / K`) goes
+  // through saved_tensors_hooks in 1.13; 2.x saves it without them. Either way it is kept: this
+  // decides only whether it counts as "saved" (what the hooks see).
+  bool hooks_see_wrapped_numbers = false;
+
   // Global average pooling (AdaptiveAvgPool*d to size 1): both run input.mean(spatial dims);
   // 1.13's MeanBackward1 keeps the input (`_saved_self`), 2.13's only sizes. Other output
   // sizes keep the input in both (validation/ops_saved_zoo.md).
   bool global_avg_pool_keeps_input = false;
+
+  // --- torch.utils.checkpoint, non-reentrant (use_reentrant=False)
+  // Recomputation stops once the last tensor the segment's nodes keep has been recomputed
+  // (2.x's early_stop=True; 1.13 runs the whole segment again).
+  bool checkpoint_early_stop = false;
+  // A recomputed tensor is handed over on unpack (2.x pops it from the frame's store), so it
+  // is freed as its node's apply returns, before the engine sums gradients down (Linear's
+  // bias); 1.13 keeps it in the store until the node releases its saved variables.
+  bool checkpoint_unpack_hands_over = false;
 
   // --- optimizers
   // foreach Adam/AdamW/AMSGrad: 2.x makes one list of sqrt temporaries and works in place,

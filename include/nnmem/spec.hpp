@@ -56,6 +56,14 @@ struct LayerSpec {
   bool trainable = true;             // false: its parameters get no gradient and no optimizer state
   bool functional = false;           // called as a function in PyTorch (F.relu, x.view): no module
   bool chained = false;              // a `repeat` instance after the first: reads only the previous one
+  /// Activation checkpointing (`checkpoint: true`): the entry that asked for it — this layer, or
+  /// the block instance it belongs to ("layer1.0"); its layers form one checkpointed segment.
+  std::string checkpoint;
+  SourceLoc checkpoint_loc;          // that entry's `checkpoint` key
+  /// The top-level entry (a layer or a block instance; each `repeat` instance its own) this
+  /// layer belongs to, and whether it is a block instance: --checkpoint blocks|every:K.
+  std::string unit;
+  bool unit_is_block = false;
   SourceLoc loc;                     // the layer's mapping
   SourceLoc type_loc;
 

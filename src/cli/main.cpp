@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "cli_support.hpp"
+#include "scale_args.hpp"
 #include "nnmem/estimate.hpp"
 #include "nnmem/plan.hpp"
 #include "nnmem/report.hpp"
@@ -71,10 +72,13 @@ struct StepArgs {
   std::int64_t roundup_power2_divisions = 0;
   bool expandable_segments = false;
   std::string device_memory;
+  ScaleArgs scale;
 
   // `fit` finds the batch itself: it takes every flag but --batch.
   void add_to(CLI::App& app, bool with_batch = true) {
-    if (with_batch) app.add_option("-b,--batch", batch, "batch size")->check(integer_between(1, kMaxBatch));
+    if (with_batch)
+      app.add_option("-b,--batch,--micro-batch", batch, "batch size: per forward pass (per micro-step, per GPU)")
+          ->check(integer_between(1, kMaxBatch));
     app.add_option("--mode", mode, "a training step, or inference (no gradients)")->check(one_of({"train", "eval"}));
     app.add_option("--device", device, "whose kernels' conventions to follow")->check(one_of({"cuda", "cpu"}));
     app.add_option("--dtype", dtype, "parameters and activations dtype (default: the spec's, else float32)")
@@ -106,6 +110,7 @@ struct StepArgs {
     app.add_option("--device-memory", device_memory,
                    "CUDA: the device's memory, e.g. 24GiB; the allocator may reserve it less --overhead, and runs out "
                    "of memory (after releasing its cache) beyond that");
+    scale.add_to(app);
   }
 
   EstimateOptions options() const {
@@ -135,6 +140,7 @@ struct StepArgs {
                                                           " bytes), found '" + device_memory + "'");
       o.step.allocator.capacity_bytes = total - o.step.overhead_bytes;
     }
+    scale.apply(o.step);
     return o;
   }
 };

@@ -20,7 +20,9 @@
 // repeats.
 #include <algorithm>
 #include <map>
+#include <utility>
 
+#include "checkpoint.hpp"
 #include "step.hpp"
 
 namespace nnmem::detail {
@@ -29,22 +31,35 @@ namespace {
 
 class StepSimulator {
  public:
-  StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss)
-      : graph_(graph), options_(options), loss_(loss), block_(graph.storages.size(), -1), returned_(graph.values.size()) {
+  StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss, const CheckpointPlan& checkpoints)
+      : graph_(graph), options_(options), loss_(loss), block_(graph.storages.size(), -1), returned_(graph.values.size()),
+        checkpoints_(checkpoints),
+        checkpoint_(graph, checkpoints, memory_,
+                    {[this](int v) -> int& { return block_of(v); },
+                     [this](std::size_t node, bool stop) { forward_node(node, Pass::Recompute, stop); }}) {
     for (int v : graph.outputs) returned_[static_cast<std::size_t>(v)] = true;
   }
 
   StepResult run(const std::vector<TensorType>& params) {
     const bool training = graph_.options.mode == Mode::Train;
     persistent(params, training);
-    forward(training);
-    if (training) {
+    // Gradient accumulation: the first micro-step (after zero_grad), one of those in between
+    // (they all spend memory alike), and the last (with the optimizer's step).
+    const std::int64_t k = training ? options_.grad_accum : 1;
+    std::vector<std::int64_t> micro_steps = {1};
+    if (k >= 3) micro_steps.push_back(2);
+    if (k >= 2) micro_steps.push_back(k);
+    for (const std::int64_t m : micro_steps) {
+      if (m > 1) next_micro_step(m);
+      forward(training);
+      if (!training) break;
       loss_forward();
       backward(params);
-      simulate_optimizer_step(memory_, options_, graph_.options.device, *graph_.options.torch, params);
+      if (m == k) simulate_optimizer_step(memory_, options_, graph_.options.device, *graph_.options.torch, params);
       if (options_.loop == Loop::Function) {
-        memory_.at(Phase::Optimizer, "return loss.item()");
+        memory_.at(m == k ? Phase::Optimizer : Phase::Backward, "return loss.item()");
         for (int v : graph_.outputs) memory_.release(block_of(v));
+        checkpoint_.release_graph();  // the graph dies with `loss`
         memory_.release(loss_block_);
       }
     }
@@ -53,6 +68,7 @@ class StepSimulator {
     r.peak = memory_.peak();
     r.peak_phase = memory_.peak_phase();
     r.peak_layer = memory_.peak_layer();
+    r.peak_micro_step = memory_.peak_micro_step();
     r.breakdown = memory_.breakdown_at_peak();
     r.backward_transients = memory_.backward_transients();
     r.timeline = memory_.take_timeline();
@@ -114,6 +130,7 @@ class StepSimulator {
                                             "previous step's output", Carry::LastOutput));
       previous_loss_ = persist(MemoryKind::Activations, loss_tensors_.loss_bytes, "previous step's loss", Carry::LastLoss);
     }
+    checkpoint_.previous_step(options_.loop == Loop::Plain);
     // zero_grad(): set_to_none frees last step's gradients; otherwise they are zeroed in place.
     std::vector<int> grads;
     for (std::size_t k = 0; k < params.size(); ++k)
@@ -121,6 +138,25 @@ class StepSimulator {
                               Carry::LastGrad));
     if (!options_.keep_grads)
       for (int g : grads) memory_.release(g);
+  }
+
+  // The next micro-step of gradient accumulation starts where the last one left off: with its
+  // `out` and `loss` still bound (in a plain loop), and the gradients accumulated so far.
+  void next_micro_step(std::int64_t m) {
+    micro_ = m;
+    memory_.micro_step(m);
+    previous_outputs_.clear();
+    previous_loss_ = -1;
+    if (options_.loop == Loop::Plain) {
+      for (int v : graph_.outputs) previous_outputs_.push_back(block_of(v));
+      previous_loss_ = loss_block_;
+    }
+    std::vector<int> batch;  // the input keeps its blocks; every other storage is made anew
+    for (int v : graph_.inputs) batch.push_back(block_of(v));
+    std::fill(block_.begin(), block_.end(), -1);
+    for (std::size_t k = 0; k < graph_.inputs.size(); ++k) block_of(graph_.inputs[k]) = batch[k];
+    loss_kept_.clear();
+    checkpoint_.next_micro_step(options_.loop == Loop::Plain);
   }
 
   // What this step leaves for the next: `out` and `loss` (gradients are marked in backward);
@@ -132,43 +168,78 @@ class StepSimulator {
     if (loss_block_ >= 0) memory_.mark(loss_block_, Carry::Loss);
   }
 
+  // How a node's forward runs: as usual; inside a checkpointed segment, keeping nothing (what
+  // the op would keep is dropped, or never exists outside its call); or recomputed in backward,
+  // where `stop` marks the node whose last save ends 2.x's early-stopping recomputation.
+  enum class Pass { Forward, Checkpointed, Recompute };
+
+  void forward_node(std::size_t i, Pass pass, bool stop = false) {
+    const Node& node = graph_.nodes[i];
+    const std::string& name = graph_.layer(node).name;
+    if (pass != Pass::Recompute) memory_.at(Phase::Forward, name);
+    const bool keeps = graph_.options.mode == Mode::Train && in_autograd(node);
+    // Stopping before the output exists: everything the node keeps is packed before its kernel.
+    const bool no_output = stop && std::all_of(node.result.saved.begin(), node.result.saved.end(),
+                                               [](const Saved& s) { return s.before_output(); });
+    // Autocast's copies of the inputs and parameters, made as the layer runs; a cached
+    // parameter copy is also held by autocast's cache until the loss is computed.
+    std::vector<int> copies;
+    for (int c : node.input_casts)
+      if (c >= 0) copies.push_back(block_of(c) = memory_.alloc(MemoryKind::Activations, value(c).type.bytes(), value(c).name, 1));
+    for (int c : node.param_casts) {
+      if (c < 0) continue;
+      copies.push_back(block_of(c) = memory_.alloc(MemoryKind::WeightCopies, value(c).type.bytes(), value(c).name, value(c).cached ? 2 : 1));
+      if (value(c).cached) cached_copies_.push_back(block_of(c));
+    }
+    // Unkept, a copy an op of its own made before this one (F.pad's) lives until this op has run.
+    if (pass == Pass::Checkpointed && keeps)
+      for (const Saved& s : node.result.saved)
+        if (s.of == Saved::Of::Extra && s.made == Saved::Made::Separate)
+          copies.push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name, 1));
+    std::vector<int> fresh;
+    for (int v : node.outputs) {
+      if (no_output) break;
+      if (block_of(v) < 0) {
+        block_of(v) = memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "output of " + name, 1);
+        fresh.push_back(block_of(v));
+      }
+      if (!stop) hold_reads(block_of(v), pass == Pass::Recompute ? checkpoint_.reads(v) : static_cast<int>(value(v).readers.size()) + (is_output(v) ? 1 : 0));
+    }
+    if (keeps && pass != Pass::Checkpointed) {
+      for (const Saved& s : node.result.saved) {
+        if (no_output && !s.before_output()) continue;
+        if (s.of == Saved::Of::Extra) {
+          kept_[i].push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name, 1));
+        } else if (const int v = node.saved_value(s); v >= 0) {
+          memory_.hold(block_of(v));
+          kept_[i].push_back(block_of(v));
+        }
+      }
+    }
+    for (int b : fresh) memory_.release(b);
+    if (!stop)  // a stopped recomputation drops its reads as it unwinds
+      for (int v : node.inputs) drop_read(block_of(v));
+    for (int b : copies) memory_.release(b);
+  }
+
+  // A hold for each later read of a tensor, and the read done; a recomputation keeps count of
+  // those it holds, to drop them when it stops early.
+  void hold_reads(int block, int reads) {
+    memory_.hold(block, reads);
+    checkpoint_.held(block, reads);
+  }
+  void drop_read(int block) {
+    memory_.release(block);
+    checkpoint_.held(block, -1);
+  }
+
   void forward(bool training) {
     for (int v : graph_.inputs) memory_.hold(block_of(v), static_cast<int>(value(v).readers.size()));
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
-      const Node& node = graph_.nodes[i];
-      const std::string& name = graph_.layer(node).name;
-      memory_.at(Phase::Forward, name);
-      // Autocast's copies of the inputs and parameters, made as the layer runs; a cached
-      // parameter copy is also held by autocast's cache until the loss is computed.
-      std::vector<int> copies;
-      for (int c : node.input_casts)
-        if (c >= 0) copies.push_back(block_of(c) = memory_.alloc(MemoryKind::Activations, value(c).type.bytes(), value(c).name, 1));
-      for (int c : node.param_casts) {
-        if (c < 0) continue;
-        copies.push_back(block_of(c) = memory_.alloc(MemoryKind::WeightCopies, value(c).type.bytes(), value(c).name, value(c).cached ? 2 : 1));
-        if (value(c).cached) cached_copies_.push_back(block_of(c));
-      }
-      std::vector<int> fresh;
-      for (int v : node.outputs) {
-        if (block_of(v) < 0) {
-          block_of(v) = memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "output of " + name, 1);
-          fresh.push_back(block_of(v));
-        }
-        memory_.hold(block_of(v), static_cast<int>(value(v).readers.size()) + (is_output(v) ? 1 : 0));
-      }
-      if (training && in_autograd(node)) {
-        for (const Saved& s : node.result.saved) {
-          if (s.of == Saved::Of::Extra) {
-            kept_[i].push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name, 1));
-          } else if (const int v = node.saved_value(s); v >= 0) {
-            memory_.hold(block_of(v));
-            kept_[i].push_back(block_of(v));
-          }
-        }
-      }
-      for (int b : fresh) memory_.release(b);
-      for (int v : node.inputs) memory_.release(block_of(v));
-      for (int b : copies) memory_.release(b);
+      const Segment* s = checkpoints_.of(i);
+      if (s && i == s->first) checkpoint_.begin_segment(*s);
+      forward_node(i, !training ? Pass::Forward : s ? Pass::Checkpointed : Pass::Forward);
+      if (s && i == s->last && s->keepers.empty()) checkpoint_.end_frame(*s);  // nothing refers to its frame
     }
     if (training) {
       memory_.at(Phase::Forward, "out = model(x)");
@@ -196,6 +267,15 @@ class StepSimulator {
       loss_kept_.push_back(input);
     }
     loss_block_ = memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "loss");
+    if (options_.grad_accum > 1) {
+      // loss / K: K as a wrapped scalar (a CPU tensor, which DivBackward0 keeps), the quotient,
+      // and the undivided loss let go.
+      divisor_ = memory_.alloc(MemoryKind::Activations, graph_.options.device == Device::Cpu ? kWrappedNumberBytes : 0,
+                               "the loss's divisor K");
+      const int undivided = std::exchange(loss_block_, memory_.alloc(MemoryKind::Activations, loss_scalar_bytes(), "loss / K"));
+      memory_.release(undivided);
+    }
+    checkpoint_.release_previous();  // the previous step's graph dies as its loss is let go
     if (previous_loss_ >= 0) memory_.release(previous_loss_);
     if (loss_tensors_.cast) memory_.release(input);
     if (graph_.options.amp) release_autocast_cache();
@@ -234,22 +314,30 @@ class StepSimulator {
     const std::int64_t in_bytes = loss_tensors_.input(value(out).type).bytes();
     // torch.autograd.backward() holds the root gradient (ones_like(loss)) until it returns.
     const int root = memory_.alloc(MemoryKind::Transients, dtype_size(DType::Float32), "grad of loss");
+    int quotient = -1;  // loss / K: DivBackward0's gradient of the undivided loss, then its divisor let go
+    if (divisor_ >= 0) {
+      quotient = memory_.alloc(MemoryKind::Transients, loss_scalar_bytes(), "grad of the undivided loss");
+      memory_.release(std::exchange(divisor_, -1));
+    }
     int grad_in = -1;
     if (loss_ == LossKind::CrossEntropy) {
       // NllLossBackward0, then LogSoftmaxBackward0; each frees what it kept once it has run.
       const int grad_logp = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of log_softmax");
       memory_.release(loss_kept_[1]);  // total_weight
+      if (quotient >= 0) memory_.release(quotient);
       grad_in = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of output");
       memory_.release(grad_logp);
       memory_.release(loss_kept_[0]);  // log-probabilities
     } else {
       grad_in = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of output");
+      if (quotient >= 0) memory_.release(quotient);
       for (int b : loss_kept_) memory_.release(b);
     }
     if (loss_tensors_.cast) grad_in = cast_back(grad_in, value(out).type.bytes(), "grad of output");
     grad_[out] = grad_in;
 
     for (std::size_t i = graph_.nodes.size(); i-- > 0;) {
+      checkpoint_.entering(i, grad_);
       const Node& node = graph_.nodes[i];
       if (!in_autograd(node)) continue;
       const std::string& name = graph_.layer(node).name;
@@ -257,6 +345,7 @@ class StepSimulator {
       const bool passthrough = node.result.grad_passthrough || node.result.alias == Alias::View;
       const auto found = grad_.find(node.outputs.front());
       if (found == grad_.end()) continue;  // no gradient reached it
+      checkpoint_.before_node(i, grad_);
       const int grad_out = found->second;
       std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
       const TensorType& out_type = value(node.outputs.front()).type;
@@ -280,17 +369,22 @@ class StepSimulator {
         contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, in_type.bytes(), "grad of input of " + name));
         if (full >= 0) memory_.release(full);
       }
-      std::vector<int> param_grads;
-      if (node.trainable)
-        for (std::size_t k = 0; k < node.result.params.size(); ++k) {
+      // Parameters' gradients: the node's own, then those the engine sums down after it.
+      std::vector<int> param_grads(node.trainable ? node.result.params.size() : 0, -1);
+      for (const bool summed : {false, true}) {
+        if (summed && checkpoint_.hands_over(i)) release_kept(i);  // the recomputed tensors die with the apply
+        for (std::size_t k = 0; k < param_grads.size(); ++k) {
           const int copy = node.param_casts[k];
           const ParamDecl& p = node.result.params[k];
           const TensorType type = copy >= 0 ? value(copy).type : TensorType{p.shape, p.dtype};
-          param_grads.push_back(memory_.alloc(MemoryKind::Gradients, type.bytes(), "grad of " + name + "." + p.name));
+          if (p.grad_summed == summed)
+            param_grads[k] = memory_.alloc(MemoryKind::Gradients, type.bytes(), "grad of " + name + "." + p.name);
         }
-      for (int b : kept_[i]) memory_.release(b);
+      }
+      release_kept(i);
       for (int v : node.outputs)
         if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);
+      checkpoint_.after_node(i);
       // The node's outputs are dispatched: input gradients go to their input buffers.
       for (auto [k, b] : contributions)
         if (node.input_casts[k] < 0) accumulate(node.inputs[k], b);
@@ -303,12 +397,25 @@ class StepSimulator {
         if (node.param_casts[k] >= 0)
           param_grads[k] = cast_back(param_grads[k], TensorType{node.result.params[k].shape, node.result.params[k].dtype}.bytes(),
                                      "grad of " + name + "." + node.result.params[k].name);
-        memory_.mark(param_grads[k], Carry::Grad);
-        if (options_.keep_grads) memory_.release(param_grads[k]);  // AccumulateGrad adds it into .grad, then frees it
+        // .grad is made in the first micro-step (when set_to_none left none); later ones, and
+        // --keep-grads, have AccumulateGrad add into it and free the new gradient.
+        if (micro_ == 1) memory_.mark(param_grads[k], Carry::Grad);
+        if (options_.keep_grads || micro_ > 1) memory_.release(param_grads[k]);
       }
     }
+    checkpoint_.backward_done(grad_);
     memory_.at(Phase::Backward, "");
     memory_.release(root);
+  }
+
+  // The 0-dim loss's own size (torch 1.13's mse loss holds a larger storage).
+  std::int64_t loss_scalar_bytes() const {
+    return dtype_size(loss_tensors_.input(value(graph_.outputs.front()).type).dtype);
+  }
+
+  void release_kept(std::size_t node) {
+    for (int b : kept_[node]) memory_.release(b);
+    kept_[node].clear();
   }
 
   const Graph& graph_;
@@ -325,14 +432,18 @@ class StepSimulator {
   std::vector<int> previous_outputs_;
   int previous_loss_ = -1;
   int loss_block_ = -1;
+  int divisor_ = -1;                        // gradient accumulation: K, kept by DivBackward0
+  std::int64_t micro_ = 1;                  // which micro-step is simulated
   std::map<int, int> grad_;                 // value -> block holding its gradient
+  const CheckpointPlan& checkpoints_;
+  CheckpointRun checkpoint_;
 };
 
 }  // namespace
 
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
-                         const std::vector<TensorType>& trainable_params) {
-  return StepSimulator(graph, options, loss).run(trainable_params);
+                         const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints) {
+  return StepSimulator(graph, options, loss, checkpoints).run(trainable_params);
 }
 
 }  // namespace nnmem::detail

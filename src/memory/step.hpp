@@ -9,6 +9,10 @@
 
 namespace nnmem::detail {
 
+/// A Python int or float used as a tensor operand (K in `loss / K`): a 0-dim int64 or float64
+/// CPU tensor, PyTorch's "wrapped number". On CUDA it costs the device nothing.
+inline constexpr std::int64_t kWrappedNumberBytes = 8;
+
 /// The optimizer's persistent state for these trainable parameters (PyTorch 1.13's layout).
 std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device device,
                                            const std::vector<TensorType>& params);
@@ -53,13 +57,15 @@ struct StepResult {
   std::int64_t peak = 0;
   Phase peak_phase = Phase::Forward;
   std::string peak_layer;
+  std::int64_t peak_micro_step = 1;
   std::array<std::int64_t, kMemoryKinds> breakdown{};
   std::int64_t backward_transients = 0;
   std::vector<TimelineEvent> timeline;
   AllocationTrace trace;  // for the CUDA allocator replay
 };
+struct CheckpointPlan;
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
-                         const std::vector<TensorType>& trainable_params);
+                         const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints);
 
 /// PyTorch's CUDA caching allocator (options.allocator) running the training loop of which
 /// `step` is the steady state: the model built, a first iteration, then steady iterations

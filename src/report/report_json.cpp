@@ -24,6 +24,13 @@ ordered_json allocator_settings(const CudaAllocatorConfig& c) {
   };
 }
 
+ordered_json checkpoint_settings(const CheckpointOptions& c) {
+  static constexpr std::array<std::string_view, 4> segments = {"spec", "none", "blocks", "every"};
+  return {{"segments", segments[static_cast<std::size_t>(c.segments)]},
+          {"every", c.segments == CheckpointSegments::Every ? ordered_json(c.every) : ordered_json(nullptr)},
+          {"impl", name_of(c.impl)}};
+}
+
 ordered_json allocator_figures(const CudaAllocatorFigures& f) {
   ordered_json j = {
       {"reserved_bytes", f.reserved_bytes},
@@ -66,6 +73,8 @@ ordered_json to_json(const Estimate& e) {
       {"foreach", o.step.foreach},
       {"fused", o.step.fused},
       {"loop", name_of(o.step.loop)},
+      {"grad_accum", o.step.grad_accum},
+      {"checkpoint", checkpoint_settings(o.step.checkpoint)},
       {"overhead_bytes", o.step.overhead_bytes},
       {"torch", o.graph.torch->version},
       {"cuda_allocator", allocator_settings(o.step.allocator)},
@@ -115,6 +124,7 @@ ordered_json to_json(const Estimate& e) {
       {"peak_bytes", t.peak_bytes},
       {"peak_phase", name_of(t.peak_phase)},
       {"peak_layer", t.peak_layer},
+      {"peak_micro_step", t.peak_micro_step},
       {"backward_transient_bytes", t.backward_transient_bytes},
       {"reserved_bytes", t.reserved_bytes},
       {"max_allocated_bytes", t.max_allocated_bytes},
@@ -134,9 +144,11 @@ ordered_json to_json(const Estimate& e) {
       {"total_bytes", ts.total_bytes},
   };
   j["timeline"] = ordered_json::array();
-  for (const auto& ev : e.timeline)
+  for (const auto& ev : e.timeline) {
     j["timeline"].push_back(
         {{"phase", name_of(ev.phase)}, {"layer", ev.layer}, {"tensor", ev.tensor}, {"delta", ev.delta}, {"live", ev.live}});
+    if (o.step.grad_accum > 1) j["timeline"].back()["micro_step"] = ev.micro_step;
+  }
   return j;
 }
 

@@ -40,6 +40,10 @@ struct NameScope {
 struct Inherited {
   bool trainable = true;
   bool functional = false;
+  std::string checkpoint;      // the checkpointed entry around it ("layer1.0"), if any
+  SourceLoc checkpoint_loc;
+  std::string unit;            // the top-level entry instance it belongs to
+  bool unit_is_block = false;
 };
 
 /// Which `repeat` instance is being built, for messages.
@@ -271,6 +275,17 @@ class Expander {
     const std::string who = title(e, qualified, vars);
     if (e.trainable) inherited.trainable = evaluate_bool(*e.trainable, vars, who, "'trainable'") && inherited.trainable;
     if (e.functional) inherited.functional = evaluate_bool(*e.functional, vars, who, "'functional'") || inherited.functional;
+    if (e.checkpoint && evaluate_bool(*e.checkpoint, vars, who, "'checkpoint'")) {
+      if (!inherited.checkpoint.empty())
+        fail(e.checkpoint->loc, who + ": 'checkpoint: true' inside '" + inherited.checkpoint + "', checkpointed at line " +
+                                    std::to_string(inherited.checkpoint_loc.line) + "; checkpointed segments do not nest");
+      inherited.checkpoint = qualified;
+      inherited.checkpoint_loc = e.checkpoint->loc;
+    }
+    if (stack_.empty()) {  // a top-level entry (or one of its `repeat` instances)
+      inherited.unit = qualified;
+      inherited.unit_is_block = e.block.has_value();
+    }
     if (e.block) return instantiate_block(e, qualified, who, inputs, scope, vars, inherited, instance);
     LayerSpec layer;
     layer.name = qualified;
@@ -286,6 +301,10 @@ class Expander {
     layer.input_locs.resize(inputs.size(), e.loc);
     layer.trainable = inherited.trainable;
     layer.functional = inherited.functional;
+    layer.checkpoint = inherited.checkpoint;
+    layer.checkpoint_loc = inherited.checkpoint_loc;
+    layer.unit = inherited.unit;
+    layer.unit_is_block = inherited.unit_is_block;
     layer.chained = instance && instance->index > 0;
     budget_.spend_values(e.loc, static_cast<std::int64_t>(inputs.size()));
     for (const auto& a : e.attrs) {

@@ -218,8 +218,9 @@ class Reader {
         if (input_key) fail(key_loc, who + "give either 'input' or 'inputs', not both");
         input_key = key_loc;
         e.inputs = names(v, key_loc, who + "'" + key + "'");
-      } else if (key == "repeat" || key == "when" || key == "trainable" || key == "functional") {
-        auto& field = key == "repeat" ? e.repeat : key == "when" ? e.when : key == "trainable" ? e.trainable : e.functional;
+      } else if (key == "repeat" || key == "when" || key == "trainable" || key == "functional" || key == "checkpoint") {
+        auto& field = key == "repeat" ? e.repeat : key == "when" ? e.when : key == "trainable" ? e.trainable
+                      : key == "functional" ? e.functional : e.checkpoint;
         field = value(v, key_loc, who + "'" + key + "': ");
       } else {
         e.attrs.push_back({key, key_loc, value(v, key_loc, who + key + ": ")});

@@ -42,7 +42,7 @@ struct RawEntry {
   std::optional<RawValue> type;       // may be an expression (a block parameter)
   std::optional<Named> block;
   std::optional<std::vector<Named>> inputs;
-  std::optional<RawValue> repeat, when, trainable, functional;
+  std::optional<RawValue> repeat, when, trainable, functional, checkpoint;
   std::vector<RawAttr> attrs;         // layer attributes, or block arguments
 };
 
