@@ -16,7 +16,8 @@ using namespace nnmem::test;
 namespace {
 
 // The run as estimate options: the fixture's torch version, batch, optimizer and its
-// implementation, zero_grad mode and autocast. Every run is one nnmem can estimate.
+// implementation, zero_grad mode, autocast, checkpointing, gradient accumulation and the loop.
+// Every run is one nnmem can estimate.
 EstimateOptions configure(const std::string& version, const nlohmann::json& run) {
   EstimateOptions o;
   o.graph.torch = find_torch_profile(version);
@@ -28,6 +29,12 @@ EstimateOptions configure(const std::string& version, const nlohmann::json& run)
   o.graph.device = Device::Cpu;
   o.step.optimizer = *parse_optimizer(run["optimizer"].get<std::string>());
   o.step.keep_grads = !run["set_to_none"].get<bool>();
+  if (run.contains("checkpoint")) {
+    REQUIRE(parse_checkpoint_segments(run["checkpoint"].get<std::string>(), o.step.checkpoint));
+    o.step.checkpoint.impl = *parse_checkpoint_impl(run["checkpoint_impl"].get<std::string>());
+  }
+  o.step.grad_accum = run.value("grad_accum", 1);
+  if (run.contains("loop")) o.step.loop = *parse_loop(run["loop"].get<std::string>());
   return o;
 }
 
@@ -58,6 +65,10 @@ std::size_t check_version(const std::string& version) {
       CAPTURE(o.graph.amp.has_value());
       CAPTURE(o.step.foreach);
       CAPTURE(o.step.fused);
+      CAPTURE(checkpoint_segments_name(o.step.checkpoint));
+      CAPTURE(name_of(o.step.checkpoint.impl));
+      CAPTURE(o.step.grad_accum);
+      CAPTURE(name_of(o.step.loop));
       CHECK(t.param_bytes == run["param_bytes"].get<std::int64_t>());
       CHECK(t.buffer_bytes == run["buffer_bytes"].get<std::int64_t>());
       CHECK(t.grad_bytes == run["grad_bytes"].get<std::int64_t>());
@@ -73,6 +84,7 @@ std::size_t check_version(const std::string& version) {
       CHECK(std::string(name_of(t.peak_phase)) == (phase == "step" ? "optimizer" : phase));
       const std::string module = run["peak_module"].is_string() ? run["peak_module"].get<std::string>() : "";
       if (phase == "backward" && module != "<functional>") CHECK(t.peak_layer == module);
+      if (run.contains("peak_micro_step")) CHECK(t.peak_micro_step == run["peak_micro_step"].get<std::int64_t>());
     }
   }
   return runs;

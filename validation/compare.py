@@ -74,7 +74,7 @@ class Nnmem:
         return version == BASE_VERSION or self.has_torch
 
     def run(self, version, network, batch, optimizer, set_to_none, mode="train", amp=None, foreach=False,
-            fused=False):
+            fused=False, variant_args=()):
         spec, extra = spec_of(network)
         args = [self.binary, "estimate", spec, "--format", "json", "--device", "cpu", "--batch", str(batch),
                 "--optimizer", optimizer, "--mode", mode] + extra
@@ -88,6 +88,7 @@ class Nnmem:
             args.append("--foreach")
         if fused:
             args.append("--fused")
+        args += list(variant_args)
         out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError("%s failed:\n%s" % (" ".join(args), out.stderr))
@@ -99,10 +100,29 @@ def heuristic(estimate):
     return estimate["conventions"]["torchsummary"]["total_bytes"]
 
 
+def scaling_args(run):
+    """nnmem's flags for a run's checkpointing, gradient accumulation and loop."""
+    args = []
+    if run.get("checkpoint"):
+        args += ["--checkpoint", run["checkpoint"], "--checkpoint-impl", run["checkpoint_impl"]]
+    if run.get("grad_accum", 1) > 1:
+        args += ["--grad-accum", str(run["grad_accum"])]
+    if run.get("loop", "plain") != "plain":
+        args += ["--loop", run["loop"]]
+    return args
+
+
 def variant(r):
     if r["amp"]:
         return r["amp"] + " autocast"
-    return "fused" if r["fused"] else "foreach" if r["foreach"] else ""
+    words = ["fused" if r["fused"] else "foreach" if r["foreach"] else ""]
+    if r.get("checkpoint"):
+        words.append("checkpoint %s, %s" % (r["checkpoint"], r["checkpoint_impl"]))
+    if r.get("grad_accum", 1) > 1:
+        words.append("accumulating %d" % r["grad_accum"])
+    if r.get("loop", "plain") != "plain":
+        words.append("in a function")
+    return "; ".join(w for w in words if w)
 
 
 def compare(nnmem, version, only=None):
@@ -116,6 +136,8 @@ def compare(nnmem, version, only=None):
             row = {"version": version, "network": network, "batch": run["batch"], "optimizer": run["optimizer"],
                    "set_to_none": run["set_to_none"], "amp": run.get("amp"), "foreach": run.get("foreach", False),
                    "fused": run.get("fused", False), "mismatches": [], "estimated": True,
+                   "checkpoint": run.get("checkpoint"), "checkpoint_impl": run.get("checkpoint_impl"),
+                   "grad_accum": run.get("grad_accum", 1), "loop": run.get("loop", "plain"),
                    "saved": (run["saved_bytes"], None), "peak": (run["peak_bytes"], None),
                    "peak_where": (run["peak_phase"], run.get("peak_module") or "", "", ""), "heuristic": None}
             if row["fused"] and not nnmem.has_fused:
@@ -123,7 +145,7 @@ def compare(nnmem, version, only=None):
                 rows.append(row)
                 continue
             est = nnmem.run(version, network, run["batch"], run["optimizer"], run["set_to_none"], amp=run.get("amp"),
-                            foreach=row["foreach"], fused=row["fused"])
+                            foreach=row["foreach"], fused=row["fused"], variant_args=scaling_args(run))
             tot = est["totals"]
             for key in EXACT:
                 if tot[key] != run[key]:
@@ -159,6 +181,8 @@ def report(rows, modelled, out):
                                                  "none" if r["set_to_none"] else "keep",
                                                  "bf16" if r["amp"] else "fused" if r["fused"] else
                                                  "fe" if r["foreach"] else "")
+        if r["checkpoint"] or r["grad_accum"] > 1 or r["loop"] != "plain":
+            head += " [%s]" % variant(r)
         if not r["estimated"]:
             out.write("-- %s peak %13d measured; nnmem has no option for this variant\n" % (head, r["peak"][0]))
             continue

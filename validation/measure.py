@@ -3,6 +3,7 @@
 object.  Usage (torch 1.13: /usr/bin/python3; torch 2.13: /work/venv213/bin/python):
   PYTHON validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam|adamw
                    [--set-to-none | --keep-grads] [--amp bfloat16] [--foreach | --fused] [--loop plain|function]
+                   [--checkpoint blocks|every:K [--checkpoint-impl reentrant|non-reentrant]] [--grad-accum K]
                    [--trace FILE] [--threads N]
 See README.md for what every field means."""
 import argparse
@@ -17,6 +18,8 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checkpointing  # noqa: E402
+import data_parallel  # noqa: E402
 import memtrace  # noqa: E402
 from instrument import (ModuleTracker, SavedRecorder, graph_saved,  # noqa: E402
                         storage_key, summarise_saved)
@@ -25,11 +28,11 @@ from networks import NETWORKS  # noqa: E402
 
 
 def storage_bytes(tensors):
-    """Bytes of the distinct storages of some tensors."""
+    """Bytes of the distinct storages of some tensors (a DTensor's: its local shard's)."""
     seen = {}
     for t in tensors:
         if t is not None:
-            ptr, n = storage_key(t)
+            ptr, n = storage_key(data_parallel.local(t))
             seen[ptr] = n
     return sum(seen.values())
 
@@ -66,7 +69,7 @@ def optimizer_state(opt):
     for st in opt.state.values():
         for slot, t in st.items():
             if isinstance(t, torch.Tensor):
-                ptr, n = storage_key(t)
+                ptr, n = storage_key(data_parallel.local(t))
                 if ptr not in seen:
                     seen[ptr] = n
                     slots[slot] = slots.get(slot, 0) + n
@@ -86,6 +89,15 @@ def run(args):
         res["fused"] = True
     if args.loop != "plain":  # plain runs' fixtures stay as they were
         res["loop"] = args.loop
+    if args.checkpoint:
+        res["checkpoint"], res["checkpoint_impl"] = args.checkpoint, args.checkpoint_impl
+    if args.grad_accum > 1:
+        res["grad_accum"] = args.grad_accum
+    if args.parallel:
+        rank, world = data_parallel.setup()
+        res.update(parallel=args.parallel, world_size=world, rank=rank)
+        if args.parallel == "ddp":
+            res["bucket_cap_mb"] = args.bucket_cap_mb
     # Mixed precision: forward and loss under CPU autocast, as `with torch.autocast(...):`
     # wraps them in a training loop; backward and the step run outside it.
     autocast = (lambda: torch.autocast("cpu", dtype=getattr(torch, args.amp))) if args.amp \
@@ -106,6 +118,9 @@ def run(args):
                 oshape = list(model(x).shape)
             tracker.record_shapes = False
             model.train()
+            inner = model
+            if args.parallel:
+                model = data_parallel.wrap(model, args.parallel, args.bucket_cap_mb)
             if net.loss == "cross_entropy":
                 y = torch.randint(0, oshape[-1], (args.batch,))
             elif net.loss == "mse":
@@ -115,34 +130,59 @@ def run(args):
             trainable = [p for p in model.parameters() if p.requires_grad]
             opt = make_optimizer(args.optimizer, trainable, args.foreach, args.fused)
 
-        params = {storage_key(p)[0] for p in model.parameters()}
+        params = {storage_key(data_parallel.local(p))[0] for p in model.parameters()}
         buffers = {storage_key(b)[0] for b in model.buffers()}
         named = {storage_key(x)[0]: "input"}
         if y is not None:
             named[storage_key(y)[0]] = "target"
         rec = SavedRecorder(tracker, params, buffers, named)
         graph_map = {}
+        recording = [False]  # the forward whose saved tensors are recorded
+        restore_forward = None
+        if args.checkpoint:
+            # What a checkpointed segment keeps is its inputs (saved for backward in 2.x's and
+            # in the reentrant implementation, held by a closure in 1.13's non-reentrant one:
+            # recorded here in every case, as saved tensors).
+            def on_segment(names, inputs):
+                if recording[0]:
+                    for t in inputs:
+                        rec.pack(t)
+            restore_forward = checkpointing.install(inner, args.checkpoint, args.checkpoint_impl, on_segment)
 
         def iteration(it, held):
             """One step; `out` and `loss` are bound in `held`. The plain loop passes the same
             dict every time, as a loop's variables: the previous step's out and loss live until
             rebound. --loop function passes a new one, as `def train_step(): ...; return
             loss.item()` has locals: they are freed when it returns."""
-            with Marker("nnmem::zero_grad"):
-                opt.zero_grad(set_to_none=set_to_none)
-            with rec.hooks() if it == 2 else contextlib.nullcontext(), autocast():  # it 2: record saved tensors
+            k = args.grad_accum
+            for micro in range(k):
+                with Marker(f"nnmem::micro{micro}"):
+                    micro_step(it, micro, k, held)
+            return held["loss"].item()
+
+        def micro_step(it, micro, k, held):
+            """With --grad-accum K, K of these make an iteration: zero_grad() before the first,
+            the loss divided by K, step() after the last."""
+            record = it == 2 and micro == 0  # it 2: record saved tensors
+            if micro == 0:
+                with Marker("nnmem::zero_grad"):
+                    opt.zero_grad(set_to_none=set_to_none)
+            recording[0] = record
+            with rec.hooks() if record else contextlib.nullcontext(), autocast():
                 with Marker("nnmem::forward"):
                     held["out"] = model(x)
                 with Marker("nnmem::loss"), Marker("module::<loss>"):
-                    held["loss"] = loss_fn(net.loss, held["out"], y)
-            if it == 2:
+                    held["loss"] = loss_fn(net.loss, held["out"], y) if k == 1 else loss_fn(net.loss, held["out"], y) / k
+            recording[0] = False
+            # Reading a checkpointed node's saved tensors would recompute its segment.
+            if record and not args.checkpoint:
                 with Marker("nnmem::inspect"):
                     graph_map.update(graph_saved(held["loss"].grad_fn))
             with Marker("nnmem::backward"):
                 held["loss"].backward()
-            with Marker("nnmem::step"):
-                opt.step()
-            return held["loss"].item()
+            if micro == k - 1:
+                with Marker("nnmem::step"):
+                    opt.step()
 
         held = {}
         for it in range(3):
@@ -162,7 +202,10 @@ def run(args):
         res["output_shape"] = oshape
         res["loss_value"] = loss_value
 
-        # Eval: free optimizer, grads, out and loss, then one no-grad forward.
+        # Eval: free optimizer, grads, out and loss, then one no-grad forward (never
+        # checkpointed: checkpoint() stashes the RNG state even without grad).
+        if restore_forward is not None:
+            restore_forward()
         del opt
         held.clear()
         for p in model.parameters():
@@ -176,6 +219,8 @@ def run(args):
 
     tr = memtrace.analyse(prof)
     w = memtrace.window(tr, "nnmem::iter2")
+    if args.grad_accum > 1:
+        res["peak_micro_step"] = w["peak_micro_step"]
     res.update({"peak_bytes": w["peak_bytes"], "peak_phase": w["peak_phase"],
                 "peak_op": w["peak_op"], "peak_op_outer": w["peak_op_outer"],
                 "peak_module": w["peak_module"], "iter_start_bytes": w["start_bytes"],
@@ -196,7 +241,7 @@ def run(args):
                       "params": sum(p.numel() for p in m.parameters(recurse=False))}
                      for n, m in tracker.leaves.items()]
     if args.trace:
-        memtrace.write_trace(tr, "nnmem::iter2", args.trace)
+        memtrace.write_trace(tr, "nnmem::iter2", args.trace.format(rank=res.get("rank", 0)))
     return res
 
 
@@ -215,9 +260,24 @@ def main():
     ap.add_argument("--loop", choices=["plain", "function"], default="plain",
                     help="plain: a loop binding out and loss (default); function: each step in a "
                          "function that returns loss.item()")
+    ap.add_argument("--checkpoint", help="checkpoint the units (networks_scaling.py): blocks | every:K")
+    ap.add_argument("--checkpoint-impl", choices=checkpointing.IMPLS, default="non-reentrant",
+                    help="torch.utils.checkpoint's use_reentrant=True or False (default)")
+    ap.add_argument("--grad-accum", type=int, default=1,
+                    help="micro-steps per optimizer step (loss / K; zero_grad before the first)")
+    ap.add_argument("--parallel", choices=data_parallel.STRATEGIES,
+                    help="data parallelism, one rank of a torchrun launch (measure_dist.py)")
+    ap.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket_cap_mb (default 25)")
+    ap.add_argument("--out", help="write the JSON here instead of stdout ({rank}: the rank)")
     ap.add_argument("--trace", help="write iteration 2's filtered allocator events here")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    print(json.dumps(run(ap.parse_args()), sort_keys=True))
+    args = ap.parse_args()
+    res = run(args)
+    if args.out:
+        with open(args.out.format(rank=res.get("rank", 0)), "w") as f:
+            json.dump(res, f, sort_keys=True)
+    else:
+        print(json.dumps(res, sort_keys=True))
 
 
 if __name__ == "__main__":

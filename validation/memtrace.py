@@ -226,6 +226,8 @@ def window(tr, marker):
     if best_ev is not None:
         res.update(peak_phase=best_ev.phase, peak_op=best_ev.inner_op,
                    peak_op_outer=best_ev.outer_op, peak_module=module_of(tr, best_ev))
+        micro = best_ev.marker("nnmem::micro")  # gradient accumulation: which micro-step (1-based)
+        res["peak_micro_step"] = int(micro) + 1 if micro is not None else None
     return res
 
 

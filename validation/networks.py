@@ -593,3 +593,6 @@ NETWORKS = {
     "resnet50": Net(resnet50, (3, 224, 224), "float32", "cross_entropy", [2]),
 }
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
+
+from networks_scaling import SCALING_NETWORKS  # noqa: E402  (checkpointing, accumulation, DDP)
+NETWORKS.update({name: Net(*args) for name, args in SCALING_NETWORKS.items()})

@@ -79,6 +79,11 @@ struct CheckpointOptions {
 };
 std::string_view name_of(CheckpointImpl impl);
 std::optional<CheckpointImpl> parse_checkpoint_impl(std::string_view name);
+/// "spec", "none", "blocks" or "every:K" (K ≥ 1) into options.segments (and .every); false for
+/// anything else.
+bool parse_checkpoint_segments(std::string_view text, CheckpointOptions& options);
+/// The same words back: "blocks", "every:2".
+std::string checkpoint_segments_name(const CheckpointOptions& options);
 
 struct StepOptions {
   OptimizerKind optimizer = OptimizerKind::Adam;
@@ -202,6 +207,7 @@ struct Estimate {
   DType float_dtype = DType::Float32;
   std::vector<LayerEstimate> layers;
   std::vector<OptimizerSlot> optimizer_slots;
+  std::vector<std::string> checkpointed;  // the checkpointed segments, in order ("layer1.0")
   Totals totals;
   TorchSummaryFigures torchsummary;  // for comparison with that tool (report.hpp renders it)
   std::optional<CudaAllocatorFigures> cuda_allocator;  // on CUDA

@@ -19,22 +19,11 @@ void ScaleArgs::add_to(CLI::App& app) {
 
 void ScaleArgs::apply(StepOptions& step) const {
   step.grad_accum = grad_accum;
-  CheckpointOptions& c = step.checkpoint;
-  c.impl = *parse_checkpoint_impl(checkpoint_impl);
-  if (checkpoint == "spec") c.segments = CheckpointSegments::Spec;
-  else if (checkpoint == "none") c.segments = CheckpointSegments::None;
-  else if (checkpoint == "blocks") c.segments = CheckpointSegments::Blocks;
-  else if (checkpoint.rfind("every:", 0) == 0) {
-    const std::string k = checkpoint.substr(6);
-    const bool digits = !k.empty() && k.size() <= 12 && k.find_first_not_of("0123456789") == std::string::npos;
-    if (!digits || std::stoll(k) < 1)
-      throw CLI::ValidationError("--checkpoint", "expected every:K with K a whole number of entries, at least 1, found '" +
-                                                     checkpoint + "'");
-    c.segments = CheckpointSegments::Every;
-    c.every = std::stoll(k);
-  } else {
-    throw CLI::ValidationError("--checkpoint", "expected spec, none, blocks or every:K, found '" + checkpoint + "'");
-  }
+  step.checkpoint.impl = *parse_checkpoint_impl(checkpoint_impl);
+  if (parse_checkpoint_segments(checkpoint, step.checkpoint)) return;
+  throw CLI::ValidationError("--checkpoint", checkpoint.rfind("every:", 0) == 0
+                                                 ? "expected every:K with K a number of entries, at least 1, found '" + checkpoint + "'"
+                                                 : "expected spec, none, blocks or every:K, found '" + checkpoint + "'");
 }
 
 }  // namespace nnmem::cli

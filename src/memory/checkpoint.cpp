@@ -203,7 +203,7 @@ void CheckpointRun::recompute(const Segment& s, bool full) {
   }
   const std::size_t stop = full ? s.last : s.keepers.back();
   for (std::size_t j = s.first; j <= stop; ++j) {
-    memory_.at(Phase::Backward, graph_.layer(graph_.nodes[j]).name + " (recomputed)");
+    memory_.at(Phase::Backward, graph_.layer(graph_.nodes[j]).name);
     sim_.recompute_node(j, !full && j == stop);
   }
   memory_.release(fork);

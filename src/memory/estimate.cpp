@@ -3,6 +3,7 @@
 #include "nnmem/estimate.hpp"
 
 #include <array>
+#include <charconv>
 #include <set>
 
 #include "checkpoint.hpp"
@@ -41,6 +42,10 @@ constexpr Names<Phase, 3> kPhases{{{
     {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"},
 }}};
 constexpr Names<Loop, 2> kLoops{{{{Loop::Plain, "plain"}, {Loop::Function, "function"}}}};
+constexpr Names<CheckpointSegments, 4> kCheckpointSegments{{{
+    {CheckpointSegments::Spec, "spec"}, {CheckpointSegments::None, "none"}, {CheckpointSegments::Blocks, "blocks"},
+    {CheckpointSegments::Every, "every"},
+}}};
 constexpr Names<CheckpointImpl, 2> kCheckpointImpls{{{
     {CheckpointImpl::NonReentrant, "non-reentrant"}, {CheckpointImpl::Reentrant, "reentrant"},
 }}};
@@ -106,6 +111,27 @@ std::optional<LossKind> parse_loss(std::string_view name) { return kLosses.parse
 std::optional<Loop> parse_loop(std::string_view name) { return kLoops.parse(name); }
 std::optional<CheckpointImpl> parse_checkpoint_impl(std::string_view name) { return kCheckpointImpls.parse(name); }
 
+bool parse_checkpoint_segments(std::string_view text, CheckpointOptions& options) {
+  if (const auto s = kCheckpointSegments.parse(text); s && *s != CheckpointSegments::Every) {
+    options.segments = *s;
+    return true;
+  }
+  constexpr std::string_view every = "every:";
+  if (text.substr(0, every.size()) != every) return false;
+  const std::string_view k = text.substr(every.size());
+  std::int64_t n = 0;
+  const auto [end, error] = std::from_chars(k.data(), k.data() + k.size(), n);
+  if (k.empty() || error != std::errc() || end != k.data() + k.size() || n < 1) return false;
+  options.segments = CheckpointSegments::Every;
+  options.every = n;
+  return true;
+}
+
+std::string checkpoint_segments_name(const CheckpointOptions& options) {
+  const std::string name(kCheckpointSegments.name(options.segments));
+  return options.segments == CheckpointSegments::Every ? name + ":" + std::to_string(options.every) : name;
+}
+
 Estimate estimate(const Graph& graph, const StepOptions& options) {
   Estimate e;
   e.model = graph.spec.name;
@@ -139,6 +165,7 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
     // What backward keeps: each storage once, attributed to the first layer that keeps it. A
     // checkpointed segment keeps its inputs instead of what its layers would.
     const detail::CheckpointPlan checkpoints = detail::plan_checkpoints(graph, options.checkpoint);
+    for (const detail::Segment& s : checkpoints.segments) e.checkpointed.push_back(s.name);
     std::set<int> kept_storages;
     std::vector<TensorType> trainable_params;
     const auto keep = [&](LayerEstimate& l, int v) {

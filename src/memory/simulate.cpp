@@ -177,6 +177,7 @@ class StepSimulator {
     const Node& node = graph_.nodes[i];
     const std::string& name = graph_.layer(node).name;
     if (pass != Pass::Recompute) memory_.at(Phase::Forward, name);
+    const char* again = pass == Pass::Recompute ? " (recomputed)" : "";
     const bool keeps = graph_.options.mode == Mode::Train && in_autograd(node);
     // Stopping before the output exists: everything the node keeps is packed before its kernel.
     const bool no_output = stop && std::all_of(node.result.saved.begin(), node.result.saved.end(),
@@ -200,7 +201,7 @@ class StepSimulator {
     for (int v : node.outputs) {
       if (no_output) break;
       if (block_of(v) < 0) {
-        block_of(v) = memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "output of " + name, 1);
+        block_of(v) = memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "output of " + name + again, 1);
         fresh.push_back(block_of(v));
       }
       if (!stop) hold_reads(block_of(v), pass == Pass::Recompute ? checkpoint_.reads(v) : static_cast<int>(value(v).readers.size()) + (is_output(v) ? 1 : 0));
@@ -209,7 +210,7 @@ class StepSimulator {
       for (const Saved& s : node.result.saved) {
         if (no_output && !s.before_output()) continue;
         if (s.of == Saved::Of::Extra) {
-          kept_[i].push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name, 1));
+          kept_[i].push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name + again, 1));
         } else if (const int v = node.saved_value(s); v >= 0) {
           memory_.hold(block_of(v));
           kept_[i].push_back(block_of(v));

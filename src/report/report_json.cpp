@@ -25,10 +25,7 @@ ordered_json allocator_settings(const CudaAllocatorConfig& c) {
 }
 
 ordered_json checkpoint_settings(const CheckpointOptions& c) {
-  static constexpr std::array<std::string_view, 4> segments = {"spec", "none", "blocks", "every"};
-  return {{"segments", segments[static_cast<std::size_t>(c.segments)]},
-          {"every", c.segments == CheckpointSegments::Every ? ordered_json(c.every) : ordered_json(nullptr)},
-          {"impl", name_of(c.impl)}};
+  return {{"segments", checkpoint_segments_name(c)}, {"impl", name_of(c.impl)}};
 }
 
 ordered_json allocator_figures(const CudaAllocatorFigures& f) {
@@ -104,6 +101,7 @@ ordered_json to_json(const Estimate& e) {
         {"saved_bytes", l.saved_bytes},
     });
   }
+  j["checkpointed"] = e.checkpointed;
   j["optimizer_state"] = ordered_json::array();
   for (const auto& s : e.optimizer_slots) j["optimizer_state"].push_back({{"slot", s.name}, {"bytes", s.bytes}});
   j["totals"] = {

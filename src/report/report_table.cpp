@@ -97,6 +97,10 @@ std::string render_table(const Estimate& e) {
      << dtype_name(e.float_dtype) << (o.graph.amp ? " with " + std::string(dtype_name(*o.graph.amp)) + " autocast" : "");
   if (training) os << ", optimizer " << name_of(o.step.optimizer) << ", loss " << name_of(e.loss);
   if (training && o.step.loop == Loop::Function) os << ", each step a function returning loss.item()";
+  if (!e.checkpointed.empty())
+    os << ", " << e.checkpointed.size() << " checkpointed segment" << (e.checkpointed.size() == 1 ? "" : "s") << " ("
+       << name_of(o.step.checkpoint.impl) << ")";
+  if (training && o.step.grad_accum > 1) os << ", accumulating gradients over " << o.step.grad_accum << " micro-steps";
   os << ", PyTorch " << o.graph.torch->version << "\n";
 
   std::size_t name_width = 24, shape_width = 18;
@@ -142,7 +146,10 @@ std::string render_table(const Estimate& e) {
     out.row("saved for backward", t.saved_bytes);
     out.row("backward transients (most at once)", t.backward_transient_bytes, "activation gradients in flight");
   }
-  const std::string where = std::string(name_of(t.peak_phase)) + (t.peak_layer.empty() ? "" : ", " + t.peak_layer);
+  const std::string where = std::string(name_of(t.peak_phase)) + (t.peak_layer.empty() ? "" : ", " + t.peak_layer) +
+                            (o.step.grad_accum > 1 ? ", micro-step " + std::to_string(t.peak_micro_step) + " of " +
+                                                         std::to_string(o.step.grad_accum)
+                                                   : "");
   out.row(training ? "peak of a training step" : "peak of a forward pass", t.peak_bytes, "(" + where + ")");
   // What the peak is made of: every kind that has a byte there.
   static const char* const labels[kMemoryKinds] = {"parameters",  "buffers",     "optimizer state",
