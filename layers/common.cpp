@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include <sstream>
+
 namespace nnmem::layers {
 
 std::string rank_name(int rank) { return std::to_string(rank) + "-D"; }
@@ -49,6 +51,12 @@ void check_declared(const LayerCall& call, const std::string& attr, std::int64_t
     throw LayerError(attr + " is " + with_commas(declared) + ", but the input " + to_string(call.shape()) + " has " +
                          with_commas(actual) + " " + what,
                      attr);
+}
+
+std::string real_text(double value) {
+  std::ostringstream os;
+  os << value;
+  return os.str();
 }
 
 std::string dim_name(std::size_t index, std::size_t rank) {

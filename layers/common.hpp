@@ -43,6 +43,9 @@ struct Window {
 /// is below 1.
 std::int64_t window_output(const Window& w, const std::string& dim);
 
+/// A real number as a person writes it (1.5, 0.1, 2): for messages.
+std::string real_text(double value);
+
 /// "height" / "width" / "length" / "depth" for a spatial index out of `rank` dimensions.
 std::string dim_name(std::size_t index, std::size_t rank);
 

@@ -9,11 +9,15 @@ namespace nnmem {
 
 namespace {
 
+constexpr std::array<std::string_view, 5> kAbsentIn1_13 = {"ZeroPad1d", "ZeroPad3d", "CircularPad1d", "CircularPad2d",
+                                                           "CircularPad3d"};
+
 constexpr std::array kProfiles = {
     TorchProfile{
         .version = "2.13",
         .measured = "torch 2.13.0+cpu",
         .grad_sum_in_place = true,
+        .prelu_weight_grad_elementwise = true,
         .checkpoint_early_stop = true,
         .checkpoint_unpack_hands_over = true,
         .foreach_adam_one_list = true,
@@ -23,12 +27,22 @@ constexpr std::array kProfiles = {
     TorchProfile{
         .version = "1.13",
         .measured = "torch 1.13.1 (Debian's python3-torch)",
+        .absent_layers = kAbsentIn1_13,
         .hooks_see_wrapped_numbers = true,
         .global_avg_pool_keeps_input = true,
+        .im2col_keeps_input = true,
+        .channel_shuffle_differentiable = false,
+        .pad_kernels_float_only = true,
     },
 };
 
 }  // namespace
+
+bool TorchProfile::has_layer(std::string_view type) const {
+  for (std::string_view absent : absent_layers)
+    if (absent == type) return false;
+  return true;
+}
 
 std::span<const TorchProfile> torch_profiles() { return kProfiles; }
 

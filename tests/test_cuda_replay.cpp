@@ -184,6 +184,7 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"concat_net", {17, 33}},
       {"davenet_audio", {3, 5, 6, 10, 15, 17, 29, 33, 44, 64}},
       {"davenet_vgg16", {}},
+      {"efficientnet_b0", {}},
       {"frozen_backbone", {9, 17}},
       {"lenet5", {256}},
       {"mlp", {}},
@@ -198,6 +199,10 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"tf_mnist_cnn", {21, 37, 42, 128}},
       {"unet_small", {17, 21, 32}},
       {"vgg16", {4, 7, 32, 33, 64}},
+      {"zoo_mlp", {}},
+      {"zoo_net", {}},
+      {"zoo_seq", {}},
+      {"zoo_torch2", {}},
   };
   std::vector<std::int64_t> batches;
   for (std::int64_t b = 1; b <= 64; ++b) batches.push_back(b);

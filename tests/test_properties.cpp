@@ -1,5 +1,6 @@
 // Property tests: for randomly generated valid specs (chains of convolutions, pools, norms,
-// activations and dropout, residual blocks, MLPs), invariants that no estimate may break.
+// activations and dropout, stochastic depth, resampling and padding, residual blocks, MLPs),
+// invariants that no estimate may break.
 // The generator is seeded, so a failure names a reproducible spec (printed by CAPTURE).
 #include <random>
 #include <sstream>
@@ -27,14 +28,24 @@ class SpecGenerator {
       s << "  - {name: c" << i << ", type: Conv2d, out_channels: " << out << ", kernel_size: " << k
         << ", padding: " << k / 2 << ", bias: " << (coin() ? "true" : "false") << (coin() ? "" : ", trainable: false") << "}\n";
       if (coin()) s << "  - {name: bn" << i << ", type: BatchNorm2d}\n";
-      s << "  - {name: act" << i << ", type: " << pick_of({"ReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "LeakyReLU"})
+      s << "  - {name: act" << i << ", type: "
+        << pick_of({"ReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "LeakyReLU", "PReLU", "SELU", "Hardtanh", "Softsign",
+                    "Tanhshrink", "LogSigmoid"})
         << "}\n";
       if (coin()) {  // a residual block on this stage's output
         s << "  - {name: r" << i << "a, type: Conv2d, out_channels: " << out << ", kernel_size: 3, padding: 1}\n"
           << "  - {name: r" << i << "b, type: ReLU, inplace: true}\n"
           << "  - {name: r" << i << "sum, type: Add, inputs: [r" << i << "b, act" << i << "]}\n";
       }
-      if (coin()) s << "  - {name: d" << i << ", type: Dropout, p: 0.3}\n";
+      if (coin()) s << "  - {name: d" << i << ", type: " << pick_of({"Dropout", "AlphaDropout"}) << ", p: 0.3}\n";
+      if (coin()) s << "  - {name: sd" << i << ", type: StochasticDepth, p: 0.2, mode: " << pick_of({"row", "batch"}) << "}\n";
+      if (size <= 12 && coin()) {
+        s << "  - {name: up" << i << ", type: Upsample, scale_factor: 2, mode: " << pick_of({"nearest", "bilinear"}) << "}\n"
+          << "  - {name: pad" << i << ", type: " << pick_of({"ZeroPad2d", "ReflectionPad2d", "ReplicationPad2d", "CircularPad2d"})
+          << ", padding: 1}\n"
+          << "  - {name: crop" << i << ", type: ZeroPad2d, padding: -1}\n";
+        size *= 2;
+      }
       if (size >= 4 && coin()) {
         s << "  - {name: p" << i << ", type: " << (coin() ? "MaxPool2d" : "AvgPool2d") << ", kernel_size: 2}\n";
         size /= 2;
@@ -42,7 +53,7 @@ class SpecGenerator {
       channels = out;
     }
     s << "  - {name: flat, type: Flatten}\n  - {name: fc, type: Linear, out_features: " << pick(2, 10) << "}\n"
-      << "loss: " << pick_of({"cross_entropy", "mse", "mean"}) << "\n";
+      << "loss: " << pick_of({"cross_entropy", "nll", "mse", "l1", "smooth_l1", "huber", "bce_with_logits", "mean"}) << "\n";
     return s.str();
   }
 
@@ -61,7 +72,9 @@ class SpecGenerator {
         s << "  - {name: l" << i << ", type: Linear, out_features: " << pick(2, 64)
           << (coin() ? "" : ", trainable: false") << "}\n";
       }
-      s << "  - {name: h" << i << ", type: " << pick_of({"ReLU", "GELU", "Tanh", "Dropout", "Identity"}) << "}\n";
+      s << "  - {name: h" << i << ", type: "
+        << pick_of({"ReLU", "GELU", "Tanh", "Dropout", "Identity", "CELU", "Threshold, threshold: 0.1, value: 0", "Softmin"})
+        << "}\n";
     }
     s << "  - {name: out, type: Linear, out_features: " << pick(2, 10) << "}\nloss: " << pick_of({"cross_entropy", "mean"})
       << "\n";

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""networks.py's ResNet-18/50, VGG16 and DAVEnet's VGG16 against torchvision's
+"""networks.py's ResNet-18/50, VGG16, DAVEnet's VGG16 and EfficientNet-B0 against torchvision's
 (run under torch 1.13 with torchvision 0.14: /usr/bin/python3 validation/check_torchvision.py).
 
 For each pair, built after the same torch.manual_seed(0), it checks that both have
@@ -30,6 +30,7 @@ PAIRS = [
     ("resnet50", torchvision.models.resnet50, (2, 3, 64, 64)),
     ("vgg16", torchvision.models.vgg16, (1, 3, 224, 224)),
     ("davenet_vgg16", None, (1, 3, 64, 64)),
+    ("efficientnet_b0", torchvision.models.efficientnet_b0, (2, 3, 64, 64)),
 ]
 
 

@@ -55,12 +55,12 @@ def make_optimizer(name, params, foreach=False, fused=False):
     raise ValueError(name)
 
 
+LOSSES = {"cross_entropy": F.cross_entropy, "nll": F.nll_loss, "mse": F.mse_loss, "l1": F.l1_loss,
+          "smooth_l1": F.smooth_l1_loss, "huber": F.huber_loss, "bce_with_logits": F.binary_cross_entropy_with_logits}
+
+
 def loss_fn(kind, out, y):
-    if kind == "cross_entropy":
-        return F.cross_entropy(out, y)
-    if kind == "mse":
-        return F.mse_loss(out, y)
-    return out.mean()
+    return LOSSES[kind](out, y) if kind in LOSSES else out.mean()
 
 
 def optimizer_state(opt):
@@ -121,10 +121,12 @@ def run(args):
             inner = model
             if args.parallel:
                 model = data_parallel.wrap(model, args.parallel, args.bucket_cap_mb)
-            if net.loss == "cross_entropy":
+            if net.loss in ("cross_entropy", "nll"):
                 y = torch.randint(0, oshape[-1], (args.batch,))
-            elif net.loss == "mse":
+            elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
                 y = torch.randn(oshape)
+            elif net.loss == "bce_with_logits":
+                y = torch.rand(oshape)
             else:
                 y = None
             trainable = [p for p in model.parameters() if p.requires_grad]

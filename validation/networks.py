@@ -4,10 +4,13 @@ specs use (per-layer figures are matched by qualified module name).
 NETWORKS: name -> Net(build, input_shape (per sample), input_dtype, loss,
 batches).  Losses: 'cross_entropy' (int64 targets of shape [N], classes =
 last dim of the output), 'mse' (float target shaped like the output),
-'mean' (loss = out.mean(), no target).
+'mean' (loss = out.mean(), no target), 'nll' (like cross_entropy), 'l1' and
+'bce_with_logits' (like mse; bce's target in [0, 1]).
 """
 from dataclasses import dataclass
 from typing import Callable, List, Tuple
+
+import math
 
 import torch
 import torch.nn as nn
@@ -561,6 +564,275 @@ class SeNet(nn.Module):
 
 
 # --------------------------------------------------------------------------
+# torchvision's EfficientNet-B0, written out (torchvision 0.14.1, models/efficientnet.py and
+# ops/misc.py, ops/stochastic_depth.py): the same modules, built in the same order, with the
+# same names, initialisation and forward() code.  No torchvision import: it does not install
+# beside torch 2.13's CPU build.  check_torchvision.py compares it with torchvision's under
+# torch 1.13.
+# --------------------------------------------------------------------------
+
+def stochastic_depth(input, p, mode, training=True):
+    """torchvision.ops.stochastic_depth."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"drop probability has to be between 0 and 1, but got {p}")
+    if mode not in ["batch", "row"]:
+        raise ValueError(f"mode has to be either 'batch' or 'row', but got {mode}")
+    if not training or p == 0.0:
+        return input
+
+    survival_rate = 1.0 - p
+    if mode == "row":
+        size = [input.shape[0]] + [1] * (input.ndim - 1)
+    else:
+        size = [1] * input.ndim
+    noise = torch.empty(size, dtype=input.dtype, device=input.device)
+    noise = noise.bernoulli_(survival_rate)
+    if survival_rate > 0.0:
+        noise.div_(survival_rate)
+    return input * noise
+
+
+class StochasticDepth(nn.Module):
+    """torchvision.ops.StochasticDepth."""
+
+    def __init__(self, p, mode):
+        super().__init__()
+        self.p = p
+        self.mode = mode
+
+    def forward(self, input):
+        return stochastic_depth(input, self.p, self.mode, self.training)
+
+
+class Conv2dNormActivation(nn.Sequential):
+    """torchvision.ops.Conv2dNormActivation with BatchNorm2d and SiLU(inplace=True) (or none)."""
+
+    def __init__(self, cin, cout, kernel_size=3, stride=1, groups=1, activation=True):
+        layers = [nn.Conv2d(cin, cout, kernel_size, stride, (kernel_size - 1) // 2, groups=groups, bias=False),
+                  nn.BatchNorm2d(cout)]
+        if activation:
+            layers.append(nn.SiLU(inplace=True))
+        super().__init__(*layers)
+
+
+class SqueezeExcitation(nn.Module):
+    """torchvision.ops.SqueezeExcitation(activation=SiLU(inplace=True))."""
+
+    def __init__(self, input_channels, squeeze_channels):
+        super().__init__()
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(input_channels, squeeze_channels, 1)
+        self.fc2 = nn.Conv2d(squeeze_channels, input_channels, 1)
+        self.activation = nn.SiLU(inplace=True)
+        self.scale_activation = nn.Sigmoid()
+
+    def _scale(self, input):
+        scale = self.avgpool(input)
+        scale = self.fc1(scale)
+        scale = self.activation(scale)
+        scale = self.fc2(scale)
+        return self.scale_activation(scale)
+
+    def forward(self, input):
+        scale = self._scale(input)
+        return scale * input
+
+
+class MBConv(nn.Module):
+    """block.{[expansion] depthwise SE projection}, stochastic_depth; residual when the shape is kept."""
+
+    def __init__(self, expand_ratio, kernel, stride, cin, cout, stochastic_depth_prob):
+        super().__init__()
+        self.use_res_connect = stride == 1 and cin == cout
+        layers = []
+        expanded = cin * expand_ratio   # _make_divisible(cin * ratio * 1.0, 8) is the same for B0
+        if expanded != cin:
+            layers.append(Conv2dNormActivation(cin, expanded, kernel_size=1))
+        layers.append(Conv2dNormActivation(expanded, expanded, kernel_size=kernel, stride=stride, groups=expanded))
+        layers.append(SqueezeExcitation(expanded, max(1, cin // 4)))
+        layers.append(Conv2dNormActivation(expanded, cout, kernel_size=1, activation=False))
+        self.block = nn.Sequential(*layers)
+        self.stochastic_depth = StochasticDepth(stochastic_depth_prob, "row")
+        self.out_channels = cout
+
+    def forward(self, input):
+        result = self.block(input)
+        if self.use_res_connect:
+            result = self.stochastic_depth(result)
+            result += input
+        return result
+
+
+class EfficientNetB0(nn.Module):
+    """features.{0 stem, 1-7 MBConv stages, 8 head conv}, avgpool, flatten, classifier.{0 dropout, 1 linear}."""
+
+    # expand_ratio, kernel, stride, input_channels, out_channels, num_layers
+    SETTING = [(1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
+               (6, 5, 1, 80, 112, 3), (6, 5, 2, 112, 192, 4), (6, 3, 1, 192, 320, 1)]
+
+    def __init__(self, num_classes=1000, stochastic_depth_prob=0.2, dropout=0.2):
+        super().__init__()
+        layers = [Conv2dNormActivation(3, 32, kernel_size=3, stride=2)]
+        total_stage_blocks = sum(s[5] for s in self.SETTING)
+        stage_block_id = 0
+        for expand, kernel, stride, cin, cout, n in self.SETTING:
+            stage = []
+            for i in range(n):
+                sd_prob = stochastic_depth_prob * float(stage_block_id) / total_stage_blocks
+                stage.append(MBConv(expand, kernel, stride if i == 0 else 1, cin if i == 0 else cout, cout, sd_prob))
+                stage_block_id += 1
+            layers.append(nn.Sequential(*stage))
+        layers.append(Conv2dNormActivation(320, 1280, kernel_size=1))
+        self.features = nn.Sequential(*layers)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True), nn.Linear(1280, num_classes))
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out")
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Linear):
+                init_range = 1.0 / math.sqrt(m.out_features)
+                nn.init.uniform_(m.weight, -init_range, init_range)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x):
+        x = self.features(x)
+
+        x = self.avgpool(x)
+        x = torch.flatten(x, 1)
+
+        x = self.classifier(x)
+
+        return x
+
+
+# --------------------------------------------------------------------------
+# Issue 13's layers: padding, resampling, shuffles and activations (each also in 1.13)
+# --------------------------------------------------------------------------
+
+class ZooNet(nn.Module):
+    """pad conv1 prelu pad2 conv2 hardtanh unshuffle selu conv3 celu(inplace) drop (AlphaDropout)
+    up (bilinear) zpad conv4 unfold fold shuffle threshold logsig conv5 glu softsign tanhshrink down (nearest,
+    to a size) sd (StochasticDepth, row) softmin head; loss bce_with_logits on [N, 2, 16, 16]."""
+
+    def __init__(self):
+        super().__init__()
+        self.pad = nn.ReflectionPad2d(1)
+        self.conv1 = nn.Conv2d(3, 8, 3)
+        self.prelu = nn.PReLU(8)
+        self.pad2 = nn.ReplicationPad2d((1, 0, 1, 0))
+        self.conv2 = nn.Conv2d(8, 16, 2)
+        self.hardtanh = nn.Hardtanh(-2.0, 2.0)
+        self.unshuffle = nn.PixelUnshuffle(2)
+        self.selu = nn.SELU()
+        self.conv3 = nn.Conv2d(64, 32, 1)
+        self.celu = nn.CELU(0.5, inplace=True)
+        self.drop = nn.AlphaDropout(0.1)
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear")
+        self.zpad = nn.ZeroPad2d(1)
+        self.conv4 = nn.Conv2d(32, 16, 3)
+        self.unfold = nn.Unfold(2, stride=2)
+        self.fold = nn.Fold(16, 2, stride=2)
+        self.shuffle = nn.PixelShuffle(2)
+        self.threshold = nn.Threshold(0.1, 0.0)
+        self.logsig = nn.LogSigmoid()
+        self.conv5 = nn.Conv2d(4, 8, 3, padding=1)
+        self.glu = nn.GLU(dim=1)
+        self.softsign = nn.Softsign()
+        self.tanhshrink = nn.Tanhshrink()
+        self.down = nn.Upsample(size=(16, 16))
+        self.sd = StochasticDepth(0.5, "row")
+        self.softmin = nn.Softmin(dim=1)
+        self.head = nn.Conv2d(4, 2, 1)
+
+    NAMES = ("pad conv1 prelu pad2 conv2 hardtanh unshuffle selu conv3 celu drop up zpad conv4 unfold fold "
+             "shuffle threshold logsig conv5 glu softsign tanhshrink down sd softmin head").split()
+
+    def forward(self, x):
+        # one statement per layer: `x` is rebound as each layer returns, so no Python variable
+        # holds a tensor longer than nn.Sequential would (the inference peak stays comparable)
+        for name in self.NAMES:
+            x = getattr(self, name)(x)
+        return x
+
+
+class ZooSeq(nn.Module):
+    """1-D: pad (ReflectionPad1d) conv1 act (Hardtanh, inplace) cpad (ConstantPad1d) up (linear,
+    align_corners) conv2 prelu (one weight) rpad (ReplicationPad1d) pool flatten fc; loss l1 on [N, 8]."""
+
+    def __init__(self):
+        super().__init__()
+        self.pad = nn.ReflectionPad1d(2)
+        self.conv1 = nn.Conv1d(4, 8, 5)
+        self.act = nn.Hardtanh(inplace=True)
+        self.cpad = nn.ConstantPad1d((1, 2), 0.5)
+        self.up = nn.Upsample(scale_factor=1.5, mode="linear", align_corners=True)
+        self.conv2 = nn.Conv1d(8, 8, 3)
+        self.prelu = nn.PReLU()
+        self.rpad = nn.ReplicationPad1d(1)
+        self.pool = nn.AdaptiveAvgPool1d(4)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(32, 8)
+
+    def forward(self, x):
+        for name in ("pad", "conv1", "act", "cpad", "up", "conv2", "prelu", "rpad", "pool", "flatten", "fc"):
+            x = getattr(self, name)(x)
+        return x
+
+
+class ZooMlp(nn.Module):
+    """fc1 glu fc2 threshold(inplace) fc3 selu(inplace) fc4 out (LogSoftmax); loss nll."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 128)
+        self.glu = nn.GLU()
+        self.fc2 = nn.Linear(64, 64)
+        self.threshold = nn.Threshold(-0.5, -0.5, inplace=True)
+        self.fc3 = nn.Linear(64, 64)
+        self.selu = nn.SELU(inplace=True)
+        self.fc4 = nn.Linear(64, 10)
+        self.out = nn.LogSoftmax(dim=1)
+
+    def forward(self, x):
+        for name in ("fc1", "glu", "fc2", "threshold", "fc3", "selu", "fc4", "out"):
+            x = getattr(self, name)(x)
+        return x
+
+
+class ZooTorch2(nn.Module):
+    """Layers torch 1.13 lacks or cannot train: pad (CircularPad2d) conv1 shuffle (ChannelShuffle)
+    prelu zpad3 (ZeroPad3d, on channels too) conv2 flatten (start_dim 2) cpad (CircularPad1d)
+    crop (ZeroPad1d, negative) conv3 glu head.{0 flatten, 1 linear}; loss huber."""
+
+    NAMES = "pad conv1 shuffle prelu zpad3 conv2 flatten cpad crop conv3 glu head".split()
+
+    def __init__(self):
+        super().__init__()
+        self.pad = nn.CircularPad2d(1)
+        self.conv1 = nn.Conv2d(4, 8, 3)
+        self.shuffle = nn.ChannelShuffle(2)
+        self.prelu = nn.PReLU(8)
+        self.zpad3 = nn.ZeroPad3d(1)
+        self.conv2 = nn.Conv2d(10, 8, 3)
+        self.flatten = nn.Flatten(2)
+        self.cpad = nn.CircularPad1d(2)
+        self.crop = nn.ZeroPad1d((0, -4))
+        self.conv3 = nn.Conv1d(8, 4, 3, padding=1)
+        self.glu = nn.GLU(dim=1)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(128, 10))
+
+    def forward(self, x):
+        for name in self.NAMES:
+            x = getattr(self, name)(x)
+        return x
+
+
+# --------------------------------------------------------------------------
 
 @dataclass
 class Net:
@@ -591,6 +863,11 @@ NETWORKS = {
     "davenet_vgg16": Net(DavenetVGG16, (3, 224, 224), "float32", "mean", [1]),
     "vgg16": Net(vgg16, (3, 224, 224), "float32", "cross_entropy", [1, 2]),
     "resnet50": Net(resnet50, (3, 224, 224), "float32", "cross_entropy", [2]),
+    "zoo_net": Net(ZooNet, (3, 16, 16), "float32", "bce_with_logits", [4]),
+    "zoo_seq": Net(ZooSeq, (4, 32), "float32", "l1", [8]),
+    "zoo_mlp": Net(ZooMlp, (64,), "float32", "nll", [16]),
+    "efficientnet_b0": Net(EfficientNetB0, (3, 224, 224), "float32", "cross_entropy", [2]),
+    "zoo_torch2": Net(ZooTorch2, (4, 8, 8), "float32", "huber", [4]),  # torch 2.x only
 }
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
 

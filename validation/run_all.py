@@ -31,11 +31,12 @@ from networks import NETWORKS  # noqa: E402
 OPTIMIZERS = ["sgd", "momentum", "adam"]
 MODES = [True, False]           # zero_grad(set_to_none=...)
 AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", "concat_net",
-                "frozen_backbone", "resnet18"]  # (CPU bfloat16 lacks ReLU6 backward in 1.13)
+                "frozen_backbone", "resnet18", "zoo_mlp", "efficientnet_b0"]
+# (CPU bfloat16 lacks hardtanh's backward in 1.13: ReLU6, Hardtanh; so not zoo_net, zoo_seq)
 AMP_OPTIMIZERS = ["sgd", "adam"]
 # The optimizers' multi-tensor implementation (foreach=True), at the first batch; and
 # AdamW (decoupled weight decay 0.01), single-tensor and foreach.
-FOREACH_NETWORKS = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "resnet18"]
+FOREACH_NETWORKS = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "resnet18", "efficientnet_b0"]
 FOREACH_OPTIMIZERS = ["momentum", "adam"]
 ADAMW_VARIANTS = [("adamw", None), ("adamw", "foreach")]
 # torch 2.13: a representative subset (linear, conv + dropout, BN, residual forks,

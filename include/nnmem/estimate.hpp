@@ -14,7 +14,7 @@
 namespace nnmem {
 
 enum class OptimizerKind { None, Sgd, Momentum, Nesterov, Adam, AdamW, AMSGrad, RMSprop, Adagrad, Adam8bit };
-enum class LossKind { CrossEntropy, Mse, Mean };
+enum class LossKind { CrossEntropy, Mse, Mean, BceWithLogits, Nll, L1, SmoothL1, Huber };
 enum class Phase { Forward, Backward, Optimizer };  // the loss counts as forward
 /// How the training loop holds a step's `out` and `loss` (docs/memory-model.md, "The step").
 enum class Loop {

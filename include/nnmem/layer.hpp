@@ -27,8 +27,10 @@ enum class AttrKind {
   Float,     // 1e-5 (an integer is accepted)
   Bool,      // true
   String,    // one of `words`
-  IntTuple,  // 3 or [3, 1]: one value per spatial dimension (`rank` of them); may also be a word
+  IntTuple,  // 3 or [3, 1]: one value per spatial dimension (`rank` of them, or any number when
+             // `rank` is 0; a scalar then reads as one value); may also be a word
   IntList,   // [1, -1, 7]: any length (shapes)
+  FloatTuple,  // 2 or [2, 1.5]: one number per spatial dimension, any number of them (a scalar reads as one)
 };
 
 /// One attribute of a layer type: its name, kind, default, constraints and a line of help.
@@ -41,7 +43,7 @@ struct AttrDef {
   std::int64_t min = std::numeric_limits<std::int64_t>::min();  // for integers
   double min_real = -std::numeric_limits<double>::infinity();   // for Float
   double max_real = std::numeric_limits<double>::infinity();
-  int rank = 1;                // IntTuple: number of values in a list
+  int rank = 1;                // IntTuple: number of values in a list (0: any number, at least one)
   std::vector<std::string> words;  // String: accepted values; IntTuple: accepted alternatives
   std::string help;
 
@@ -51,6 +53,7 @@ struct AttrDef {
   static AttrDef word(std::string name, std::vector<std::string> words, std::string help);
   static AttrDef tuple(std::string name, int rank, std::string help);
   static AttrDef list(std::string name, std::string help);
+  static AttrDef reals(std::string name, std::string help);  // FloatTuple
 
   AttrDef&& needed() &&;                        // required
   AttrDef&& optional() &&;                      // may be omitted or null, no default
@@ -78,6 +81,8 @@ class Attrs {
   /// An IntTuple: a scalar is repeated `rank` times. Empty if the attribute holds a word.
   std::vector<std::int64_t> tuple(std::string_view name) const;
   std::vector<std::int64_t> list(std::string_view name) const;
+  /// A FloatTuple: one value, or one per dimension as written.
+  std::vector<double> reals(std::string_view name) const;
   /// Whether the spec gave this attribute (not null).
   bool given(std::string_view name) const;
   /// Whether the attribute holds the given word (IntTuple alternatives, String).
@@ -153,6 +158,16 @@ struct Saved {
   bool before_output() const { return of == Of::Input || of == Of::Param || (of == Of::Extra && made != Made::Result); }
 };
 
+/// A tensor an op allocates and frees again within one call of its forward or backward,
+/// beyond what it returns and keeps: Softmin's negated input, the element-wise weight gradient
+/// 2.x's PReLU sums down. Forward scratch coexists with the op's outputs; backward scratch with
+/// the input gradients, and (unless freed early) with the parameters' gradients.
+struct Scratch {
+  TensorType type;
+  std::string what;
+  bool freed_before_param_grads = false;  // backward: released before the parameters' gradients exist
+};
+
 struct ParamDecl {
   std::string name;
   Shape shape;
@@ -179,6 +194,11 @@ struct LayerResult {
   /// Output 0's storage when the kernel gives it more than its elements take (on the CPU,
   /// slow_conv_transpose3d resizes an input-sized buffer down); 0: the output's own size.
   std::int64_t output_storage_bytes = 0;
+  /// The storage backward's gradient for input 0 comes in, when it is not input-sized: col2im
+  /// (Unfold's backward) resizes an output-sized buffer down to the input's shape.
+  std::optional<TensorType> input_grad_storage;
+  std::vector<Scratch> forward_scratch;   // training or not
+  std::vector<Scratch> backward_scratch;  // when its backward runs
 
   void save_input(int i, std::string what = "input");
   void save_output(int i, std::string what = "output");

@@ -13,6 +13,10 @@ namespace nnmem {
 struct TorchProfile {
   std::string_view version;    // what --torch takes: "2.13"
   std::string_view measured;   // the build the CPU figures are validated against
+  // --- which layers exist
+  // Layer types (PyTorch class names) this version does not have: nn.ZeroPad1d/3d and
+  // nn.CircularPad1d/2d/3d are missing from 1.13 (hasattr(torch.nn, ...) is False there).
+  std::span<const std::string_view> absent_layers = {};
 
   // --- the autograd engine
   // Two gradients of one tensor (a residual fork, a weight used twice): 2.x's InputBuffer adds
@@ -20,16 +24,31 @@ struct TorchProfile {
   // references; 1.13 always makes `old + new` (validation/torch2-differences.md, R1).
   bool grad_sum_in_place = false;
 
-  // --- what backward keeps
+  // --- what backward keeps and allocates
   // A saved wrapped number (a Python scalar made a 0-dim tensor, like K in `loss / K`) goes
   // through saved_tensors_hooks in 1.13; 2.x saves it without them. Either way it is kept: this
   // decides only whether it counts as "saved" (what the hooks see).
   bool hooks_see_wrapped_numbers = false;
-
   // Global average pooling (AdaptiveAvgPool*d to size 1): both run input.mean(spatial dims);
   // 1.13's MeanBackward1 keeps the input (`_saved_self`), 2.13's only sizes. Other output
   // sizes keep the input in both (validation/ops_saved_zoo.md).
   bool global_avg_pool_keeps_input = false;
+  // Unfold (im2col): 1.13's Im2ColBackward0 keeps its input (`_saved_self`); 2.13's keeps
+  // only sizes (validation/ops_saved_zoo.md).
+  bool im2col_keeps_input = false;
+  // PReLU: 2.13's _prelu_kernel_backward computes the weight's gradient element-wise, an
+  // input-sized tensor, and sums it down (measured: +input +input +weight -input); 1.13's
+  // prelu_backward allocates only the two gradients.
+  bool prelu_weight_grad_elementwise = false;
+  // ChannelShuffle: 1.13 has no derivative for channel_shuffle (backward raises "derivative
+  // for channel_shuffle is not implemented"); 2.13 has ChannelShuffleBackward0.
+  bool channel_shuffle_differentiable = true;
+
+  // --- which dtypes kernels take
+  // Reflection and replication padding's kernels: 1.13's take floating point only, and on the
+  // CPU float32/float64 only (all but reflection_pad3d: "reflection_pad2d" not implemented for
+  // 'BFloat16'); 2.13's take every dtype but bool (validation/ops_saved_zoo.md).
+  bool pad_kernels_float_only = false;
 
   // --- torch.utils.checkpoint, non-reentrant (use_reentrant=False)
   // Recomputation stops once the last tensor the segment's nodes keep has been recomputed
@@ -49,6 +68,9 @@ struct TorchProfile {
   // (1.13: CUDA only). A fused step allocates nothing (R4).
   bool fused_sgd = false;
   bool fused_on_cpu = false;
+
+  /// Whether this version has the layer type (a PyTorch class name).
+  bool has_layer(std::string_view type) const;
 };
 
 /// Every profile nnmem has, newest first; the first is the default.

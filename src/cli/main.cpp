@@ -90,7 +90,7 @@ struct StepArgs {
         ->capture_default_str();
     app.add_option("--optimizer", optimizer, "optimizer whose state and temporaries are counted")
         ->check(one_of({"none", "sgd", "momentum", "nesterov", "adam", "adamw", "amsgrad", "rmsprop", "adagrad", "adam8bit"}));
-    app.add_option("--loss", loss, "loss (default: the spec's, else mean)")->check(one_of({"cross_entropy", "mse", "mean"}));
+    app.add_option("--loss", loss, "loss (default: the spec's, else mean)")->check(one_of({"cross_entropy", "mse", "mean", "bce_with_logits", "nll", "l1", "smooth_l1", "huber"}));
     app.add_option("--overhead", overhead, "framework overhead added on CUDA, e.g. 500MiB (the CUDA context)");
     app.add_flag("--keep-grads", keep_grads, "zero_grad(set_to_none=False): gradients persist between steps");
     app.add_flag("--foreach", foreach, "the optimizer's multi-tensor (foreach) implementation");
@@ -199,9 +199,10 @@ int run_check(const SpecArgs& spec, const StepArgs& step) {
   return 0;
 }
 
-int run_layers(const std::string& type) {
+int run_layers(const std::string& type, const TorchProfile& torch) {
   if (type.empty()) {
     for (const auto& t : layer_types()) {
+      if (!torch.has_layer(t)) continue;
       const LayerDef& d = *find_layer(t);
       std::cout << "  " << t << std::string(t.size() < 22 ? 22 - t.size() : 1, ' ') << d.summary << '\n';
     }
@@ -219,6 +220,8 @@ int run_layers(const std::string& type) {
                              : d->max_inputs < 0           ? std::to_string(d->min_inputs) + " or more"
                                                            : std::to_string(d->min_inputs) + " to " + std::to_string(d->max_inputs);
   std::cout << "inputs: " << inputs << '\n';
+  for (const TorchProfile& p : torch_profiles())
+    if (!p.has_layer(d->type)) std::cout << "not in PyTorch " << p.version << '\n';
   if (!d->versions.empty()) std::cout << "by PyTorch version: " << d->versions << '\n';
   if (d->attrs.empty()) std::cout << "attributes: none\n";
   for (const auto& attr : d->attrs) std::cout << "  " << attr.name << ": " << attr.describe() << "\n      " << attr.help << '\n';
@@ -251,6 +254,10 @@ int main(int argc, char** argv) {
   std::string layer_type;
   CLI::App* layers_cmd = app.add_subcommand("layers", "list the layer types, or one type's attributes");
   layers_cmd->add_option("TYPE", layer_type, "a layer type, e.g. Conv2d");
+  std::string layers_torch{default_torch_profile().version};
+  layers_cmd->add_option("--torch", layers_torch, "list the types of this PyTorch version: " + torch_versions())
+      ->check(one_of(versions()))
+      ->capture_default_str();
   for (CLI::App* cmd : {estimate_cmd, check_cmd, fit_cmd, layers_cmd}) cmd->allow_extras();
 
   try {
@@ -262,7 +269,7 @@ int main(int argc, char** argv) {
     if (*estimate_cmd) return run_estimate(estimate_args);
     if (*check_cmd) return run_check(check_spec, check_step);
     if (*fit_cmd) return run_fit(fit_args);
-    return run_layers(layer_type);
+    return run_layers(layer_type, *find_torch_profile(layers_torch));
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

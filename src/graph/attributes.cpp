@@ -57,7 +57,12 @@ AttrDef AttrDef::list(std::string name, std::string help) {
   d.kind = AttrKind::IntList;
   return d;
 }
-AttrDef&& AttrDef::needed() && { required = true; return std::move(*this); }
+AttrDef AttrDef::reals(std::string name, std::string help) {
+  AttrDef d = real(std::move(name), std::move(help));
+  d.kind = AttrKind::FloatTuple;
+  return d;
+}
+AttrDef&& AttrDef::needed() && { required = true; fallback = Value{}; return std::move(*this); }
 AttrDef&& AttrDef::optional() && { nullable = true; fallback = Value{}; return std::move(*this); }
 AttrDef&& AttrDef::or_else(std::int64_t v) && { fallback = int_value(v); return std::move(*this); }
 AttrDef&& AttrDef::or_else_real(double v) && {
@@ -81,13 +86,14 @@ std::string AttrDef::describe() const {
     case AttrKind::Float: os << "float"; break;
     case AttrKind::Bool: os << "bool"; break;
     case AttrKind::String: os << "string"; break;
-    case AttrKind::IntTuple: os << "int or list of " << rank << " ints"; break;
+    case AttrKind::IntTuple: os << "int or list of " << (rank > 0 ? std::to_string(rank) + " ints" : "ints"); break;
     case AttrKind::IntList: os << "list of ints"; break;
+    case AttrKind::FloatTuple: os << "float or list of floats"; break;
   }
   if ((kind == AttrKind::Int || kind == AttrKind::IntTuple || kind == AttrKind::IntList) &&
       min != std::numeric_limits<std::int64_t>::min())
     os << " >= " << min;
-  if (kind == AttrKind::Float && (min_real > -1e300 || max_real < 1e300))
+  if ((kind == AttrKind::Float || kind == AttrKind::FloatTuple) && (min_real > -1e300 || max_real < 1e300))
     os << " in [" << min_real << ", " << max_real << "]";
   if (!words.empty()) {
     os << (kind == AttrKind::String ? ": " : ", or ");
@@ -113,6 +119,24 @@ void check_int(const LayerSpec& layer, const AttrDef& def, const Value& v, const
     bad(layer, v.loc, what + " must be at least " + std::to_string(def.min) + ", found " + std::to_string(v.integer));
 }
 
+// `must`: "NAME must be a number", what to say when it is not one at all.
+void check_real(const LayerSpec& layer, const AttrDef& def, const Value& v, const std::string& must) {
+  if (v.kind != Value::Kind::Int && v.kind != Value::Kind::Float) bad(layer, v.loc, must + ", found " + v.describe());
+  const double x = v.kind == Value::Kind::Int ? static_cast<double>(v.integer) : v.real;
+  // Written so that NaN (which compares false with everything) fails the check too.
+  if (!(x >= def.min_real && x <= def.max_real)) {
+    const bool low = std::isfinite(def.min_real), high = std::isfinite(def.max_real);
+    std::ostringstream os;
+    os << def.name;
+    if (low && high) os << " must be between " << def.min_real << " and " << def.max_real;
+    else if (low) os << " must be at least " << def.min_real;
+    else if (high) os << " must be at most " << def.max_real;
+    else os << " must be a number";
+    os << ", found " << v.str();
+    bad(layer, v.loc, os.str());
+  }
+}
+
 void check_value(const LayerSpec& layer, const AttrDef& def, const Value& v) {
   const std::string& name = def.name;
   if (v.kind == Value::Kind::Null) {
@@ -123,24 +147,17 @@ void check_value(const LayerSpec& layer, const AttrDef& def, const Value& v) {
     case AttrKind::Int:
       check_int(layer, def, v, name);
       return;
-    case AttrKind::Float: {
-      if (v.kind != Value::Kind::Int && v.kind != Value::Kind::Float)
-        bad(layer, v.loc, name + " must be a number, found " + v.describe());
-      const double x = v.kind == Value::Kind::Int ? static_cast<double>(v.integer) : v.real;
-      // Written so that NaN (which compares false with everything) fails the check too.
-      if (!(x >= def.min_real && x <= def.max_real)) {
-        const bool low = std::isfinite(def.min_real), high = std::isfinite(def.max_real);
-        std::ostringstream os;
-        os << name;
-        if (low && high) os << " must be between " << def.min_real << " and " << def.max_real;
-        else if (low) os << " must be at least " << def.min_real;
-        else if (high) os << " must be at most " << def.max_real;
-        else os << " must be a number";
-        os << ", found " << v.str();
-        bad(layer, v.loc, os.str());
-      }
+    case AttrKind::Float:
+      check_real(layer, def, v, name + " must be a number");
       return;
-    }
+    case AttrKind::FloatTuple:
+      if (v.kind != Value::Kind::List) {
+        check_real(layer, def, v, name + " must be a number or a list of numbers");
+        return;
+      }
+      if (v.items.empty()) bad(layer, v.loc, name + " must be a number or a list of numbers, found " + v.describe());
+      for (const auto& item : v.items) check_real(layer, def, item, name + " must be a number or a list of numbers");
+      return;
     case AttrKind::Bool:
       if (v.kind != Value::Kind::Bool) bad(layer, v.loc, name + " must be true or false, found " + v.describe());
       return;
@@ -165,9 +182,10 @@ void check_value(const LayerSpec& layer, const AttrDef& def, const Value& v) {
         check_int(layer, def, v, name);
         return;
       }
-      if (v.kind != Value::Kind::List || static_cast<int>(v.items.size()) != def.rank)
-        bad(layer, v.loc, name + " must be an integer or a list of " + std::to_string(def.rank) + " integers, found " +
-                              v.describe());
+      // rank 0: one value per spatial dimension of an input whose rank the schema cannot know.
+      if (v.kind != Value::Kind::List || (def.rank > 0 ? static_cast<int>(v.items.size()) != def.rank : v.items.empty()))
+        bad(layer, v.loc, name + " must be an integer or a list of " +
+                              (def.rank > 0 ? std::to_string(def.rank) + " integers" : "integers") + ", found " + v.describe());
       for (const auto& item : v.items) check_int(layer, def, item, name);
       return;
     case AttrKind::IntList:
@@ -233,8 +251,17 @@ bool Attrs::is(std::string_view name, std::string_view word) const {
 
 std::vector<std::int64_t> Attrs::tuple(std::string_view name) const {
   const Value& v = value(name);
-  if (v.kind == Value::Kind::Int) return std::vector<std::int64_t>(static_cast<std::size_t>(def(name).rank), v.integer);
+  if (v.kind == Value::Kind::Int) return std::vector<std::int64_t>(static_cast<std::size_t>(std::max(def(name).rank, 1)), v.integer);
   return list(name);
+}
+
+std::vector<double> Attrs::reals(std::string_view name) const {
+  const Value& v = value(name);
+  const auto number = [](const Value& x) { return x.kind == Value::Kind::Int ? static_cast<double>(x.integer) : x.real; };
+  if (v.kind != Value::Kind::List) return {number(v)};
+  std::vector<double> out;
+  for (const auto& item : v.items) out.push_back(number(item));
+  return out;
 }
 
 std::vector<std::int64_t> Attrs::list(std::string_view name) const {

@@ -110,6 +110,9 @@ class Builder {
       msg += " (`nnmem layers` lists the known types)";
       throw Error(layer.type_loc, msg);
     }
+    if (!ctx_.torch->has_layer(layer.type))
+      throw Error(layer.type_loc, title(layer) + ": PyTorch " + std::string(ctx_.torch->version) + " has no nn." + layer.type +
+                                      " (--torch " + std::string(default_torch_profile().version) + " has it)");
     const int n = static_cast<int>(layer.inputs.size());
     if (n < def->min_inputs || (def->max_inputs >= 0 && n > def->max_inputs)) {
       const std::string expected = def->min_inputs == def->max_inputs ? std::to_string(def->min_inputs)

@@ -35,8 +35,10 @@ constexpr Names<OptimizerKind, 10> kOptimizers{{{
     {OptimizerKind::AMSGrad, "amsgrad"}, {OptimizerKind::RMSprop, "rmsprop"}, {OptimizerKind::Adagrad, "adagrad"},
     {OptimizerKind::Adam8bit, "adam8bit"},
 }}};
-constexpr Names<LossKind, 3> kLosses{{{
+constexpr Names<LossKind, 8> kLosses{{{
     {LossKind::CrossEntropy, "cross_entropy"}, {LossKind::Mse, "mse"}, {LossKind::Mean, "mean"},
+    {LossKind::BceWithLogits, "bce_with_logits"}, {LossKind::Nll, "nll"}, {LossKind::L1, "l1"},
+    {LossKind::SmoothL1, "smooth_l1"}, {LossKind::Huber, "huber"},
 }}};
 constexpr Names<Phase, 3> kPhases{{{
     {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"},
@@ -237,7 +239,7 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
       if (loss.keeps_input && loss.cast) t.saved_bytes = sum(t.saved_bytes, loss.cast->bytes());
       else if (loss.keeps_input && kept_storages.insert(out_storage).second)
         t.saved_bytes = sum(t.saved_bytes, graph.storages[static_cast<std::size_t>(out_storage)].bytes);
-      if (loss.target) t.saved_bytes = sum(t.saved_bytes, t.target_bytes);  // cross_entropy and mse keep it
+      if (loss.keeps_target) t.saved_bytes = sum(t.saved_bytes, t.target_bytes);
       // Accumulating, the loss is divided by K, which DivBackward0 keeps (a CPU tensor).
       if (options.grad_accum > 1 && graph.options.device == Device::Cpu && graph.options.torch->hooks_see_wrapped_numbers)
         t.saved_bytes = sum(t.saved_bytes, detail::kWrappedNumberBytes);

@@ -1,16 +1,38 @@
-// The losses nnmem models, and the tensors they add to a step:
-//   cross_entropy = log_softmax + nll_loss: keeps the [N, C, …] log-probabilities, the int64
-//                   target and nll_loss's scalar total_weight;
-//   mse           = mse_loss: keeps the model's output and the float target; torch 1.13
-//                   computes the mean into the buffer of the squared errors, so the 0-dim
-//                   loss holds an output-sized storage (validation/ops_saved.md);
-//   mean          = out.mean(): keeps nothing (its backward needs only the size).
-// Under autocast cross_entropy and mse run in float32: a float32 copy of a 16-bit output is
-// made first, and the loss keeps (mse) or reads (cross_entropy) that copy; a float64 output is
-// not cast.
+// The losses nnmem models, and the tensors they add to a step (validation/ops_saved.md for 1.13,
+// validation/ops_saved_zoo.md for both versions, which agree on all of them):
+//   cross_entropy   = log_softmax + nll_loss: keeps the [N, C, …] log-probabilities, the int64
+//                     target and nll_loss's scalar total_weight;
+//   nll             = nll_loss on the model's log-probabilities: keeps the output itself, the
+//                     target and total_weight;
+//   mse, smooth_l1  keep the output and the float target; both compute the mean into the buffer
+//                     of the element-wise losses, so the 0-dim loss holds an output-sized storage;
+//   bce_with_logits, huber keep the output and the target; their loss is a 4-byte scalar;
+//   l1              = (input - target).abs().mean(): keeps the difference (output-sized), not the
+//                     target; its backward holds two output-sized temporaries (div, sgn) beside
+//                     the output's gradient;
+//   mean            = out.mean(): keeps nothing (its backward needs only the size).
+// Under autocast every loss but mean runs in float32 (both devices' float32 lists): a float32
+// copy of a 16-bit output is made first, and the loss keeps or reads that copy; a float64
+// output is not cast.
 #include "step.hpp"
 
 namespace nnmem::detail {
+
+namespace {
+
+// cross_entropy and nll take class scores in dimension 1 and int64 class indices.
+TensorType class_target(LossKind loss, const TensorType& output, const SourceLoc& where, const std::string& producer) {
+  if (output.shape.size() < 2 || !is_floating(output.dtype))
+    throw Error(where, std::string(name_of(loss)) + " needs a floating-point output of shape [N, C] or [N, C, d1, …] "
+                       "(classes in dimension 1); the model's output" + (producer.empty() ? "" : ", " + producer + ",") +
+                           " is " + to_string(output.shape) +
+                           (is_floating(output.dtype) ? "" : " " + std::string(dtype_name(output.dtype))));
+  Shape target = {output.shape[0]};
+  target.insert(target.end(), output.shape.begin() + 2, output.shape.end());
+  return TensorType{target, DType::Int64};
+}
+
+}  // namespace
 
 LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where, const std::string& producer,
                          bool amp, DType float_dtype) {
@@ -18,25 +40,37 @@ LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLo
   if (amp && loss != LossKind::Mean && autocast_eligible(output.dtype) && output.dtype != DType::Float32)
     t.cast = TensorType{output.shape, DType::Float32};
   const TensorType in = t.input(output);
+  const TensorType float_target{output.shape, amp ? float_dtype : output.dtype};
+  const std::int64_t scalar = dtype_size(in.dtype);
   switch (loss) {
-    case LossKind::CrossEntropy: {
-      if (output.shape.size() < 2 || !is_floating(output.dtype))
-        throw Error(where, "cross_entropy needs a floating-point output of shape [N, C] or [N, C, d1, …] (classes in "
-                           "dimension 1); the model's output" + (producer.empty() ? "" : ", " + producer + ",") +
-                               " is " + to_string(output.shape) +
-                               (is_floating(output.dtype) ? "" : " " + std::string(dtype_name(output.dtype))));
-      Shape target = {output.shape[0]};
-      target.insert(target.end(), output.shape.begin() + 2, output.shape.end());
-      t.target = TensorType{target, DType::Int64};
+    case LossKind::CrossEntropy:
+      t.target = class_target(loss, output, where, producer);
+      t.keeps_target = true;
       t.kept.push_back(in);                          // log_softmax's output
       t.kept.push_back(TensorType{{}, in.dtype});    // nll_loss's total_weight
-      t.loss_bytes = dtype_size(in.dtype);
+      t.loss_bytes = scalar;
       break;
-    }
-    case LossKind::Mse:
-      t.target = TensorType{output.shape, amp ? float_dtype : output.dtype};
+    case LossKind::Nll:
+      t.target = class_target(loss, output, where, producer);
+      t.keeps_target = true;
       t.keeps_input = true;
-      t.loss_bytes = in.bytes();
+      t.kept.push_back(TensorType{{}, in.dtype});    // total_weight
+      t.loss_bytes = scalar;
+      break;
+    case LossKind::Mse:
+    case LossKind::SmoothL1:
+    case LossKind::BceWithLogits:
+    case LossKind::Huber:
+      t.target = float_target;
+      t.keeps_input = true;
+      t.keeps_target = true;
+      t.loss_bytes = loss == LossKind::Mse || loss == LossKind::SmoothL1 ? in.bytes() : scalar;
+      break;
+    case LossKind::L1:
+      t.target = float_target;
+      t.kept.push_back(in);                          // input - target, kept by abs
+      t.backward_scratch = {in, in};                 // mean's and abs's temporaries
+      t.loss_bytes = scalar;
       break;
     case LossKind::Mean:
       t.loss_bytes = dtype_size(output.dtype);

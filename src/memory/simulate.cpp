@@ -217,6 +217,7 @@ class StepSimulator {
         }
       }
     }
+    if (!no_output) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
     for (int b : fresh) memory_.release(b);
     if (!stop)  // a stopped recomputation drops its reads as it unwinds
       for (int v : node.inputs) drop_read(block_of(v));
@@ -282,6 +283,17 @@ class StepSimulator {
     if (graph_.options.amp) release_autocast_cache();
   }
 
+  // A layer's scratch tensors (layer.hpp): all allocated at once; those `now` says are
+  // released again at once, the others returned for the caller to release later.
+  template <typename Now>
+  std::vector<int> scratch(const std::vector<Scratch>& tensors, const std::string& layer, Now now) {
+    std::vector<int> blocks, later;
+    for (const Scratch& s : tensors) blocks.push_back(memory_.alloc(MemoryKind::Transients, s.type.bytes(), s.what + " of " + layer));
+    for (std::size_t k = 0; k < tensors.size(); ++k)
+      now(tensors[k]) ? memory_.release(blocks[k]) : later.push_back(blocks[k]);
+    return later;
+  }
+
   // ToCopyBackward0: the gradient of an autocast copy becomes one in the original dtype.
   int cast_back(int grad, std::int64_t bytes, const std::string& what) {
     const int converted = memory_.alloc(memory_.kind(grad), bytes, what);
@@ -330,8 +342,11 @@ class StepSimulator {
       memory_.release(grad_logp);
       memory_.release(loss_kept_[0]);  // log-probabilities
     } else {
+      std::vector<int> scratch;
+      for (const TensorType& t : loss_tensors_.backward_scratch) scratch.push_back(memory_.alloc(MemoryKind::Transients, t.bytes(), "loss backward temporary"));
       grad_in = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of output");
       if (quotient >= 0) memory_.release(quotient);
+      for (int b : scratch) memory_.release(b);
       for (int b : loss_kept_) memory_.release(b);
     }
     if (loss_tensors_.cast) grad_in = cast_back(grad_in, value(out).type.bytes(), "grad of output");
@@ -349,6 +364,7 @@ class StepSimulator {
       checkpoint_.before_node(i, grad_);
       const int grad_out = found->second;
       std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
+      std::vector<std::pair<std::size_t, TensorType>> reductions;  // (position in contributions, reduced type)
       const TensorType& out_type = value(node.outputs.front()).type;
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         if (!value(node.inputs[k]).requires_grad) continue;
@@ -362,14 +378,23 @@ class StepSimulator {
           continue;
         }
         // A broadcast input's gradient is summed down from an output-shaped one: the output's
-        // gradient itself (add), or a product computed at the output's shape (mul).
-        const int full = broadcast && !passthrough
-                             ? memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
-                                             "grad of input of " + name + " before reduction")
-                             : -1;
-        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, in_type.bytes(), "grad of input of " + name));
-        if (full >= 0) memory_.release(full);
+        // gradient itself (add), or a product computed at the output's shape (mul) — which
+        // lives until the engine's validate_outputs sums it, after the node made every gradient.
+        if (broadcast && !passthrough) {
+          reductions.emplace_back(contributions.size(), in_type);
+          contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
+                                                      "grad of input of " + name + " before reduction"));
+          continue;
+        }
+        const std::int64_t bytes = k == 0 && node.result.input_grad_storage ? node.result.input_grad_storage->bytes() : in_type.bytes();
+        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, "grad of input of " + name));
       }
+      for (const auto& [at, type] : reductions) {
+        const int full = contributions[at].second;
+        contributions[at].second = memory_.alloc(MemoryKind::Transients, type.bytes(), "grad of input of " + name);
+        memory_.release(full);
+      }
+      std::vector<int> late = scratch(node.result.backward_scratch, name, [](const Scratch& s) { return s.freed_before_param_grads; });
       // Parameters' gradients: the node's own, then those the engine sums down after it.
       std::vector<int> param_grads(node.trainable ? node.result.params.size() : 0, -1);
       for (const bool summed : {false, true}) {
@@ -382,6 +407,7 @@ class StepSimulator {
             param_grads[k] = memory_.alloc(MemoryKind::Gradients, type.bytes(), "grad of " + name + "." + p.name);
         }
       }
+      for (int b : late) memory_.release(b);
       release_kept(i);
       for (int v : node.outputs)
         if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);

@@ -35,10 +35,12 @@ void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, 
 
 /// The tensors a loss adds around the model's output.
 struct LossTensors {
-  std::optional<TensorType> target;   // cross_entropy: int64 class indices; mse: a float tensor
+  std::optional<TensorType> target;   // cross_entropy, nll: int64 class indices; the others: a float tensor
   std::optional<TensorType> cast;     // autocast: the float32 copy of the output the loss runs on
   std::vector<TensorType> kept;       // new tensors its backward keeps (log-probabilities, …)
   bool keeps_input = false;           // mse keeps what it runs on: the output, or its copy
+  bool keeps_target = false;          // its backward keeps the target
+  std::vector<TensorType> backward_scratch;  // l1: temporaries beside the output's gradient
   std::int64_t loss_bytes = 4;        // the storage behind the 0-dim loss tensor
 
   /// What the loss runs on: the output, or under autocast its float32 copy.

@@ -98,10 +98,11 @@ class Expander {
                                    "model's output; name the outputs in 'outputs'");
     }
     if (raw_.loss) {
-      static const std::vector<std::string> losses = {"cross_entropy", "mse", "mean"};
+      static const std::vector<std::string> losses = {"cross_entropy", "mse", "mean", "bce_with_logits", "nll",
+                                                      "l1", "smooth_l1", "huber"};
       if (std::find(losses.begin(), losses.end(), raw_.loss->name) == losses.end())
         fail(raw_.loss->loc, "unknown loss '" + raw_.loss->name + "'" + suggestion(raw_.loss->name, losses) +
-                                 "; expected cross_entropy, mse or mean");
+                                 "; expected cross_entropy, mse, mean, bce_with_logits, nll, l1, smooth_l1 or huber");
       spec.loss = raw_.loss->name;
       spec.loss_loc = raw_.loss->loc;
     }

@@ -16,6 +16,32 @@ inline const Context kEval{Mode::Eval, Device::Cpu, DType::Float32, std::nullopt
 /// Training on the CPU with PyTorch 1.13's behaviour (--torch 1.13).
 inline const Context kCpu113{Mode::Train, Device::Cpu, DType::Float32, std::nullopt, find_torch_profile("1.13")};
 
+/// What backward allocates beside the gradients: "extra[4, 16]:float32 extra[4, 16]:float32*"
+/// (a trailing * marks scratch freed before the parameters' gradients exist).
+inline std::string scratch_of(const std::vector<Scratch>& list) {
+  std::string s;
+  for (const auto& k : list) {  // piece by piece: GCC 12 warns a bogus -Wrestrict on `"" + string`
+    if (!s.empty()) s += ' ';
+    s += to_string(k.type.shape);
+    s += ':';
+    s += dtype_name(k.type.dtype);
+    if (k.freed_before_param_grads) s += '*';
+  }
+  return s;
+}
+
+/// The message of the LayerError (or Error) run_rule raises in `ctx`, "" if none.
+inline std::string rule_error_in(const Context& ctx, const std::string& layer_yaml, const std::vector<InputTensor>& inputs) {
+  try {
+    run_rule(layer_yaml, inputs, ctx);
+  } catch (const LayerError& e) {
+    return e.what();
+  } catch (const Error& e) {
+    return e.format();
+  }
+  return {};
+}
+
 /// The shape of output `i`: "[2, 8, 30, 30]".
 inline std::string out_shape(const LayerResult& r, std::size_t i = 0) { return to_string(r.outputs.at(i).shape); }
 

@@ -152,3 +152,46 @@ TEST_CASE("Dropout: one-layer estimate through the graph") {
   CHECK(to_string(e.layers[0].outputs[0].shape) == "[4, 10]");
   CHECK(e.layers[0].output_bytes == 0);
 }
+
+// AlphaDropout, measured on 1.13 and 2.13 (validation/ops_saved_zoo.md): MulBackward0.other is a
+// new [4, 16] float32 noise; nn.AlphaDropout(inplace=True) is not in place (its forward does not
+// pass the flag on); p = 1 keeps a 0-dim zero. Never the fused kernel, so CUDA keeps the same.
+TEST_CASE("AlphaDropout: an input-shaped noise of the input's dtype") {
+  for (const Context& ctx : {kCpu, kCpu113, kCuda}) {
+    auto r = drop("{type: AlphaDropout}", {4, 16}, ctx);
+    CHECK(saved_of(r) == "extra[4, 16]:float32");
+    CHECK(r.alias == Alias::None);
+    r = drop("{type: AlphaDropout, inplace: true}", {4, 16}, ctx);
+    CHECK(r.alias == Alias::None);
+    CHECK(saved_of(r) == "extra[4, 16]:float32");
+    CHECK(saved_of(drop("{type: AlphaDropout, p: 1}", {4, 16}, ctx)) == "extra[]:float32");
+  }
+  CHECK(saved_of(drop("{type: AlphaDropout}", {4, 16}, kCpu, false)).empty());
+  CHECK(drop("{type: AlphaDropout}", {4, 16}, kEval).alias == Alias::View);
+}
+
+// torchvision.ops.stochastic_depth (mirrored line for line in probe_zoo.py): MulBackward0.other is
+// the noise, [2, 1, 1, 1] (8 B) for mode row, [1, 1, 1, 1] (4 B) for mode batch; forward
+// allocates it and the output (+8 +1536); evaluation and p = 0 return the input.
+TEST_CASE("StochasticDepth / DropPath: the noise, per sample or per batch") {
+  for (const Context& ctx : {kCpu, kCpu113}) {
+    auto r = drop("{type: StochasticDepth, p: 0.2, mode: row}", {2, 3, 8, 8}, ctx);
+    CHECK(out_shape(r) == "[2, 3, 8, 8]");
+    CHECK(r.alias == Alias::None);
+    CHECK(saved_of(r) == "extra[2, 1, 1, 1]:float32");
+    CHECK(saved_of(drop("{type: StochasticDepth, p: 0.2, mode: batch}", {2, 3, 8, 8}, ctx)) == "extra[1, 1, 1, 1]:float32");
+    CHECK(saved_of(drop("{type: StochasticDepth, p: 1.0, mode: row}", {2, 3, 8, 8}, ctx)) == "extra[2, 1, 1, 1]:float32");
+  }
+  CHECK(saved_of(drop("{type: StochasticDepth, p: 0.2, mode: row}", {2, 3, 8, 8}, kCpu, false)).empty());
+  CHECK(drop("{type: StochasticDepth, p: 0.2, mode: row}", {2, 3, 8, 8}, kEval).alias == Alias::View);
+  CHECK(drop("{type: StochasticDepth, p: 0, mode: row}", {2, 3, 8, 8}).alias == Alias::View);
+  CHECK(saved_of(drop("{type: StochasticDepth, p: 0.1, mode: row}", {2, 3, 8, 8}, kCpu, true, DType::BFloat16)) ==
+        "extra[2, 1, 1, 1]:bfloat16");
+  // timm's DropPath: per sample
+  CHECK(saved_of(drop("{type: DropPath, drop_prob: 0.1}", {2, 5, 7})) == "extra[2, 1, 1]:float32");
+  CHECK(drop("{type: DropPath}", {2, 5, 7}).alias == Alias::View);  // drop_prob defaults to 0
+  // torchvision's constructor needs both p and mode
+  CHECK_HAS(one_layer_error("{type: StochasticDepth, p: 0.2}", {3, 4, 4}), "needs attribute 'mode'");
+  CHECK_HAS(one_layer_error("{type: StochasticDepth, p: 1.2, mode: row}", {3, 4, 4}), "p must be between 0 and 1, found 1.2");
+  CHECK_HAS(one_layer_error("{type: StochasticDepth, p: 0.2, mode: rows}", {3, 4, 4}), "did you mean 'row'?");
+}

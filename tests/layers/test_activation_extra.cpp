@@ -1,0 +1,126 @@
+// The activations of layers/activation_extra.cpp against PyTorch 2.13 and 1.13 (CPU), as
+// validation/probe_zoo.py measured them (saved_tensors_hooks for what is kept, the profiler for
+// what forward and backward allocate; validation/ops_saved_zoo.md).
+#include "../helpers.hpp"
+#include "checks.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+TEST_CASE("Hardtanh, SELU, CELU, Threshold: kept tensors, in place or not") {
+  // HardtanhBackward0.self / ThresholdBackward0.self: the input; in place, a new storage (a clone);
+  // SELU and CELU: EluBackward0.self / CeluBackward0.self, in place EluBackward1.result / CeluBackward1.result
+  struct Case {
+    const char* yaml;
+    const char* keeps;
+    const char* keeps_inplace;
+  };
+  for (const Case& c : {Case{"{type: Hardtanh, min_val: -2, max_val: 2", "input0", "extra[4, 16]:float32"},
+                        Case{"{type: Threshold, threshold: 0.1, value: 20", "input0", "extra[4, 16]:float32"},
+                        Case{"{type: SELU", "input0", "output0"}, Case{"{type: CELU, alpha: 0.5", "input0", "output0"}}) {
+    CAPTURE(c.yaml);
+    for (const Context& ctx : {kCpu, kCpu113}) {
+      auto r = run_rule(std::string(c.yaml) + "}", {tensor({4, 16})}, ctx);
+      CHECK(out_shape(r) == "[4, 16]");
+      CHECK(r.alias == Alias::None);
+      CHECK(saved_of(r) == c.keeps);
+      r = run_rule(std::string(c.yaml) + ", inplace: true}", {tensor({4, 16})}, ctx);
+      CHECK(r.alias == Alias::InPlace);
+      CHECK(saved_of(r) == c.keeps_inplace);
+      CHECK(saved_of(run_rule(std::string(c.yaml) + "}", {tensor({4, 16}, false)}, ctx)).empty());
+    }
+  }
+  // AssertionError: max_val (0) must be greater than min_val (1); RuntimeError: alpha cannot be 0 for CELU
+  CHECK(rule_error("{type: Hardtanh, min_val: 1, max_val: 0}", {tensor({4, 16})}) == "max_val (0) must be greater than min_val (1)");
+  CHECK(rule_error("{type: CELU, alpha: 0}", {tensor({4, 16})}) == "alpha cannot be 0 (PyTorch divides by it)");
+  // CELU(-0.5, inplace=True): "In-place elu backward calculation is triggered with a negative slope which is not supported"
+  CHECK_HAS(rule_error("{type: CELU, alpha: -0.5, inplace: true}", {tensor({4, 16})}), "in place, alpha must be at least 0 to train");
+  CHECK(rule_error("{type: CELU, alpha: -0.5}", {tensor({4, 16})}).empty());
+  CHECK_HAS(one_layer_error("{type: Threshold, threshold: 0.1}", {16}), "needs attribute 'value'");
+}
+
+TEST_CASE("PReLU: parameters; what backward keeps and allocates, by version") {
+  // nn.PReLU(3): weight [3]; PreluKernelBackward0 (2.13) / PreluBackward0 (1.13) keep self and the weight
+  auto r = run_rule("{type: PReLU, num_parameters: 3}", {tensor({2, 3, 8, 8})});
+  CHECK(out_shape(r) == "[2, 3, 8, 8]");
+  CHECK(params_of(r) == "weight[3]");
+  CHECK(saved_of(r) == "input0");
+  CHECK(kept_params(r) == "param0");
+  // 2.13: +1536 +1536 (element-wise weight grad) +12 sum -1536: one input-sized temporary
+  CHECK(scratch_of(r.backward_scratch) == "[2, 3, 8, 8]:float32");
+  // 2.13, input without grad: +1536 (dropped input grad) +1536 -1536 +12 -1536
+  r = run_rule("{type: PReLU, num_parameters: 3}", {tensor({2, 3, 8, 8}, false)});
+  CHECK(saved_of(r) == "input0");
+  CHECK(scratch_of(r.backward_scratch) == "[2, 3, 8, 8]:float32* [2, 3, 8, 8]:float32");
+  // 1.13: +1536 +12 sum; without input grad +1536 +12 -1536
+  CHECK(run_rule("{type: PReLU, num_parameters: 3}", {tensor({2, 3, 8, 8})}, kCpu113).backward_scratch.empty());
+  CHECK(scratch_of(run_rule("{type: PReLU}", {tensor({2, 3, 8, 8}, false)}, kCpu113).backward_scratch) == "[2, 3, 8, 8]:float32");
+  // frozen on an input without grad: no node
+  CHECK(saved_of(run_rule("{type: PReLU}", {tensor({2, 3, 8, 8}, false)}, kCpu, false)).empty());
+  CHECK(params_of(run_rule("{type: PReLU, num_parameters: 16}", {tensor({4, 16})})) == "weight[16]");
+  // "Mismatch of parameter numbers and input channel size. Found parameter numbers = 3 and channel size = 4."
+  CHECK(rule_error("{type: PReLU, num_parameters: 3}", {tensor({2, 4, 5})}) ==
+        "num_parameters is 3, but the input [2, 4, 5] has 4 channels (it must be 1 or the channels)");
+}
+
+TEST_CASE("GLU: halves dim, keeps its input") {
+  // GLU(dim=1) on [4, 16] -> [4, 8], GluBackward0.self; GLU() on [2, 3, 8, 8] -> [2, 3, 8, 4]
+  auto r = run_rule("{type: GLU, dim: 1}", {tensor({4, 16})});
+  CHECK(out_shape(r) == "[4, 8]");
+  CHECK(saved_of(r) == "input0");
+  CHECK(out_shape(run_rule("{type: GLU}", {tensor({2, 3, 8, 8})})) == "[2, 3, 8, 4]");
+  // "Halving dimension must be even, but dimension 1 is size 5"
+  CHECK(rule_error("{type: GLU, dim: 1}", {tensor({2, 5})}) == "halves dimension 1, but the input [2, 5] has 5 there, an odd size");
+}
+
+TEST_CASE("LogSigmoid, Softsign, Tanhshrink, Softmin: kept tensors and temporaries") {
+  // LogSigmoidBackward0.self and .buffer (a new [4, 16] float32 on the CPU)
+  auto r = run_rule("{type: LogSigmoid}", {tensor({4, 16})});
+  CHECK(saved_of(r) == "input0 extra[4, 16]:float32");
+  CHECK(saved_of(run_rule("{type: LogSigmoid}", {tensor({4, 16})}, kCuda)) == "input0");  // CUDA's buffer is empty
+  // Softsign: AbsBackward0.self = DivBackward0.self (the input), DivBackward0.other (new);
+  // forward +256 abs +8 (the wrapped 1) +256 add -8 -256 +256 div; backward peak 1024 above the grad
+  r = run_rule("{type: Softsign}", {tensor({4, 16})});
+  CHECK(saved_of(r) == "input0 extra[4, 16]:float32");
+  CHECK(scratch_of(r.forward_scratch) == "[]:float64");
+  CHECK(run_rule("{type: Softsign}", {tensor({4, 16})}, kCuda).forward_scratch.empty());  // a CPU scalar on CUDA
+  CHECK(scratch_of(r.backward_scratch) == "[4, 16]:float32 [4, 16]:float32 [4, 16]:float32");
+  r = run_rule("{type: Softsign}", {tensor({4, 16}, false)});
+  CHECK(saved_of(r).empty());
+  CHECK(scratch_of(r.forward_scratch) == "[]:float64 [4, 16]:float32");
+  // Tanhshrink: TanhBackward0.result (new); backward +256 neg +256 tanh_backward … peak 512
+  r = run_rule("{type: Tanhshrink}", {tensor({4, 16})});
+  CHECK(saved_of(r) == "extra[4, 16]:float32");
+  CHECK(scratch_of(r.backward_scratch) == "[4, 16]:float32");
+  CHECK(scratch_of(run_rule("{type: Tanhshrink}", {tensor({4, 16}, false)}).forward_scratch) == "[4, 16]:float32");
+  // Softmin: SoftmaxBackward0.result; forward +256 neg +256 _softmax -256; backward +256 +256 -256
+  r = run_rule("{type: Softmin, dim: 1}", {tensor({4, 16})});
+  CHECK(saved_of(r) == "output0");
+  CHECK(scratch_of(r.forward_scratch) == "[4, 16]:float32");
+  CHECK(scratch_of(r.backward_scratch) == "[4, 16]:float32");
+  CHECK(run_rule("{type: Softmax, dim: 1}", {tensor({4, 16})}).forward_scratch.empty());
+}
+
+TEST_CASE("Composite activations: integer and bool inputs") {
+  // nn.Softsign()/nn.Tanhshrink() on int64 give float32 (1.13 and 2.13); on bool, "abs_cpu" not
+  // implemented for 'Bool' / bool subtraction is not supported; LogSigmoid, Softmin, GLU: floats only
+  auto r = run_rule("{type: Softsign}", {tensor({2, 4}, false, DType::Int64)});
+  CHECK(r.outputs[0].dtype == DType::Float32);
+  CHECK(scratch_of(r.forward_scratch) == "[]:int64 [2, 4]:int64");  // |x| + 1 stays int64
+  r = run_rule("{type: Tanhshrink}", {tensor({2, 4}, false, DType::Int64)});
+  CHECK(r.outputs[0].dtype == DType::Float32);
+  CHECK(scratch_of(r.forward_scratch) == "[2, 4]:float32");
+  CHECK(rule_error("{type: Softsign}", {tensor({2, 4}, false, DType::Bool)}) == "expected a floating-point or integer input, found bool");
+  CHECK(rule_error("{type: Tanhshrink}", {tensor({2, 4}, false, DType::Bool)}) == "expected a floating-point or integer input, found bool");
+  for (const std::string yaml : {"{type: LogSigmoid}", "{type: Softmin, dim: 1}", "{type: GLU}", "{type: SELU}", "{type: PReLU}"})
+    CHECK(rule_error(yaml, {tensor({2, 4}, false, DType::Int64)}) == "expected a floating-point input, found int64");
+  CHECK(run_rule("{type: Hardtanh}", {tensor({2, 4}, false, DType::Int64)}).outputs[0].dtype == DType::Int64);
+  CHECK(run_rule("{type: Threshold, threshold: 0.1, value: 20}", {tensor({2, 4}, false, DType::Int64)}).outputs[0].dtype ==
+        DType::Int64);
+}
+
+TEST_CASE("Composite activations: the step simulated through the graph") {
+  // Softmin on [4, 16] in evaluation: the negated input and the output coexist
+  const Estimate e = one_layer("{type: Softmin, dim: 1}", {16}, 4, Mode::Eval);
+  CHECK(e.totals.peak_bytes == 256 * 3);  // input, -input, output
+}
