@@ -23,6 +23,8 @@ constexpr std::array kProfiles = {
         .foreach_adam_one_list = true,
         .fused_sgd = true,
         .fused_on_cpu = true,
+        .save_extra_records = true,
+        .param_groups_2x_keys = true,
     },
     TorchProfile{
         .version = "1.13",
@@ -33,6 +35,7 @@ constexpr std::array kProfiles = {
         .im2col_keeps_input = true,
         .channel_shuffle_differentiable = false,
         .pad_kernels_float_only = true,
+        .sgd_state_momentum_none = true,
     },
 };
 

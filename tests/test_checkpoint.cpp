@@ -1,160 +1,93 @@
-// Activation checkpointing and gradient accumulation: which segments a plan makes, how the
-// spec's marks and --checkpoint relate, and what the step does with them. That the figures are
-// PyTorch's (torch.utils.checkpoint in both implementations, accumulation over micro-steps) is
-// checked on the measured runs in test_step.cpp.
-#include <algorithm>
+// Checkpoint sizes against files PyTorch wrote (validation/checkpoint_sizes.py, torch 1.13 and
+// 2.13, committed as validation/checkpoints.json): torch.save of the state_dict, of
+// {"model", "optimizer"} after a step of Adam, AdamW, AMSGrad, SGD or SGD with momentum, of the optimizer alone, and
+// safetensors' save_file, for every validation network: every file to the byte.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "nnmem/checkpoint.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
 
 namespace {
 
-// Three MLP blocks, marked for checkpointing when `marked`.
-std::string mlp(bool marked) {
-  return std::string(R"(
-inputs: {x: [64]}
-blocks:
-  Mlp:
-    layers:
-      - {name: fc1, type: Linear, out_features: 256}
-      - {name: gelu, type: GELU}
-      - {name: fc2, type: Linear, out_features: 64}
-      - {name: add, type: Add, inputs: [in, fc2], functional: true}
-layers:
-  - {name: stem, type: Linear, out_features: 64}
-  - {name: blocks, block: Mlp, repeat: 3)") +
-         (marked ? ", checkpoint: true" : "") + R"(}
-  - {name: head, type: Linear, out_features: 10}
-loss: cross_entropy
-)";
+Graph network(const std::string& name) {
+  LoadOptions load;
+  std::string spec = "examples/" + name + ".yaml";
+  if (name == "seed_conv_256") {
+    spec = "examples/seed_conv.yaml";
+    load.overrides = {{"size", "256"}};
+  }
+  return build_graph(load_spec_file(source_path(spec), load));
 }
 
-EstimateOptions cpu(std::int64_t batch = 32) {
-  EstimateOptions o;
-  o.graph.batch = batch;
-  o.graph.device = Device::Cpu;
-  o.step.optimizer = OptimizerKind::Sgd;
-  return o;
-}
-
-EstimateOptions with(EstimateOptions o, CheckpointSegments segments, std::int64_t every = 0,
-                     CheckpointImpl impl = CheckpointImpl::NonReentrant) {
-  o.step.checkpoint = {segments, every, impl};
-  return o;
+CheckpointSizes sizes(const Graph& g, CheckpointFormat format, OptimizerKind optimizer, const char* torch, const std::string& stem) {
+  CheckpointOptions o;
+  o.format = format;
+  o.optimizer = optimizer;
+  o.torch = find_torch_profile(torch);
+  o.file_stem = stem;
+  return checkpoint_sizes(g, o);
 }
 
 }  // namespace
 
-TEST_CASE("the spec's checkpoint marks and --checkpoint blocks make the same segments") {
-  for (const CheckpointImpl impl : {CheckpointImpl::NonReentrant, CheckpointImpl::Reentrant}) {
-    CAPTURE(name_of(impl));
-    const Estimate marked = estimate_from(mlp(true), with(cpu(), CheckpointSegments::Spec, 0, impl));
-    const Estimate blocks = estimate_from(mlp(false), with(cpu(), CheckpointSegments::Blocks, 0, impl));
-    CHECK(marked.checkpointed == std::vector<std::string>{"blocks.0", "blocks.1", "blocks.2"});
-    CHECK(blocks.checkpointed == marked.checkpointed);
-    CHECK(blocks.totals.peak_bytes == marked.totals.peak_bytes);
-    CHECK(blocks.totals.saved_bytes == marked.totals.saved_bytes);
+TEST_CASE("checkpoint files are the bytes PyTorch and safetensors write, on every validation network") {
+  const nlohmann::json fixture = nlohmann::json::parse(std::ifstream(source_path("validation/checkpoints.json")));
+  int files = 0;
+  for (const auto& [version, run] : fixture.items()) {
+    const char* torch = version.rfind("1.13", 0) == 0 ? "1.13" : "2.13";
+    for (const auto& [name, measured] : run["networks"].items()) {
+      const Graph g = network(name);
+      const std::string stem = measured["file_stem"];
+      CAPTURE(version);
+      CAPTURE(name);
+      const CheckpointSizes plain = sizes(g, CheckpointFormat::Torch, OptimizerKind::None, torch, stem);
+      CHECK(plain.weights.bytes == measured["state_dict"]["bytes"].get<std::int64_t>());
+      CHECK(plain.training.bytes == plain.weights.bytes);  // no optimizer: the weights are the checkpoint
+      for (const auto& [key, optimizer] : {std::pair{"adam", OptimizerKind::Adam}, std::pair{"momentum", OptimizerKind::Momentum},
+                                           std::pair{"sgd", OptimizerKind::Sgd}, std::pair{"adamw", OptimizerKind::AdamW},
+                                           std::pair{"amsgrad", OptimizerKind::AMSGrad}}) {
+        CAPTURE(key);
+        const CheckpointSizes torch_file = sizes(g, CheckpointFormat::Torch, optimizer, torch, stem);
+        CHECK(torch_file.weights.bytes == measured["state_dict"]["bytes"].get<std::int64_t>());
+        CHECK(torch_file.training.bytes == measured[key]["bytes"].get<std::int64_t>());
+        const CheckpointSizes st = sizes(g, CheckpointFormat::Safetensors, optimizer, torch, stem);
+        REQUIRE(st.training.files.size() == 2);
+        CHECK(st.weights.bytes == measured["safetensors"]["bytes"].get<std::int64_t>());
+        CHECK(st.training.files[1].name == "optimizer.pt");
+        CHECK(st.training.files[1].bytes == measured[std::string(key) + "_optimizer"]["bytes"].get<std::int64_t>());
+        files += 4;
+      }
+    }
   }
-  // --checkpoint none ignores the marks.
-  const Estimate none = estimate_from(mlp(true), with(cpu(), CheckpointSegments::None));
-  const Estimate plain = estimate_from(mlp(false), cpu());
-  CHECK(none.checkpointed.empty());
-  CHECK(none.totals.peak_bytes == plain.totals.peak_bytes);
+  CHECK(files >= 2 * 14 * 5 * 4);  // both versions (2.13 without the torchvision networks), 5 optimizers, 4 files each
 }
 
-TEST_CASE("every:K groups the top-level entries, each repeat instance one") {
-  const Estimate e = estimate_from(mlp(false), with(cpu(), CheckpointSegments::Every, 2));
-  CHECK(e.checkpointed == std::vector<std::string>{"stem..blocks.0", "blocks.1..blocks.2", "head"});
-  const Estimate one = estimate_from(mlp(false), with(cpu(), CheckpointSegments::Every, 1));
-  CHECK(one.checkpointed == std::vector<std::string>{"stem", "blocks.0", "blocks.1", "blocks.2", "head"});
+TEST_CASE("seed 003: 12.49 MiB of weights, 37.47 MiB with Adam's two slots (39.3 MB, the question's figure)") {
+  const Graph g = network("tf_mnist_cnn");
+  const CheckpointSizes tf = sizes(g, CheckpointFormat::TensorFlow, OptimizerKind::Adam, "1.13", "");
+  CHECK(tf.weights.tensor_bytes == 3274634LL * 4);
+  // The .data shard: every variable, Adam's m and v for each, and TF1's beta1_power, beta2_power.
+  CHECK(tf.training.files[0].bytes == 3 * 3274634LL * 4 + 8);
+  CHECK(tf.training.files[0].modelled);
+  CHECK(render_table(tf).find("37.47 MiB (39,295,616 bytes, 39.30 MB)") != std::string::npos);
+  const CheckpointSizes pt = sizes(g, CheckpointFormat::Torch, OptimizerKind::Adam, "1.13", "");
+  CHECK(pt.training.tensor_bytes == 3 * 3274634LL * 4 + 8 * 4);  // and a float32 `step` per parameter
+  const std::string table = render_table(pt);
+  CHECK(table.find("weights 12.49 MiB (13,098,536 bytes") != std::string::npos);
+  CHECK(table.find("37.47 MiB (39,295,640 bytes") != std::string::npos);
 }
 
-TEST_CASE("a checkpointed segment keeps its inputs instead of its layers' saved tensors") {
-  const Estimate plain = estimate_from(mlp(false), cpu());
-  const Estimate ckpt = estimate_from(mlp(true), cpu());
-  // Each block keeps its input [32, 64]; unmarked, it keeps fc1's input, gelu's input and
-  // fc2's input ([32, 64] + 2 x [32, 256]).
-  CHECK(plain.totals.saved_bytes - ckpt.totals.saved_bytes == 3 * 2 * 32 * 256 * 4);
-  // Recomputation costs one block's activations again; with larger activations than
-  // parameters the peak falls.
-  CHECK(estimate_from(mlp(true), cpu(1024)).totals.peak_bytes < estimate_from(mlp(false), cpu(1024)).totals.peak_bytes);
-  // The per-layer "Saved" column: a segment's inputs are its first layer's.
-  const auto fc1 = std::find_if(ckpt.layers.begin(), ckpt.layers.end(), [](const LayerEstimate& l) { return l.name == "blocks.1.fc1"; });
-  REQUIRE(fc1 != ckpt.layers.end());
-  CHECK(fc1->saved_bytes == 32 * 64 * 4);
-}
-
-TEST_CASE("the stashed RNG state is a CPU tensor: on CUDA it costs the device nothing") {
-  EstimateOptions o = cpu();
-  const Estimate on_cpu = estimate_from(mlp(true), o);
-  o.graph.device = Device::Cuda;
-  const Estimate on_cuda = estimate_from(mlp(true), o);
-  const auto rng_bytes = [](const Estimate& e) {
-    std::int64_t most = 0;
-    for (const auto& ev : e.timeline)
-      if (ev.tensor.find("RNG state") != std::string::npos) most = std::max(most, ev.delta);
-    return most;
+TEST_CASE("checkpoints: the file's name is in every record; optimizers whose state is not modelled are refused") {
+  const Graph g = network("lenet5");
+  const auto bytes = [&](const std::string& stem) {
+    return sizes(g, CheckpointFormat::Torch, OptimizerKind::Adam, "2.13", stem).training.bytes;
   };
-  CHECK(rng_bytes(on_cpu) == 5056);
-  CHECK(rng_bytes(on_cuda) == 0);
-}
-
-TEST_CASE("recomputation is in the timeline: 2.x's non-reentrant one stops at the last kept tensor") {
-  // The blocks' last layer that keeps something is fc2 (its input); add keeps nothing. 2.13
-  // recomputes up to fc2's saved input and stops before fc2's output; 1.13 and the reentrant
-  // implementation run the whole block, add included.
-  const auto recomputed = [](const Estimate& e) {
-    std::vector<std::string> outputs;
-    for (const auto& ev : e.timeline)
-      if (ev.delta > 0 && ev.layer.rfind("blocks.2.", 0) == 0 && ev.tensor.find("(recomputed)") != std::string::npos)
-        outputs.push_back(ev.tensor);
-    return outputs;
-  };
-  EstimateOptions o = cpu();
-  CHECK(recomputed(estimate_from(mlp(true), o)) ==
-        std::vector<std::string>{"output of blocks.2.fc1 (recomputed)", "output of blocks.2.gelu (recomputed)"});
-  o.graph.torch = find_torch_profile("1.13");
-  const std::vector<std::string> whole = {"output of blocks.2.fc1 (recomputed)", "output of blocks.2.gelu (recomputed)",
-                                          "output of blocks.2.fc2 (recomputed)", "output of blocks.2.add (recomputed)"};
-  CHECK(recomputed(estimate_from(mlp(true), o)) == whole);
-  o.graph.torch = &default_torch_profile();
-  CHECK(recomputed(estimate_from(mlp(true), with(o, CheckpointSegments::Spec, 0, CheckpointImpl::Reentrant))) == whole);
-}
-
-TEST_CASE("checkpointing does nothing in evaluation, and frozen entries are left out of a plan") {
-  EstimateOptions o = cpu();
-  o.graph.mode = Mode::Eval;
-  CHECK(estimate_from(mlp(true), o).checkpointed.empty());
-  CHECK(estimate_from(mlp(true), o).totals.peak_bytes == estimate_from(mlp(false), o).totals.peak_bytes);
-  const Estimate frozen = estimate_file("examples/frozen_backbone.yaml", with(cpu(8), CheckpointSegments::Every, 1));
-  for (const std::string& s : frozen.checkpointed) CHECK(s.rfind("backbone", 0) != 0);
-}
-
-TEST_CASE("gradient accumulation: one micro-step is a plain step; more keep .grad and step once") {
-  const Estimate plain = estimate_from(mlp(false), cpu());
-  EstimateOptions o = cpu();
-  o.step.grad_accum = 1;
-  CHECK(estimate_from(mlp(false), o).totals.peak_bytes == plain.totals.peak_bytes);
-  o.step.grad_accum = 5;
-  const Estimate five = estimate_from(mlp(false), o);
-  // The first, a middle and the last micro-step are simulated, the optimizer only in the last.
-  std::vector<std::int64_t> micro;
-  for (const auto& ev : five.timeline)
-    if (micro.empty() || micro.back() != ev.micro_step) micro.push_back(ev.micro_step);
-  CHECK(micro == std::vector<std::int64_t>{1, 2, 5});
-  for (const auto& ev : five.timeline)
-    if (ev.phase == Phase::Optimizer) CHECK(ev.micro_step == 5);
-  // After the first, the gradients exist while the next backward runs: the peak is higher,
-  // and in a later micro-step.
-  CHECK(five.totals.peak_bytes > plain.totals.peak_bytes);
-  CHECK(five.totals.peak_micro_step > 1);
-  // The loss is divided by K: a wrapped 8-byte scalar that DivBackward0 keeps (saved under
-  // 1.13, whose saved_tensors_hooks see it; 2.x's do not).
-  CHECK(five.totals.saved_bytes == plain.totals.saved_bytes);
-  o.graph.torch = find_torch_profile("1.13");
-  EstimateOptions plain_113 = cpu();
-  plain_113.graph.torch = o.graph.torch;
-  CHECK(estimate_from(mlp(false), o).totals.saved_bytes == estimate_from(mlp(false), plain_113).totals.saved_bytes + 8);
+  CHECK(bytes("longer_name") > bytes("n"));
+  CHECK_THROWS_WITH_AS(sizes(g, CheckpointFormat::Torch, OptimizerKind::RMSprop, "1.13", "x"),
+                       doctest::Contains("not rmsprop"), Error);
 }

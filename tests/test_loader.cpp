@@ -366,3 +366,27 @@ TEST_CASE("a layer repeated through an alias stands where the alias is") {
                    "      - *l\nlayers:\n  - {name: b, block: B}\n") ==
         "test.yaml:6:9: error: duplicate layer name 'lin' (first used at line 5)");
 }
+
+TEST_CASE("--input replaces an input's per-sample shape, sizes or $expressions of the variables") {
+  const std::string yaml = "variables: {len: 512}\ninputs: {tokens: [$len, 64], mask: {shape: [1], dtype: bool}}\n"
+                           "layers:\n  - {type: ReLU, inputs: [tokens]}\n  - {type: Identity, inputs: [mask]}\n"
+                           "outputs: [0, 1]\n";
+  LoadOptions o;
+  o.input_shapes = {{"tokens", "[1024, 32]"}};
+  CHECK(load(yaml, o).inputs[0].shape == Shape{1024, 32});
+  o.input_shapes = {{"tokens", "$len * 2, 8"}, {"mask", "[4]"}};
+  const ModelSpec spec = load(yaml, o);
+  CHECK(spec.inputs[0].shape == Shape{1024, 8});
+  CHECK(spec.inputs[1].shape == Shape{4});
+  CHECK(spec.inputs[1].dtype == DType::Bool);  // only the shape is replaced
+  o.input_shapes = {{"token", "[8]"}};
+  CHECK(load_error(yaml, o) == "test.yaml:1:1: error: --input token=[8]: the spec has no input 'token' (did you mean 'tokens'?)");
+  o.input_shapes = {{"tokens", "[8, 0]"}};
+  CHECK(load_error(yaml, o) == "test.yaml:2:10: error: --input tokens: a size in the shape of input 'tokens' must be at least 1, found 0");
+  o.input_shapes = {{"tokens", "[8, [2]]"}};
+  CHECK(load_error(yaml, o) == "test.yaml:2:10: error: --input tokens=[8, [2]]: expected a list of sizes per sample, such as [3, 224, 224]");
+  o.input_shapes = {{"tokens", "[]"}};
+  CHECK(load_error(yaml, o).find("expected a list of sizes per sample") != std::string::npos);
+  o.input_shapes = {{"mask", "[2]"}, {"mask", "[3]"}};
+  CHECK(load_error(yaml, o) == "test.yaml:2:30: error: --input mask=[3]: input 'mask' is already given by --input; give each input once");
+}

@@ -1,9 +1,11 @@
 // Renderers format what estimate() computed and checked: a model too large for 64-bit sizes
 // fails in estimate(), located at the spec, and the table widens its columns for huge values.
+#include <limits>
 #include <regex>
 #include <sstream>
 
 #include "helpers.hpp"
+#include "nnmem/units.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
@@ -60,10 +62,11 @@ TEST_CASE("figures that overflow fail in estimate(), never in a renderer") {
 TEST_CASE("the memory table widens its columns rather than run values together") {
   const Estimate e = estimate_from("inputs: {x: [500000000000000000]}\nlayers:\n  - {type: ReLU}\n", eval_mode());
   std::istringstream table(render_table(e));
-  const std::regex row(R"(  +\S.*\S  +[0-9,]+  +[0-9]+\.[0-9]{4} MiB.*)");
+  const std::regex row(R"( *\S.*\S  +[0-9,]+  +[0-9]+(\.[0-9]{2} [KMGTPE]i| )B.*)");
   int rows = 0;
+  bool memory = false;
   for (std::string line; std::getline(table, line);)
-    if (line.find(" MiB") != std::string::npos && line.rfind("Memory", 0) != 0) {
+    if ((memory = memory || line.rfind("Memory", 0) == 0) && line.rfind("Memory", 0) != 0 && line[0] != '-') {
       CAPTURE(line);
       CHECK(std::regex_match(line, row));
       ++rows;
@@ -86,4 +89,70 @@ TEST_CASE("the PyTorch version modelled is chosen by name, defaults to the newes
   const Estimate e = estimate(parse_spec("inputs: {x: [4]}\nlayers:\n  - {type: Linear, out_features: 2}\n", "m.yaml"), o);
   CHECK(render_json(e).find("\"torch\": \"1.13\"") != std::string::npos);
   CHECK(render_table(e).find(", PyTorch 1.13\n") != std::string::npos);
+}
+
+TEST_CASE("readable sizes: the unit the magnitude calls for, two decimals truncated, exact bytes beside") {
+  CHECK(human_bytes(0) == "0 B");
+  CHECK(human_bytes(1023) == "1023 B");
+  CHECK(human_bytes(1536) == "1.50 KiB");
+  CHECK(human_bytes(13098536) == "12.49 MiB");        // seed 003's weights
+  CHECK(human_bytes(39295640) == "37.47 MiB");        // 37.4752…: truncated, never rounded up
+  CHECK(human_bytes((std::int64_t{1} << 30) - 1) == "1023.99 MiB");
+  CHECK(human_bytes(std::int64_t{1} << 30) == "1.00 GiB");
+  CHECK(human_bytes(-(std::int64_t{13} << 28)) == "-3.25 GiB");
+  CHECK(human_bytes(std::numeric_limits<std::int64_t>::max()) == "7.99 EiB");
+  CHECK(human_bytes(std::numeric_limits<std::int64_t>::min()) == "-8.00 EiB");
+  CHECK(human_bytes_exact(13098536) == "12.49 MiB (13,098,536 bytes)");
+}
+
+TEST_CASE("the answer comes first: peak, where, what the device holds; a budget gets a verdict") {
+  EstimateOptions o;
+  o.graph.batch = 32;
+  const Estimate e = estimate_file("examples/resnet18.yaml", o);
+  const std::string table = render_table(e);
+  const std::string first = table.substr(0, table.find('\n'));
+  CHECK(first == "resnet18, batch 32: peak " + human_bytes_exact(e.totals.peak_bytes) + " in backward at " +
+                     e.totals.peak_layer + "; the device holds " + human_bytes_exact(e.totals.device_bytes) + " (modelled)");
+  ReportOptions r;
+  r.budget_bytes = e.totals.device_bytes;
+  CHECK(verdict(e, e.totals.device_bytes) == "Budget " + human_bytes_exact(e.totals.device_bytes) + ": fits, with 0 B (0.0 %) to spare");
+  CHECK(verdict(e, e.totals.device_bytes - 1048576).find(": does not fit, 1.00 MiB (0.1 %) over") != std::string::npos);
+  CHECK(render_table(e, r).find("\nBudget ") != std::string::npos);
+  // --summary: no layer rows; --depth 1 folds each stage into one row, summing its figures.
+  r.summary = true;
+  CHECK(render_table(e, r).find("layer1.0.conv1") == std::string::npos);
+  CHECK(render_table(e, r).find("total on the device") != std::string::npos);
+  ReportOptions folded;
+  folded.depth = 1;
+  const std::string csv = render_csv(e, folded);
+  CHECK(csv.rfind("Layer (type),Output shape,Params,MACs,Saved bytes\n", 0) == 0);
+  std::int64_t layer1_params = 0;
+  for (const auto& l : e.layers)
+    if (l.name.rfind("layer1.", 0) == 0) layer1_params += l.params;
+  CHECK(csv.find("\nlayer1 (14 layers),\"[32, 64, 56, 56]\"," + std::to_string(layer1_params) + ",") != std::string::npos);
+  CHECK(csv.find("\nfc (Linear),\"[32, 1000]\",513000,16384000,") != std::string::npos);
+  folded.depth = 2;
+  CHECK(render_table(e, folded).find("layer1.0 (7 layers)") != std::string::npos);
+  // Markdown tables; CSV of the memory components, each part naming its whole.
+  const std::string md = render_markdown(e, {});
+  CHECK(md.find("| Layer (type) | Output shape | Params | MACs | Saved |\n|---|---|---:|---:|---:|\n") != std::string::npos);
+  ReportOptions summary;
+  summary.summary = true;
+  const std::string parts = render_csv(e, summary);
+  CHECK(parts.find("component,part of,bytes\nparameters,," + std::to_string(e.totals.param_bytes) + "\n") == 0);
+  CHECK(parts.find("\nexp_avg,optimizer state (adam)," + std::to_string(e.totals.param_bytes) + "\n") != std::string::npos);
+}
+
+TEST_CASE("the JSON records the --set and --input a spec was loaded with, and its variables; the timeline on request") {
+  LoadOptions load;
+  load.overrides = {{"hidden", "256"}};
+  load.input_shapes = {{"pixels", "[196]"}};
+  const Estimate e = estimate(load_spec_file(source_path("examples/mlp.yaml"), load), {});
+  const std::string json = render_json(e, {}, -1);
+  CHECK(json.find(R"("load":{"set":{"hidden":"256"},"input":{"pixels":"[196]"},"variables":{"hidden":256}})") != std::string::npos);
+  CHECK(json.find(R"("inputs":[{"shape":[1,196])") != std::string::npos);
+  CHECK(json.find(R"("timeline":[)") != std::string::npos);
+  ReportOptions quiet;
+  quiet.timeline = false;
+  CHECK(render_json(e, quiet, -1).find("timeline") == std::string::npos);
 }

@@ -4,6 +4,9 @@
 // buffers, gradients, optimizer state, input, target and saved-for-backward bytes exactly; the
 // peak of the steady-state step exactly too, and the phase and layer where it falls. Each run is
 // estimated under the profile of the version that measured it (--torch VERSION).
+#include <algorithm>
+#include <map>
+#include <set>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -173,5 +176,35 @@ TEST_CASE("the step as a function returning loss.item() matches PyTorch") {
     CHECK(e.totals.peak_bytes == m.peak);
     REQUIRE(!e.timeline.empty());
     CHECK(e.timeline.back().live == m.end);
+  }
+}
+
+TEST_CASE("the timeline names each event's block and kind: a tensor is one allocation and at most one release") {
+  for (const char* spec : {"examples/resnet18.yaml", "examples/unet_small.yaml", "examples/frozen_backbone.yaml"}) {
+    EstimateOptions o;
+    o.graph.batch = 3;
+    const Estimate e = estimate_file(spec, o);
+    CAPTURE(spec);
+    std::map<int, const TimelineEvent*> allocated;
+    std::set<int> released;
+    std::array<std::int64_t, kMemoryKinds> by_kind{};
+    bool peak_seen = false;
+    for (const TimelineEvent& ev : e.timeline) {
+      by_kind[static_cast<std::size_t>(ev.kind)] += ev.delta;
+      if (!peak_seen && ev.live == e.totals.peak_bytes) {
+        CHECK(by_kind == e.totals.peak_breakdown);  // the first moment the peak is reached
+        peak_seen = true;
+      }
+      const auto [first, fresh] = allocated.emplace(ev.block, &ev);
+      if (fresh) {
+        CHECK(ev.delta >= 0);
+        continue;
+      }
+      CHECK(released.insert(ev.block).second);
+      CHECK(ev.delta == -first->second->delta);
+      CHECK(ev.kind == first->second->kind);
+      CHECK(ev.tensor == first->second->tensor);
+    }
+    CHECK(peak_seen);
   }
 }

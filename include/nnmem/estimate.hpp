@@ -72,7 +72,8 @@ enum class CheckpointSegments {
   Every,   // consecutive groups of `every` top-level entries
 };
 enum class CheckpointImpl { NonReentrant, Reentrant };  // use_reentrant=False / True
-struct CheckpointOptions {
+/// Activation checkpointing (torch.utils.checkpoint): which segments, which implementation.
+struct RecomputeOptions {
   CheckpointSegments segments = CheckpointSegments::Spec;
   std::int64_t every = 0;  // CheckpointSegments::Every: entries per segment (at least 1)
   CheckpointImpl impl = CheckpointImpl::NonReentrant;
@@ -81,9 +82,9 @@ std::string_view name_of(CheckpointImpl impl);
 std::optional<CheckpointImpl> parse_checkpoint_impl(std::string_view name);
 /// "spec", "none", "blocks" or "every:K" (K ≥ 1) into options.segments (and .every); false for
 /// anything else.
-bool parse_checkpoint_segments(std::string_view text, CheckpointOptions& options);
+bool parse_checkpoint_segments(std::string_view text, RecomputeOptions& options);
 /// The same words back: "blocks", "every:2".
-std::string checkpoint_segments_name(const CheckpointOptions& options);
+std::string checkpoint_segments_name(const RecomputeOptions& options);
 
 struct StepOptions {
   OptimizerKind optimizer = OptimizerKind::Adam;
@@ -96,7 +97,7 @@ struct StepOptions {
   std::optional<LossKind> loss;    // default: the spec's `loss`, else mean
   std::int64_t overhead_bytes = 0; // framework overhead added on CUDA (the CUDA context)
   CudaAllocatorConfig allocator = {};  // CUDA: the caching allocator's settings
-  CheckpointOptions checkpoint = {};   // activation checkpointing
+  RecomputeOptions checkpoint = {};   // activation checkpointing
   /// Gradient accumulation: micro-steps per optimizer step (docs/memory-model.md). zero_grad()
   /// before the first, the loss divided by it, step() after the last; the batch is each
   /// micro-step's.
@@ -135,6 +136,8 @@ struct TimelineEvent {
   std::string tensor;              // what: "output", "grad of input", "exp_avg_sq.sqrt()", …
   std::int64_t delta = 0;
   std::int64_t live = 0;           // bytes live after the event
+  MemoryKind kind = MemoryKind::Activations;  // what the block holds
+  int block = -1;                  // the block allocated or released: the pair of events of one tensor
   std::int64_t micro_step = 1;     // with gradient accumulation: which micro-step (1-based)
 };
 
@@ -200,6 +203,8 @@ struct InputEstimate {
 struct Estimate {
   std::string model;
   std::string file;
+  std::vector<std::pair<std::string, Value>> variables;  // the spec's variables, resolved
+  std::vector<std::pair<std::string, std::string>> set, input_shapes;  // the --set and --input it was loaded with
   std::vector<InputEstimate> inputs;
   EstimateOptions options;
   Mode mode = Mode::Train;

@@ -251,5 +251,10 @@ bool register_layer(LayerDef def);
 const LayerDef* find_layer(std::string_view type);
 /// Every registered type, sorted.
 std::vector<std::string> layer_types();
+/// What to suggest for an unknown type, by meaning as well as by spelling: "; did you mean
+/// 'Concat'?" for Cat, "; did you mean 'ConvTranspose2d'?" for Conv2dTranspose, "; did you mean
+/// 'BatchNorm1d', 'BatchNorm2d' or 'BatchNorm3d'?" for BatchNormalization; "" when nothing fits,
+/// and for PyTorch layers nnmem does not model (GRU gets no 'ELU').
+std::string layer_type_hint(std::string_view type);
 
 }  // namespace nnmem

@@ -69,6 +69,16 @@ struct TorchProfile {
   bool fused_sgd = false;
   bool fused_on_cpu = false;
 
+  // --- checkpoints on disk (torch.save; validation/checkpoint_sizes.py)
+  // 2.x's zip holds four more small records: .format_version, .storage_alignment, byteorder
+  // and .data/serialization_id.
+  bool save_extra_records = false;
+  // The optimizers' param_groups in 2.x have more keys: SGD's `fused`, Adam's
+  // `decoupled_weight_decay`, and AdamW the whole Adam list (1.13's AdamW has a shorter one).
+  bool param_groups_2x_keys = false;
+  // Plain SGD's state_dict holds a `momentum_buffer: None` per parameter in 1.13, nothing in 2.x.
+  bool sgd_state_momentum_none = false;
+
   /// Whether this version has the layer type (a PyTorch class name).
   bool has_layer(std::string_view type) const;
 };

@@ -93,12 +93,17 @@ struct ModelSpec {
   std::optional<std::string> loss;   // cross_entropy | mse | mean
   SourceLoc loss_loc;
   std::vector<std::pair<std::string, Value>> variables;  // final values, after --set
+  /// What it was loaded with: LoadOptions' --set and --input texts, for reports.
+  std::vector<std::pair<std::string, std::string>> set, input_shapes;
   SourceLoc loc;                     // the document
 };
 
 struct LoadOptions {
   /// --set NAME=VALUE overrides of the spec's `variables` (an unknown NAME is an error).
   std::vector<std::pair<std::string, std::string>> overrides;
+  /// --input NAME=[d1, d2, …] overrides of an input's per-sample shape (without the batch): each
+  /// size an integer or a `$expression` of the spec's variables. An unknown NAME is an error.
+  std::vector<std::pair<std::string, std::string>> input_shapes;
   /// Upper bound on layers after expanding blocks and `repeat`: bounds time and memory.
   std::int64_t max_layers = 100000;
   /// Larger files are refused before parsing.

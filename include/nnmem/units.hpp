@@ -22,8 +22,12 @@ std::string mib(std::int64_t bytes, int decimals = 2);
 std::string exact_mib(std::int64_t bytes);
 /// bytes / 2^20 truncated (never rounded up) to `decimals` digits: 39295608 -> "37.4752".
 std::string mib_truncated(std::int64_t bytes, int decimals = 4);
-/// A readable size: "512 B", "1.50 KiB", "44.59 MiB", "1.20 GiB".
+/// A readable size in the unit its magnitude calls for (B, KiB, MiB below a GiB, GiB, …) with two
+/// decimals, truncated so that a figure never reads larger than it is: "512 B", "1.50 KiB",
+/// "12.49 MiB" (13,098,536 bytes), "-3.25 GiB".
 std::string human_bytes(std::int64_t bytes);
+/// The same with the exact bytes beside it: "12.49 MiB (13,098,536 bytes)".
+std::string human_bytes_exact(std::int64_t bytes);
 /// A readable count: "118.01 M", "1.81 G".
 std::string human_count(std::int64_t count);
 

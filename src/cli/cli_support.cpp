@@ -88,16 +88,17 @@ std::int64_t parse_size_option(const std::string& option, const std::string& tex
 void check_command(int argc, char** argv, const CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  std::string listed;  // "estimate, check, fit or layers"
+  for (std::size_t i = 0; i < names.size(); ++i) listed += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") return;
     if (!arg.empty() && arg[0] == '-') continue;  // the global flags (--help, --version) take no value
     if (std::find(names.begin(), names.end(), arg) != names.end()) return;
     const std::string near = nearest_name(arg, names);
-    throw UsageError("unknown command '" + arg + "'" +
-                     (near.empty() ? "; expected estimate, check, fit or layers" : " (did you mean '" + near + "'?)"));
+    throw UsageError("unknown command '" + arg + "'" + (near.empty() ? "; expected " + listed : " (did you mean '" + near + "'?)"));
   }
-  if (argc == 1) throw UsageError("a command is required: estimate, check, fit or layers");
+  if (argc == 1) throw UsageError("a command is required: " + listed);
 }
 
 // Arguments left over (the apps allow extras so that they can be named here, with a hint).

@@ -104,10 +104,8 @@ class Builder {
     const LayerSpec& layer = graph_.spec.layers[index];
     const LayerDef* def = find_layer(layer.type);
     if (!def) {
-      const auto types = layer_types();
-      std::string msg = "unknown layer type '" + layer.type + "'";
-      if (auto near = nearest_name(layer.type, types); !near.empty()) msg += "; did you mean '" + near + "'?";
-      msg += " (`nnmem layers` lists the known types)";
+      const std::string msg = "unknown layer type '" + layer.type + "'" + layer_type_hint(layer.type) +
+                               " (`nnmem layers` lists the known types)";
       throw Error(layer.type_loc, msg);
     }
     if (!ctx_.torch->has_layer(layer.type))

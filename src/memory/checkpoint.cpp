@@ -1,274 +1,231 @@
-// Which nodes form checkpointed segments, and what each reads, returns and keeps.
-#include "checkpoint.hpp"
-
+// Checkpoint sizes on disk (checkpoint.hpp): the model's tensors as state_dict() lists them, then
+// each format's files. torch.save's layout is in checkpoint_torch.cpp; safetensors' is an 8-byte
+// header length, a JSON header padded with spaces to 8 bytes, and the raw data; TensorFlow's
+// bundle is a .data shard of raw tensors and a small .index table.
 #include <algorithm>
-#include <utility>
+#include <map>
+#include <set>
 
-namespace nnmem::detail {
+#include "checkpoint_layout.hpp"
+
+namespace nnmem {
 
 namespace {
 
-const TensorValue& value(const Graph& g, int v) { return g.values[static_cast<std::size_t>(v)]; }
+using detail::ModelTensors;
+using detail::NamedTensor;
 
-bool in_autograd(const Graph& g, const Node& n) {
-  return std::any_of(n.outputs.begin(), n.outputs.end(), [&](int v) { return value(g, v).requires_grad; });
+// "relu" for "relu_2": the spec's name for another call of a module (tests/test_examples.cpp
+// follows the same convention), "" for any other name.
+std::string base_of_call(const std::string& name) {
+  const std::size_t underscore = name.rfind('_');
+  if (underscore == std::string::npos || underscore + 1 == name.size() || name.find('.', underscore) != std::string::npos) return {};
+  for (std::size_t i = underscore + 1; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return {};
+  return name.substr(0, underscore);
 }
 
-// Consecutive nodes grouped as the options say: (name, where asked, first, last).
-struct Group {
-  std::string name;
-  SourceLoc loc;
-  std::size_t first, last;
-  bool asked;  // the spec asked for it (`checkpoint: true`): an error if pointless
-};
-
-std::vector<Group> groups(const Graph& g, const CheckpointOptions& o) {
-  std::vector<Group> out;
-  const auto layer = [&](std::size_t i) -> const LayerSpec& { return g.layer(g.nodes[i]); };
-  if (o.segments == CheckpointSegments::Spec) {
-    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-      const LayerSpec& l = layer(i);
-      if (l.checkpoint.empty()) continue;
-      if (!out.empty() && out.back().last + 1 == i && out.back().name == l.checkpoint) out.back().last = i;
-      else out.push_back({l.checkpoint, l.checkpoint_loc, i, i, true});
-    }
-    return out;
+// The modules and tensors of the graph's model: every layer that is a module (not `functional`)
+// and every prefix of its qualified name (the blocks that contain it), the model "" first. Layers
+// without parameters or buffers named NAME_N, beside another NAME or NAME_M of the same type,
+// are calls of one module NAME (DAVEnet's pool, torchvision's ReLU called twice in a block).
+ModelTensors model_tensors(const Graph& g) {
+  std::map<std::string, std::set<std::string>> types_by_base;  // "layer1.0.relu" -> {"ReLU"} over NAME, NAME_N
+  std::map<std::string, int> names_by_base;
+  for (const Node& node : g.nodes) {
+    const LayerSpec& layer = g.layer(node);
+    const std::string base = base_of_call(layer.name);
+    types_by_base[base.empty() ? layer.name : base].insert(layer.type);
+    ++names_by_base[base.empty() ? layer.name : base];
   }
-  // The top-level entries (units), in order.
-  std::vector<Group> units;
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    const LayerSpec& l = layer(i);
-    if (!units.empty() && units.back().name == l.unit) units.back().last = i;
-    else units.push_back({l.unit, l.loc, i, i, false});
+  ModelTensors m;
+  m.modules.push_back("");
+  std::set<std::string> seen = {""};
+  for (const Node& node : g.nodes) {
+    const LayerSpec& layer = g.layer(node);
+    if (layer.functional) continue;
+    std::string module = layer.name;
+    const std::string base = base_of_call(layer.name);
+    if (!base.empty() && node.result.params.empty() && node.result.buffers.empty() && names_by_base[base] > 1 &&
+        types_by_base[base].size() == 1)
+      module = base;
+    for (std::size_t dot = module.find('.'); dot != std::string::npos; dot = module.find('.', dot + 1))
+      if (seen.insert(module.substr(0, dot)).second) m.modules.push_back(module.substr(0, dot));
+    if (seen.insert(module).second) m.modules.push_back(module);
+    for (const ParamDecl& p : node.result.params)
+      m.state.push_back({layer.name + "." + p.name, {p.shape, p.dtype}, false, node.trainable});
+    for (const ParamDecl& b : node.result.buffers) m.state.push_back({layer.name + "." + b.name, {b.shape, b.dtype}, true, false});
   }
-  if (o.segments == CheckpointSegments::Blocks) {
-    for (const Group& u : units)
-      if (layer(u.first).unit_is_block) out.push_back(u);
-  } else if (o.segments == CheckpointSegments::Every) {
-    const auto k = static_cast<std::size_t>(o.every);
-    for (std::size_t u = 0; u < units.size(); u += k) {
-      const std::size_t end = std::min(units.size(), u + k) - 1;
-      const std::string name = end == u ? units[u].name : units[u].name + ".." + units[end].name;
-      out.push_back({name, units[u].loc, units[u].first, units[end].last, false});
-    }
-  }
-  return out;
+  return m;
 }
 
-std::string describe(const Group& gr) { return "checkpointed '" + gr.name + "'"; }
+std::int64_t digits(std::int64_t v) { return static_cast<std::int64_t>(std::to_string(v).size()); }
+
+const char* safetensors_dtype(DType d) {
+  switch (d) {
+    case DType::Float32: return "F32";
+    case DType::Float16: return "F16";
+    case DType::BFloat16: return "BF16";
+    case DType::Float64: return "F64";
+    case DType::Int64: return "I64";
+    case DType::Int32: return "I32";
+    case DType::Int16: return "I16";
+    case DType::Int8: return "I8";
+    case DType::UInt8: return "U8";
+    case DType::Bool: return "BOOL";
+  }
+  return "F32";
+}
+
+// safetensors.torch.save_file(state_dict): tensors ordered by alignment (larger dtypes first),
+// then name; the header {"NAME":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},…}.
+CheckpointFile safetensors(const std::string& stem, const ModelTensors& m) {
+  std::vector<const NamedTensor*> order;
+  for (const auto& t : m.state) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(), [](const NamedTensor* a, const NamedTensor* b) {
+    const auto sa = dtype_size(a->type.dtype), sb = dtype_size(b->type.dtype);
+    return sa != sb ? sa > sb : a->name < b->name;
+  });
+  std::int64_t header = 2, offset = 0;  // the braces
+  for (const NamedTensor* t : order) {
+    const std::int64_t end = checked_add(offset, t->type.bytes());
+    // "NAME":{"dtype":"F32","shape":[…],"data_offsets":[A,B]},
+    std::int64_t shape = 2 + (t->type.shape.empty() ? 0 : static_cast<std::int64_t>(t->type.shape.size()) - 1);
+    for (std::int64_t d : t->type.shape) shape += digits(d);
+    const auto dtype = static_cast<std::int64_t>(std::string(safetensors_dtype(t->type.dtype)).size());
+    header += static_cast<std::int64_t>(t->name.size()) + 3 + 10 + dtype + 10 + shape + 17 + digits(offset) + 1 + digits(end) + 2 + 1;
+    offset = end;
+  }
+  if (!order.empty()) header -= 1;  // no comma after the last entry
+  header = (header + 7) / 8 * 8;    // padded with spaces to 8 bytes
+  CheckpointFile f;
+  f.name = stem + ".safetensors";
+  f.parts = {{"tensor data", offset, false}, {"header: its length and the JSON (names, dtypes, shapes, offsets)", 8 + header, true}};
+  f.bytes = checked_add(offset, 8 + header);
+  return f;
+}
+
+std::int64_t varint(std::int64_t v) {
+  std::int64_t n = 1;
+  for (auto u = static_cast<std::uint64_t>(v); u >= 128; u >>= 7) ++n;
+  return n;
+}
+
+// TensorFlow's tensor bundle (tf.train.Saver, tf.train.Checkpoint): the .data shard holds every
+// variable's raw bytes back to back; the .index is a table with an entry per variable (its name,
+// dtype, shape, offset, size and checksum), modelled from the format's protobufs, not measured.
+std::vector<CheckpointFile> tensorflow(const ModelTensors& m, const detail::OptimizerLayout* layout, OptimizerKind kind) {
+  std::vector<std::pair<std::string, TensorType>> variables;
+  std::int64_t weights = 0, state = 0;
+  for (const auto& t : m.state) {
+    if (t.type.dtype == DType::Int64 && t.type.shape.empty()) continue;  // num_batches_tracked: TensorFlow has none
+    variables.emplace_back(t.name, t.type);
+    weights = checked_add(weights, t.type.bytes());
+  }
+  if (layout) {
+    const std::size_t n = variables.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const NamedTensor* t = &*std::find_if(m.state.begin(), m.state.end(), [&](const NamedTensor& s) { return s.name == variables[i].first; });
+      if (!t->trainable) continue;
+      // Adam's slots m and v (TF1: VAR/Adam, VAR/Adam_1), momentum's VAR/Momentum; no per-variable step.
+      for (const auto& slot : layout->slots)
+        if (slot.like_param) {
+          variables.emplace_back(t->name + "/" + slot.name, t->type);
+          state = checked_add(state, t->type.bytes());
+        }
+    }
+    if (kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW || kind == OptimizerKind::AMSGrad)
+      for (const char* scalar : {"beta1_power", "beta2_power"}) {  // TF1's AdamOptimizer (Keras keeps an int64 `iter`)
+        variables.emplace_back(scalar, TensorType{{}, DType::Float32});
+        state = checked_add(state, 4);
+      }
+  }
+  std::int64_t index = 48 + 20, offset = 0;  // the footer, the header entry
+  for (const auto& [name, type] : variables) {
+    std::int64_t shape = 0;
+    for (std::int64_t d : type.shape) shape += 3 + varint(d);
+    const std::int64_t entry = 2 + 2 + varint(shape) + shape + (offset ? 1 + varint(offset) : 0) + 1 + varint(type.bytes()) + 5;
+    index += 3 + static_cast<std::int64_t>(name.size()) + entry;
+    offset = checked_add(offset, type.bytes());
+  }
+  index += 4 * (static_cast<std::int64_t>(variables.size()) / 16 + 2) + 5 + 30;  // restarts, trailer, index block
+  CheckpointFile data{"model.ckpt.data-00000-of-00001", {{"variables", weights, false}}, offset, true};
+  if (layout) data.parts.push_back({"optimizer slots and scalars", state, false});
+  CheckpointFile idx{"model.ckpt.index", {{"index table (about)", index, true}}, index, true};
+  return {data, idx};
+}
+
+Checkpoint checkpoint_of(std::vector<CheckpointFile> files) {
+  Checkpoint c;
+  for (const auto& f : files) {
+    c.bytes = checked_add(c.bytes, f.bytes);
+    for (const auto& p : f.parts)
+      if (!p.overhead) c.tensor_bytes = checked_add(c.tensor_bytes, p.bytes);
+  }
+  c.files = std::move(files);
+  return c;
+}
+
+// Splits a torch file's tensor data into the model's parameters, buffers and each optimizer slot.
+void split_tensor_data(CheckpointFile& f, const ModelTensors& m, bool with_model, const detail::OptimizerLayout* layout) {
+  std::vector<CheckpointPart> parts;
+  if (with_model) {
+    CheckpointPart params{"parameters", 0, false}, buffers{"buffers", 0, false};
+    for (const auto& t : m.state) (t.buffer ? buffers : params).bytes = checked_add((t.buffer ? buffers : params).bytes, t.type.bytes());
+    parts.push_back(params);
+    if (buffers.bytes) parts.push_back(buffers);
+  }
+  if (layout)
+    for (const auto& slot : layout->slots) {
+      CheckpointPart part{slot.name, 0, false};
+      for (const auto& t : m.state)
+        if (t.trainable) part.bytes = checked_add(part.bytes, detail::slot_bytes(slot, t));
+      parts.push_back(part);
+    }
+  parts.insert(parts.end(), f.parts.begin() + 1, f.parts.end());  // the pickle and the zip
+  f.parts = std::move(parts);
+}
 
 }  // namespace
 
-int CheckpointPlan::reads_inside(const Graph& graph, const Segment& s, int v) {
-  const auto& readers = value(graph, v).readers;
-  return static_cast<int>(std::count_if(readers.begin(), readers.end(), [&](int r) {
-    return static_cast<std::size_t>(r) >= s.first && static_cast<std::size_t>(r) <= s.last;
-  }));
-}
-
-CheckpointPlan plan_checkpoints(const Graph& graph, const CheckpointOptions& options) {
-  CheckpointPlan plan;
-  plan.impl = options.impl;
-  plan.segment_of.assign(graph.nodes.size(), -1);
-  if (graph.options.mode != Mode::Train || options.segments == CheckpointSegments::None) return plan;
-  const bool reentrant = options.impl == CheckpointImpl::Reentrant;
-  for (const Group& gr : groups(graph, options)) {
-    Segment s{gr.name, gr.loc, gr.first, gr.last, {}, {}, {}};
-    bool trainable = false, grad_path = false;
-    for (std::size_t i = s.first; i <= s.last; ++i) {
-      const Node& node = graph.nodes[i];
-      const bool autograd = in_autograd(graph, node);
-      grad_path = grad_path || autograd;
-      trainable = trainable || (node.trainable && !node.result.params.empty());
-      if (autograd && !node.result.saved.empty()) s.keepers.push_back(i);
-      for (int v : node.inputs) {
-        const int producer = value(graph, v).producer;
-        if ((producer < 0 || static_cast<std::size_t>(producer) < s.first) &&
-            std::find(s.inputs.begin(), s.inputs.end(), v) == s.inputs.end())
-          s.inputs.push_back(v);
+CheckpointSizes checkpoint_sizes(const Graph& graph, const CheckpointOptions& options) {
+  CheckpointSizes c;
+  c.options = options;
+  c.model = graph.spec.name;
+  const std::string stem = options.file_stem.empty() ? graph.spec.name : options.file_stem;
+  const ModelTensors m = model_tensors(graph);
+  c.tensors = static_cast<std::int64_t>(m.state.size());
+  const detail::OptimizerLayout layout = detail::optimizer_layout(options.optimizer, *options.torch, graph.spec.loc);
+  const bool stateful = options.optimizer != OptimizerKind::None;
+  const auto torch = [&](const std::string& name, bool with_model, bool with_optimizer) {
+    CheckpointFile f = detail::torch_save(name, m, with_model, with_optimizer ? &layout : nullptr, options.optimizer, *options.torch);
+    split_tensor_data(f, m, with_model, with_optimizer ? &layout : nullptr);
+    return f;
+  };
+  try {
+    switch (options.format) {
+      case CheckpointFormat::Torch:
+        c.weights = checkpoint_of({torch(stem, true, false)});
+        c.training = checkpoint_of({torch(stem, true, stateful)});
+        break;
+      case CheckpointFormat::Safetensors: {
+        // A training checkpoint keeps the optimizer beside the weights, torch.save'd (as Hugging
+        // Face's Trainer writes optimizer.pt): safetensors holds tensors only.
+        c.weights = checkpoint_of({safetensors(stem, m)});
+        std::vector<CheckpointFile> files = {safetensors(stem, m)};
+        if (stateful) files.push_back(torch("optimizer", false, true));
+        c.training = checkpoint_of(std::move(files));
+        break;
       }
-      for (int v : node.outputs) {
-        const auto& readers = value(graph, v).readers;
-        const bool read_later = std::any_of(readers.begin(), readers.end(), [&](int r) { return static_cast<std::size_t>(r) > s.last; });
-        if (read_later || std::find(graph.outputs.begin(), graph.outputs.end(), v) != graph.outputs.end()) s.outputs.push_back(v);
-      }
+      case CheckpointFormat::TensorFlow:
+        c.weights = checkpoint_of(tensorflow(m, nullptr, options.optimizer));
+        c.training = checkpoint_of(tensorflow(m, stateful ? &layout : nullptr, options.optimizer));
+        break;
     }
-    if (!grad_path) {
-      if (gr.asked)
-        throw Error(s.loc, describe(gr) + ": nothing in it needs a gradient (its inputs need none and its parameters are "
-                                          "frozen), so it keeps nothing that checkpointing could recompute");
-      continue;  // a frozen entry of --checkpoint blocks|every:K: left as it is
-    }
-    const bool input_grad = std::any_of(s.inputs.begin(), s.inputs.end(), [&](int v) { return value(graph, v).requires_grad; });
-    if (reentrant && trainable && !input_grad)
-      throw Error(s.loc, describe(gr) + " with use_reentrant=True (--checkpoint-impl reentrant): none of its inputs needs a "
-                                        "gradient, so PyTorch gives the parameters inside it none (torch.utils.checkpoint "
-                                        "warns 'None of the inputs have requires_grad=True'); checkpoint from a later layer, "
-                                        "or use the non-reentrant implementation");
-    for (std::size_t i = s.first; i <= s.last; ++i) {
-      const Node& node = graph.nodes[i];
-      if (node.result.alias != Alias::InPlace) continue;
-      const int target = value(graph, node.inputs.front()).storage;
-      for (int v : s.inputs)
-        if (value(graph, v).storage == target)
-          throw Error(graph.layer(node).loc, graph.layer(node).type + " '" + graph.layer(node).name + "' overwrites in place '" +
-                                                 value(graph, v).name + "', an input of " + describe(gr) +
-                                                 ", which the checkpoint keeps to recompute from (PyTorch's backward: one of "
-                                                 "the variables needed for gradient computation has been modified by an "
-                                                 "inplace operation)");
-    }
-    for (std::size_t i = s.first; i <= s.last; ++i) plan.segment_of[i] = static_cast<int>(plan.segments.size());
-    plan.segments.push_back(std::move(s));
+  } catch (const OverflowError& e) {
+    throw SizeError(graph.spec.loc, std::string("the checkpoint's size does not fit in 64 bits: ") + e.what());
   }
-  return plan;
+  return c;
 }
 
-}  // namespace nnmem::detail
-
-namespace nnmem::detail {
-
-CheckpointRun::CheckpointRun(const Graph& graph, const CheckpointPlan& plan, MemoryTracker& memory, Simulator simulator)
-    : graph_(graph), plan_(plan), memory_(memory), sim_(std::move(simulator)),
-      rng_bytes_(graph.options.device == Device::Cpu ? kCpuRngStateBytes : 0),
-      reentrant_(plan.impl == CheckpointImpl::Reentrant), frames_(plan.segments.size()) {}
-
-void CheckpointRun::previous_step(bool plain_loop) {
-  if (!reentrant_ || !plain_loop) return;
-  for (std::size_t k = 0; k < plan_.segments.size(); ++k)
-    previous_.push_back(memory_.alloc(MemoryKind::Activations, rng_bytes_, "previous step's checkpoint RNG state"));
-}
-
-void CheckpointRun::release_previous() {
-  for (int b : previous_) memory_.release(b);
-  previous_.clear();
-}
-
-void CheckpointRun::release_graph() {
-  for (int b : graph_held_) memory_.release(b);
-  graph_held_.clear();
-}
-
-void CheckpointRun::next_micro_step(bool plain_loop) {
-  if (plain_loop) previous_ = std::exchange(graph_held_, {});
-  frames_.assign(plan_.segments.size(), Frame{});
-}
-
-void CheckpointRun::begin_segment(const Segment& s) {
-  memory_.at(Phase::Forward, "checkpoint " + s.name);
-  Frame& f = frame(s);
-  const int rng = memory_.alloc(MemoryKind::Activations, rng_bytes_, "RNG state stashed by checkpoint " + s.name);
-  (reentrant_ ? graph_held_.emplace_back(rng) : f.rng) = rng;  // a reentrant node's ctx holds it
-  for (int v : s.inputs) {
-    const int b = sim_.block_of(v);
-    memory_.hold(b);
-    f.inputs.push_back(b);
-  }
-}
-
-void CheckpointRun::end_frame(const Segment& s) {
-  Frame& f = frame(s);
-  if (f.rng >= 0) memory_.release(f.rng);
-  f.rng = -1;
-  for (int b : f.inputs) memory_.release(b);
-  f.inputs.clear();
-}
-
-int CheckpointRun::reads(int v) const {
-  const bool returned = full_ && std::find(active_->outputs.begin(), active_->outputs.end(), v) != active_->outputs.end();
-  return CheckpointPlan::reads_inside(graph_, *active_, v) + (returned ? 1 : 0);
-}
-
-void CheckpointRun::held(int block, int reads) {
-  if (!active_) return;
-  if ((pending_[block] += reads) == 0) pending_.erase(block);
-}
-
-// The segment's forward again, from the inputs its frame kept, under fork_rng (which saves the
-// surrounding RNG state first). In full (reentrant, 1.13), every node runs and the function's
-// result is held by its caller; 2.x's non-reentrant recomputation raises once the last kept
-// tensor is saved, and unwinds.
-void CheckpointRun::recompute(const Segment& s, bool full) {
-  const int fork = memory_.alloc(MemoryKind::Activations, rng_bytes_, "RNG state saved by fork_rng");
-  std::vector<std::pair<int, int>> outer;  // (value, block): the blocks outside, put back after
-  for (std::size_t j = s.first; j <= s.last; ++j)
-    for (int v : graph_.nodes[j].outputs)
-      if (graph_.storages[static_cast<std::size_t>(graph_.values[static_cast<std::size_t>(v)].storage)].value == v)
-        outer.emplace_back(v, std::exchange(sim_.block_of(v), -1));
-  active_ = &s;
-  full_ = full;
-  for (int v : s.inputs) {
-    const int n = CheckpointPlan::reads_inside(graph_, s, v);
-    memory_.hold(sim_.block_of(v), n);
-    held(sim_.block_of(v), n);
-  }
-  const std::size_t stop = full ? s.last : s.keepers.back();
-  for (std::size_t j = s.first; j <= stop; ++j) {
-    memory_.at(Phase::Backward, graph_.layer(graph_.nodes[j]).name);
-    sim_.recompute_node(j, !full && j == stop);
-  }
-  memory_.release(fork);
-  active_ = nullptr;
-  std::vector<int> left;  // what the recomputation still holds: its result, or what it unwinds
-  for (const auto& [b, n] : pending_) left.insert(left.end(), static_cast<std::size_t>(n), b);
-  pending_.clear();
-  if (reentrant_) frame(s).returned = left;
-  else
-    for (int b : left) memory_.release(b);
-  for (const auto& [v, b] : outer) sim_.block_of(v) = b;
-}
-
-void CheckpointRun::before_node(std::size_t node, std::map<int, int>& grads) {
-  const Segment* s = plan_.of(node);
-  if (!s || frame(*s).recomputed) return;
-  Frame& f = frame(*s);
-  if (reentrant_) {  // CheckpointFunctionBackward: its whole segment, recomputed, then backward
-    f.recomputed = true;
-    recompute(*s, true);
-    for (int v : s->outputs)
-      if (const auto g = grads.find(v); g != grads.end()) memory_.hold(g->second), f.args.push_back(g->second);
-  } else if (std::find(s->keepers.begin(), s->keepers.end(), node) != s->keepers.end()) {
-    f.recomputed = true;  // the first unpack
-    recompute(*s, !graph_.options.torch->checkpoint_early_stop);
-  }
-  memory_.at(Phase::Backward, graph_.layer(graph_.nodes[node]).name);
-}
-
-bool CheckpointRun::hands_over(std::size_t node) const {
-  return !reentrant_ && graph_.options.torch->checkpoint_unpack_hands_over && plan_.of(node);
-}
-
-void CheckpointRun::after_node(std::size_t node) {
-  const Segment* s = plan_.of(node);
-  if (s && !reentrant_ && !s->keepers.empty() && node == s->keepers.front()) end_frame(*s);
-}
-
-void CheckpointRun::entering(std::size_t node, std::map<int, int>& grads) {
-  for (const Segment& s : plan_.segments)
-    if (reentrant_ && frame(s).recomputed && !frame(s).finished && node < s.first) finish(s, grads);
-}
-
-void CheckpointRun::backward_done(std::map<int, int>& grads) {
-  for (const Segment& s : plan_.segments)
-    if (reentrant_ && frame(s).recomputed && !frame(s).finished) finish(s, grads);
-}
-
-// CheckpointFunctionBackward returns: AccumulateGrad has given each detached input its gradient
-// (stolen, or cloned when something else still holds it), then `outputs`, `args` and the saved
-// inputs are let go.
-void CheckpointRun::finish(const Segment& s, std::map<int, int>& grads) {
-  Frame& f = frame(s);
-  f.finished = true;
-  for (int v : s.inputs) {
-    const auto g = grads.find(v);
-    if (g == grads.end() || memory_.refs(g->second) == 1) continue;
-    const int clone = memory_.alloc(memory_.kind(g->second), graph_.values[static_cast<std::size_t>(v)].type.bytes(),
-                                    "grad of checkpoint input (AccumulateGrad's clone)");
-    memory_.release(g->second);
-    g->second = clone;
-  }
-  for (int b : f.returned) memory_.release(b);
-  for (int b : f.args) memory_.release(b);
-  end_frame(s);
-}
-
-}  // namespace nnmem::detail
+}  // namespace nnmem

@@ -38,8 +38,8 @@ constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than t
 
 class Replay {
  public:
-  Replay(const StepResult& step, const StepOptions& options)
-      : step_(step), trace_(step.trace), allocator_(options.allocator), handle_(trace_.block_bytes.size(), -1),
+  Replay(const std::vector<TimelineEvent>& events, const AllocationTrace& trace, const StepOptions& options)
+      : events_(events), trace_(trace), allocator_(options.allocator), handle_(trace_.block_bytes.size(), -1),
         eager_state_(options.optimizer == OptimizerKind::Adagrad),
         rebinds_output_(std::find(trace_.block_carry.begin(), trace_.block_carry.end(), Carry::LastOutput) !=
                         trace_.block_carry.end()) {}
@@ -51,7 +51,7 @@ class Replay {
     // The state after each iteration: once one repeats, the iterations since cycle for ever.
     std::map<StateHash, int> after;  // state -> the iteration that left it
     std::vector<std::int64_t> retries_after, reserved_after;  // after each iteration
-    const std::size_t per_iteration = std::max<std::size_t>(trace_.event_block.size(), 1);
+    const std::size_t per_iteration = std::max<std::size_t>(events_.size(), 1);
     while (ok && !f.converged && f.iterations < kMaxIterations &&
            (f.iterations + 1) * per_iteration <= std::max(kMaxEvents, 2 * per_iteration)) {
       ++f.iterations;
@@ -105,8 +105,8 @@ class Replay {
     const int h = allocator_.malloc(bytes(block));
     if (h < 0) {
       oom_bytes_ = bytes(block);
-      oom_phase_ = step_.timeline[event].phase;
-      oom_layer_ = step_.timeline[event].layer;
+      oom_phase_ = events_[event].phase;
+      oom_layer_ = events_[event].layer;
       return false;
     }
     handle_[static_cast<std::size_t>(block)] = h;
@@ -126,9 +126,8 @@ class Replay {
   // The step's allocations of one kind of block, in order, made at `event` (PyTorch allocates
   // nothing for an empty tensor, so events of 0 bytes are no events here).
   bool alloc_all(Carry wanted, std::size_t event) {
-    for (std::size_t e = 0; e < trace_.event_block.size(); ++e)
-      if (step_.timeline[e].delta > 0 && carry(trace_.event_block[e]) == wanted && !alloc(trace_.event_block[e], event))
-        return false;
+    for (const TimelineEvent& ev : events_)
+      if (ev.delta > 0 && carry(ev.block) == wanted && !alloc(ev.block, event)) return false;
     return true;
   }
 
@@ -138,7 +137,6 @@ class Replay {
   }
 
   bool iteration(bool first) {
-    const auto& events = trace_.event_block;
     Left outputs, losses, grads;
     for (std::size_t h = 0; h < held_.size(); ++h) {
       const Held& what = held_[h];
@@ -147,14 +145,14 @@ class Replay {
       if (what.carry == Carry::Grad) grads.insert({what.bytes, static_cast<int>(h)});
     }
     bool state_made = !first || eager_state_;
-    for (std::size_t e = 0; e < events.size(); ++e) {
-      if (!state_made && step_.timeline[e].phase == Phase::Optimizer) {
+    for (std::size_t e = 0; e < events_.size(); ++e) {
+      if (!state_made && events_[e].phase == Phase::Optimizer) {
         state_made = true;  // created lazily, at the start of the first step()
         if (!alloc_all(Carry::State, e)) return false;
       }
-      const int block = events[e];
-      if (step_.timeline[e].delta == 0) continue;
-      const bool allocation = step_.timeline[e].delta > 0;
+      const int block = events_[e].block;
+      if (events_[e].delta == 0) continue;
+      const bool allocation = events_[e].delta > 0;
       switch (carry(block)) {
         case Carry::Model:
         case Carry::Batch:
@@ -178,7 +176,7 @@ class Replay {
           break;
       }
     }
-    if (!state_made && !alloc_all(Carry::State, events.empty() ? 0 : events.size() - 1)) return false;
+    if (!state_made && !alloc_all(Carry::State, events_.empty() ? 0 : events_.size() - 1)) return false;
     if (!rebinds_output_) {
       // Inference: one forward pass, whose output is dropped once it is made.
       for (std::size_t h = 0; h < held_.size(); ++h)
@@ -232,7 +230,7 @@ class Replay {
     std::int64_t bytes = 0;  // as requested
   };
 
-  const StepResult& step_;
+  const std::vector<TimelineEvent>& events_;  // the steady step's, each naming its block
   const AllocationTrace& trace_;
   CudaCachingAllocator allocator_;
   std::vector<int> handle_;   // block of the step -> allocator handle
@@ -246,8 +244,9 @@ class Replay {
 
 }  // namespace
 
-CudaAllocatorFigures replay_cuda_allocator(const StepResult& step, const StepOptions& options) {
-  return Replay(step, options).run();
+CudaAllocatorFigures replay_cuda_allocator(const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
+                                           const StepOptions& options) {
+  return Replay(events, trace, options).run();
 }
 
 }  // namespace nnmem::detail

@@ -6,7 +6,7 @@
 #include <charconv>
 #include <set>
 
-#include "checkpoint.hpp"
+#include "recompute.hpp"
 #include "cuda_allocator.hpp"
 #include "step.hpp"
 
@@ -113,7 +113,7 @@ std::optional<LossKind> parse_loss(std::string_view name) { return kLosses.parse
 std::optional<Loop> parse_loop(std::string_view name) { return kLoops.parse(name); }
 std::optional<CheckpointImpl> parse_checkpoint_impl(std::string_view name) { return kCheckpointImpls.parse(name); }
 
-bool parse_checkpoint_segments(std::string_view text, CheckpointOptions& options) {
+bool parse_checkpoint_segments(std::string_view text, RecomputeOptions& options) {
   if (const auto s = kCheckpointSegments.parse(text); s && *s != CheckpointSegments::Every) {
     options.segments = *s;
     return true;
@@ -129,15 +129,20 @@ bool parse_checkpoint_segments(std::string_view text, CheckpointOptions& options
   return true;
 }
 
-std::string checkpoint_segments_name(const CheckpointOptions& options) {
+std::string checkpoint_segments_name(const RecomputeOptions& options) {
   const std::string name(kCheckpointSegments.name(options.segments));
   return options.segments == CheckpointSegments::Every ? name + ":" + std::to_string(options.every) : name;
 }
 
-Estimate estimate(const Graph& graph, const StepOptions& options) {
+namespace detail {
+
+Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step) {
   Estimate e;
   e.model = graph.spec.name;
   e.file = graph.spec.file;
+  e.variables = graph.spec.variables;
+  e.set = graph.spec.set;
+  e.input_shapes = graph.spec.input_shapes;
   e.options.graph = graph.options;
   e.options.step = options;
   e.mode = graph.options.mode;
@@ -250,7 +255,7 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
     t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
     if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, t.grad_bytes);
 
-    detail::StepResult step = detail::simulate_step(graph, options, e.loss, trainable_params, checkpoints);
+    step = detail::simulate_step(graph, options, e.loss, trainable_params, checkpoints);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
     t.peak_layer = step.peak_layer;
@@ -258,17 +263,25 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
     t.peak_breakdown = step.breakdown;
     t.backward_transient_bytes = step.backward_transients;
     if (graph.options.device == Device::Cuda) {
-      e.cuda_allocator = detail::replay_cuda_allocator(step, options);
+      e.cuda_allocator = detail::replay_cuda_allocator(step.timeline, step.trace, options);
       t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
       t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;
       t.overhead_bytes = options.overhead_bytes;
       t.device_bytes = sum(t.reserved_bytes, t.overhead_bytes);
     }
-    e.timeline = std::move(step.timeline);
     e.torchsummary = torchsummary_of(e);
   } catch (const OverflowError& err) {
     throw SizeError(graph.spec.loc, std::string("the model's memory does not fit in 64 bits: ") + err.what());
   }
+  return e;
+}
+
+}  // namespace detail
+
+Estimate estimate(const Graph& graph, const StepOptions& options) {
+  detail::StepResult step;
+  Estimate e = detail::estimate_with_step(graph, options, step);
+  e.timeline = std::move(step.timeline);
   return e;
 }
 

@@ -31,7 +31,6 @@ void MemoryTracker::release(int block) {
 
 AllocationTrace MemoryTracker::take_trace() {
   AllocationTrace trace;
-  trace.event_block = std::move(event_blocks_);
   for (const Block& b : blocks_) {
     trace.block_bytes.push_back(b.bytes);
     trace.block_carry.push_back(b.carry);
@@ -42,8 +41,7 @@ AllocationTrace MemoryTracker::take_trace() {
 void MemoryTracker::record(int block, std::int64_t delta) {
   const Block& b = blocks_[static_cast<std::size_t>(block)];
   const MemoryKind kind = b.kind;
-  events_.push_back({phase_, layer_, b.what, delta, live_, micro_step_});
-  event_blocks_.push_back(block);
+  events_.push_back({phase_, layer_, b.what, delta, live_, kind, block, micro_step_});
   auto& of_kind = by_kind_[static_cast<std::size_t>(kind)];
   of_kind += delta;
   if (phase_ == Phase::Backward && kind == MemoryKind::Transients) backward_transients_ = std::max(backward_transients_, of_kind);

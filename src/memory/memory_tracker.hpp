@@ -25,10 +25,9 @@ enum class Carry : std::uint8_t {
   Grad,        // a parameter's gradient as it becomes `.grad` (or is added into it)
 };
 
-/// The step's allocations and releases as the CUDA allocator sees them: for each
-/// TimelineEvent, its block; for each block, its bytes and what it is.
+/// The step's blocks as the CUDA allocator sees them: for each block (TimelineEvent::block), its
+/// bytes and what it is.
 struct AllocationTrace {
-  std::vector<int> event_block;
   std::vector<std::int64_t> block_bytes;
   std::vector<Carry> block_carry;
 };
@@ -81,7 +80,6 @@ class MemoryTracker {
 
   std::vector<Block> blocks_;
   std::vector<TimelineEvent> events_;
-  std::vector<int> event_blocks_;  // the block of each event
   Phase phase_ = Phase::Forward;
   std::string layer_;
   std::int64_t micro_step_ = 1, peak_micro_step_ = 1;

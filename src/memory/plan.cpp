@@ -1,4 +1,12 @@
-#include "nnmem/plan.hpp"
+// `fit`: the largest batch that fits a budget. The compared figure (what the device holds on
+// CUDA) need not grow monotonically with the batch — the allocator rounds blocks into segments —
+// so the search runs on a bound that does: the peak of live tensors, below what the device
+// holds, and non-decreasing in the batch because every tensor's size is and the step allocates
+// in the same order at every batch. No batch above the largest the bound allows can fit; from
+// there down, the compared figure itself is checked until one fits.
+#include <map>
+
+#include "batch_curve.hpp"
 
 namespace nnmem {
 
@@ -12,74 +20,202 @@ bool fits(const Estimate& estimate, std::int64_t budget_bytes) {
 
 namespace {
 
-class BatchSearch {
- public:
-  BatchSearch(const ModelSpec& spec, EstimateOptions options, std::int64_t budget)
-      : spec_(spec), options_(std::move(options)), budget_(budget) {}
+// The largest batch size tried when looking for the first one the model accepts.
+constexpr std::int64_t kValidSearchLimit = 1024;
 
-  BatchFit run() {
-    BatchFit fit;
-    fit.budget_bytes = budget_;
-    std::optional<Estimate> one = at(1);
-    if (!nnmem::fits(*one, budget_)) {
-      fit.needed_bytes = needed_bytes(*one);
-      fit.estimate = std::move(*one);
-      fit.estimates_made = made_;
-      return fit;
+// What the search asks of a model at a batch: the bound, and the compared figure.
+class BatchModel {
+ public:
+  virtual ~BatchModel() = default;
+  /// The largest multiple of `step` in [first, kMaxBatch] whose lower bound is at most `usable`;
+  /// below `first` when there is none.
+  virtual std::int64_t bound(std::int64_t usable, std::int64_t first, std::int64_t step) = 0;
+  /// The compared figure at `batch`; nullopt when its sizes do not fit in 64 bits.
+  virtual std::optional<BatchCurve::Need> needed(std::int64_t batch) = 0;
+};
+
+// On a BatchCurve: the bound in closed form, each batch checked by a replay of the allocations.
+class CurveModel final : public BatchModel {
+ public:
+  CurveModel(BatchCurve curve, std::int64_t lower_offset) : curve_(std::move(curve)), offset_(lower_offset) {}
+  std::int64_t bound(std::int64_t usable, std::int64_t, std::int64_t step) override {
+    if (usable < offset_) return 0;
+    const std::int64_t largest = curve_.largest_batch_with_peak_at_most(usable - offset_);
+    return largest / step * step;
+  }
+  std::optional<BatchCurve::Need> needed(std::int64_t batch) override { return curve_.needed(batch); }
+
+ private:
+  BatchCurve curve_;
+  std::int64_t offset_;  // what the device holds beyond the peak, at the least: --overhead on CUDA
+};
+
+// On full estimates, for a model whose allocations the curve cannot describe: the bound by
+// doubling, then bisecting.
+class EstimateModel final : public BatchModel {
+ public:
+  EstimateModel(const ModelSpec& spec, EstimateOptions options, int& estimates)
+      : spec_(spec), options_(std::move(options)), estimates_(estimates) {}
+
+  std::int64_t bound(std::int64_t usable, std::int64_t first, std::int64_t step) override {
+    const auto fits = [&](std::int64_t b) { return at(b) && at(b)->first <= usable; };
+    if (!fits(first)) return 0;
+    std::int64_t lo = first, hi = 0;  // lo fits; hi (when not 0) does not
+    while (hi == 0 && lo < kMaxBatch / step * step) {
+      const std::int64_t next = lo > kMaxBatch / 2 ? kMaxBatch / step * step : lo * 2 / step * step;
+      (fits(next) ? lo : hi) = next;
     }
-    // Double until the need exceeds the budget (or the largest batch is reached), then bisect
-    // between the last batch that fits and the first that does not.
-    std::int64_t fits = 1, fails = 0;
-    Estimate best = std::move(*one);
-    while (fails == 0) {
-      const std::int64_t next = fits >= kMaxBatch / 2 ? kMaxBatch : fits * 2;
-      if (next == fits) break;
-      auto e = at(next);
-      if (e && nnmem::fits(*e, budget_)) fits = next, best = std::move(*e);
-      else fails = next;
+    while (hi != 0 && hi - lo > step) {
+      const std::int64_t mid = lo + (hi - lo) / 2 / step * step;
+      (fits(mid) ? lo : hi) = mid;
     }
-    while (fails != 0 && fails - fits > 1) {
-      const std::int64_t mid = fits + (fails - fits) / 2;
-      auto e = at(mid);
-      if (e && nnmem::fits(*e, budget_)) fits = mid, best = std::move(*e);
-      else fails = mid;
-    }
-    fit.batch = fits;
-    fit.needed_bytes = needed_bytes(best);
-    if (fits < kMaxBatch) {
-      auto next = at(fits + 1);
-      fit.next_needed_bytes = next ? needed_bytes(*next) : 0;
-      fit.next_out_of_memory = next && next->cuda_allocator && next->cuda_allocator->out_of_memory;
-    }
-    fit.estimate = std::move(best);
-    fit.estimates_made = made_;
-    return fit;
+    return lo;
+  }
+  std::optional<BatchCurve::Need> needed(std::int64_t batch) override {
+    const auto& f = at(batch);
+    return f ? std::optional(f->second) : std::nullopt;
   }
 
  private:
-  // The estimate at a batch size, or nothing when its sizes overflow (it cannot fit anyway).
-  std::optional<Estimate> at(std::int64_t batch) {
-    ++made_;
+  // (lower bound, compared figure) at `batch`, or nothing when its sizes overflow.
+  const std::optional<std::pair<std::int64_t, BatchCurve::Need>>& at(std::int64_t batch) {
+    auto [it, fresh] = figures_.try_emplace(batch);
+    if (!fresh) return it->second;
+    ++estimates_;
     options_.graph.batch = batch;
     try {
-      return estimate(spec_, options_);
+      const Estimate e = estimate(spec_, options_);
+      const bool cuda = options_.graph.device == Device::Cuda;
+      const bool oom = e.cuda_allocator && e.cuda_allocator->out_of_memory;
+      it->second.emplace(cuda ? checked_add(e.totals.peak_bytes, e.totals.overhead_bytes) : e.totals.peak_bytes,
+                         BatchCurve::Need{needed_bytes(e), oom});
     } catch (const SizeError&) {
-      if (batch == 1) throw;  // the spec's own sizes overflow: its error, not the search's
-      return std::nullopt;
     }
+    return it->second;
   }
 
   const ModelSpec& spec_;
   EstimateOptions options_;
-  std::int64_t budget_;
-  int made_ = 0;
+  int& estimates_;
+  std::map<std::int64_t, std::optional<std::pair<std::int64_t, BatchCurve::Need>>> figures_;
 };
+
+// The smallest multiple of `step` the model accepts: `step`, else the first of 2, 4, 8, …
+// times it (up to kValidSearchLimit), then bisected (a batch above a valid one is valid: batch
+// norm's one-value-per-channel rule is the kind of limit a model has). Returns its graph.
+Graph first_valid_graph(const ModelSpec& spec, GraphOptions options, std::int64_t step, BatchFit& fit) {
+  std::optional<Error> first_error;
+  const auto build = [&](std::int64_t batch) -> std::optional<Graph> {
+    ++fit.graphs_built;
+    options.batch = batch;
+    try {
+      return build_graph(spec, options);
+    } catch (const SizeError&) {
+      if (!first_error) throw;  // the smallest batch's own sizes overflow: the spec's error
+      throw *first_error;
+    } catch (const Error& e) {
+      if (!first_error) first_error = e;
+      return std::nullopt;
+    }
+  };
+  std::int64_t valid = step;
+  std::optional<Graph> graph = build(valid);
+  std::int64_t invalid = 0;
+  while (!graph) {
+    invalid = valid;
+    if (valid >= kValidSearchLimit * step) throw *first_error;
+    graph = build(valid *= 2);
+  }
+  while (valid - invalid > step) {
+    const std::int64_t mid = invalid + (valid - invalid) / 2 / step * step;
+    if (auto g = build(mid)) graph = std::move(g), valid = mid;
+    else invalid = mid;
+  }
+  fit.first_valid_batch = valid;
+  if (first_error) fit.smaller_batches_error = first_error->message();
+  return std::move(*graph);
+}
+
+// The search itself: the bound, then down from it until the compared figure fits — every batch
+// for the first kExhaustiveChecks, then a bisection below them (which trusts the figure to be
+// monotone there, and says so: BatchFit::checked_down_to).
+constexpr int kExhaustiveChecks = 4096;
+
+void answer(BatchModel& model, BatchFit& fit, std::int64_t b, std::int64_t bytes) {
+  const std::int64_t step = fit.options.multiple_of;
+  fit.batch = b;
+  fit.needed_bytes = bytes;
+  const auto next = b <= kMaxBatch - step ? model.needed(b + step) : std::nullopt;
+  fit.next_needed_bytes = next ? next->bytes : 0;
+  fit.next_out_of_memory = next && next->out_of_memory;
+}
+
+void search(BatchModel& model, BatchFit& fit) {
+  const std::int64_t step = fit.options.multiple_of, first = fit.first_valid_batch, usable = fit.usable_bytes();
+  fit.bound_batch = model.bound(usable, first, step);
+  std::int64_t b = fit.bound_batch;
+  for (; b >= first && fit.batches_checked < kExhaustiveChecks; b -= step) {
+    ++fit.batches_checked;
+    fit.checked_down_to = b;
+    const auto need = model.needed(b);
+    if (need && need->fits(usable)) return answer(model, fit, b, need->bytes);
+  }
+  fit.batch = 0;
+  const auto at_first = model.needed(first);
+  fit.needed_bytes = at_first ? at_first->bytes : 0;
+  fit.next_needed_bytes = 0;
+  if (b < first || !at_first || !at_first->fits(usable)) return;
+  // first fits and b + step does not: bisect between them, in multiples of step.
+  std::int64_t lo = first, hi = b + step;
+  while (hi - lo > step) {
+    const std::int64_t mid = lo + (hi - lo) / step / 2 * step;
+    ++fit.batches_checked;
+    const auto need = model.needed(mid);
+    (need && need->fits(usable) ? lo : hi) = mid;
+  }
+  answer(model, fit, lo, model.needed(lo)->bytes);
+}
+
+// The search on a BatchCurve when the model has one (and `use_curve`), else on full estimates.
+BatchFit fit_with(const ModelSpec& spec, EstimateOptions options, const FitOptions& fit_options, bool use_curve) {
+  BatchFit fit;
+  fit.options = fit_options;
+  fit.estimate_options = options;
+  fit.model = spec.name;
+  fit.file = spec.file;
+  Graph first = first_valid_graph(spec, options.graph, fit_options.multiple_of, fit);
+  std::optional<BatchCurve> curve = use_curve ? BatchCurve::probe(std::move(first), options.step) : std::nullopt;
+  if (curve) {
+    ++fit.estimates_made;
+    fit.closed_form = true;
+    fit.probe_batch = curve->probe_batch();
+    const bool cuda = options.graph.device == Device::Cuda;
+    CurveModel model(std::move(*curve), cuda ? options.step.overhead_bytes : 0);
+    search(model, fit);
+  } else {
+    EstimateModel model(spec, options, fit.estimates_made);
+    search(model, fit);
+  }
+  if (fit_options.with_estimate) {
+    options.graph.batch = fit.batch > 0 ? fit.batch : fit.first_valid_batch;
+    ++fit.estimates_made;
+    fit.estimate = estimate(spec, options);
+    // A full estimate that disagrees with the curve (the curve's reading of the model was
+    // wrong): the search is made again on full estimates.
+    if (fit.closed_form && needed_bytes(*fit.estimate) != fit.needed_bytes) return fit_with(spec, options, fit_options, false);
+  }
+  return fit;
+}
 
 }  // namespace
 
-BatchFit fit_batch(const ModelSpec& spec, EstimateOptions options, std::int64_t budget_bytes) {
-  if (budget_bytes < 1) throw Error(spec.loc, "the memory budget must be at least 1 byte");
-  return BatchSearch(spec, std::move(options), budget_bytes).run();
+BatchFit fit_batch(const ModelSpec& spec, EstimateOptions options, const FitOptions& fit_options) {
+  if (fit_options.budget_bytes < 1) throw Error(spec.loc, "the memory budget must be at least 1 byte");
+  if (fit_options.headroom_bytes < 0 || fit_options.headroom_bytes >= fit_options.budget_bytes)
+    throw Error(spec.loc, "the headroom must be below the budget, leaving something to fit in");
+  if (fit_options.multiple_of < 1 || fit_options.multiple_of > kMaxBatch)
+    throw Error(spec.loc, "batches must be multiples of a number from 1 to " + with_commas(kMaxBatch));
+  return fit_with(spec, std::move(options), fit_options, true);
 }
 
 }  // namespace nnmem

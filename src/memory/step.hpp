@@ -69,9 +69,14 @@ struct CheckpointPlan;
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
                          const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints);
 
+/// estimate(graph, options), handing the step it simulated (its timeline and the trace of its
+/// blocks) to the caller instead of putting the timeline in the Estimate.
+Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step);
+
 /// PyTorch's CUDA caching allocator (options.allocator) running the training loop of which
-/// `step` is the steady state: the model built, a first iteration, then steady iterations
+/// `events` (with their blocks' `trace`) are the steady step: the model built, a first iteration, then steady iterations
 /// until the allocator's state repeats (cuda_replay.cpp).
-CudaAllocatorFigures replay_cuda_allocator(const StepResult& step, const StepOptions& options);
+CudaAllocatorFigures replay_cuda_allocator(const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
+                                           const StepOptions& options);
 
 }  // namespace nnmem::detail

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.hpp"
+#include "recompute.hpp"
 #include "step.hpp"
 
 namespace nnmem::detail {

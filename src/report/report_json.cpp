@@ -24,7 +24,7 @@ ordered_json allocator_settings(const CudaAllocatorConfig& c) {
   };
 }
 
-ordered_json checkpoint_settings(const CheckpointOptions& c) {
+ordered_json checkpoint_settings(const RecomputeOptions& c) {
   return {{"segments", checkpoint_segments_name(c)}, {"impl", name_of(c.impl)}};
 }
 
@@ -52,12 +52,38 @@ ordered_json allocator_figures(const CudaAllocatorFigures& f) {
   return j;
 }
 
-ordered_json to_json(const Estimate& e) {
+ordered_json value_json(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::Bool: return v.boolean;
+    case Value::Kind::Int: return v.integer;
+    case Value::Kind::Float: return v.real;
+    case Value::Kind::String: return v.text;
+    case Value::Kind::List: {
+      ordered_json items = ordered_json::array();
+      for (const auto& item : v.items) items.push_back(value_json(item));
+      return items;
+    }
+    case Value::Kind::Null:
+    case Value::Kind::Map: break;
+  }
+  return nullptr;
+}
+
+ordered_json pairs(const std::vector<std::pair<std::string, std::string>>& list) {
+  ordered_json j = ordered_json::object();
+  for (const auto& [k, v] : list) j[k] = v;
+  return j;
+}
+
+ordered_json to_json(const Estimate& e, const ReportOptions& options) {
   const auto& o = e.options;
   const Totals& t = e.totals;
   ordered_json j;
   j["schema_version"] = kJsonSchemaVersion;
   j["model"] = {{"name", e.model}, {"file", e.file}};
+  ordered_json variables = ordered_json::object();
+  for (const auto& [name, value] : e.variables) variables[name] = value_json(value);
+  j["load"] = {{"set", pairs(e.set)}, {"input", pairs(e.input_shapes)}, {"variables", variables}};
   j["options"] = {
       {"batch", o.graph.batch},
       {"mode", e.mode == Mode::Train ? "train" : "eval"},
@@ -141,10 +167,16 @@ ordered_json to_json(const Estimate& e) {
       {"params_bytes", ts.params_bytes},
       {"total_bytes", ts.total_bytes},
   };
+  if (options.budget_bytes) {
+    const std::int64_t need = needed_bytes(e);
+    j["verdict"] = {{"budget_bytes", *options.budget_bytes}, {"needed_bytes", need}, {"fits", fits(e, *options.budget_bytes)}};
+  }
+  if (!options.timeline) return j;
   j["timeline"] = ordered_json::array();
   for (const auto& ev : e.timeline) {
     j["timeline"].push_back(
-        {{"phase", name_of(ev.phase)}, {"layer", ev.layer}, {"tensor", ev.tensor}, {"delta", ev.delta}, {"live", ev.live}});
+        {{"phase", name_of(ev.phase)}, {"layer", ev.layer}, {"tensor", ev.tensor}, {"delta", ev.delta}, {"live", ev.live},
+         {"kind", name_of(ev.kind)}, {"block", ev.block}});
     if (o.step.grad_accum > 1) j["timeline"].back()["micro_step"] = ev.micro_step;
   }
   return j;
@@ -152,21 +184,34 @@ ordered_json to_json(const Estimate& e) {
 
 }  // namespace
 
-std::string render_json(const Estimate& e, int indent) { return to_json(e).dump(indent); }
+std::string render_json(const Estimate& e, const ReportOptions& options, int indent) { return to_json(e, options).dump(indent); }
 
-std::string render_json(const BatchFit& fit, int indent) {
+std::string render_json(const BatchFit& fit, const ReportOptions& options, int indent) {
   ordered_json j;
   j["schema_version"] = kJsonSchemaVersion;
+  const FitOptions& o = fit.options;
   j["fit"] = {
-      {"budget_bytes", fit.budget_bytes},
-      {"compared", fit.estimate.options.graph.device == Device::Cuda ? "device_bytes" : "peak_bytes"},
+      {"budget_bytes", o.budget_bytes},
+      {"headroom_bytes", o.headroom_bytes},
+      {"usable_bytes", fit.usable_bytes()},
+      {"multiple_of", o.multiple_of},
+      {"compared", fit.estimate_options.graph.device == Device::Cuda ? "device_bytes" : "peak_bytes"},
       {"batch", fit.batch},
       {"needed_bytes", fit.needed_bytes},
       {"next_needed_bytes", fit.next_needed_bytes},
       {"next_out_of_memory", fit.next_out_of_memory},
+      {"first_valid_batch", fit.first_valid_batch},
+      {"smaller_batches_error", fit.smaller_batches_error.empty() ? ordered_json(nullptr) : ordered_json(fit.smaller_batches_error)},
       {"estimates_made", fit.estimates_made},
+      {"search", {{"method", fit.closed_form ? "curve" : "estimates"},
+                  {"probe_batch", fit.probe_batch},
+                  {"bound_batch", fit.bound_batch},
+                  {"batches_checked", fit.batches_checked},
+                  {"checked_down_to", fit.checked_down_to},
+                  {"exhaustive", fit.exhaustive()},
+                  {"graphs_built", fit.graphs_built}}},
   };
-  j["estimate"] = to_json(fit.estimate);
+  j["estimate"] = fit.estimate ? to_json(*fit.estimate, options) : ordered_json(nullptr);
   return j.dump(indent);
 }
 

@@ -1,71 +1,95 @@
-// The terminal report: a per-layer table in the spirit of torchinfo's summary(), then every
-// component of a step's memory on its own line, in bytes and MiB.
+// The report of an estimate for people: the answer first (the peak, where it happens, what the
+// device holds, and a verdict against a budget), then a per-layer table in the spirit of
+// torchinfo's summary() (optionally folded to a depth), then every component of a step's memory
+// on its own row. The same rows render as a terminal table, markdown or CSV.
 #include <algorithm>
 #include <sstream>
-#include <vector>
 
+#include "nnmem/plan.hpp"
 #include "nnmem/report.hpp"
 #include "nnmem/units.hpp"
+#include "text_table.hpp"
 
 namespace nnmem {
 
 namespace {
 
-std::string pad(const std::string& s, std::size_t width, bool right = false) {
-  if (s.size() >= width) return s;
-  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
+using report::TextTable;
+using Align = TextTable::Align;
 
-// A right-aligned column: at least one space before it, so that a value wider than its
-// column (a huge model's bytes) cannot run into the column before.
-std::string column(const std::string& s, std::size_t width) { return pad(s.size() >= width ? " " + s : s, width, true); }
+bool training(const Estimate& e) { return e.mode == Mode::Train; }
+bool on_cuda(const Estimate& e) { return e.options.graph.device == Device::Cuda; }
 
-std::string shapes(const LayerEstimate& l) {
+std::string shapes(const std::vector<TensorType>& outputs) {
   std::string s;
-  for (std::size_t i = 0; i < l.outputs.size(); ++i) {
-    if (i) s += ' ';
-    s += to_string(l.outputs[i].shape);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (i) s += ' ';  // appended piece by piece: a joined temporary trips GCC 12's bogus -Wrestrict
+    s += to_string(outputs[i].shape);
   }
   return s;
 }
 
-// The memory breakdown: one row per component, in bytes and MiB. Rows are collected first so
-// that the columns can widen for a huge model instead of running together.
-class MemoryRows {
- public:
-  void row(std::string label, std::int64_t bytes, std::string note = {}) {
-    rows_.push_back({std::move(label), with_commas(bytes), mib_truncated(bytes), std::move(note)});
+// The first `depth` dot-separated parts of a qualified name: "layer1.0" for "layer1.0.conv1".
+std::string prefix(const std::string& name, int depth) {
+  std::size_t end = 0;
+  for (int d = 0; d < depth; ++d) {
+    end = name.find('.', end == 0 ? 0 : end + 1);
+    if (end == std::string::npos) return name;
   }
+  return name.substr(0, end);
+}
 
-  void render(std::ostream& os) const {
-    std::size_t bytes_width = 18, mib_width = 14;
-    for (const auto& r : rows_) {
-      bytes_width = std::max(bytes_width, r.bytes.size() + 2);
-      mib_width = std::max(mib_width, r.mib.size() + 2);
+// One row per layer, or per run of consecutive layers whose names share a prefix of `depth`
+// parts (a block instance): their parameters, MACs and kept bytes summed, the last one's output.
+// `raw`: plain integers (CSV), else readable figures.
+TextTable layer_table(const Estimate& e, int depth, bool raw) {
+  TextTable t;
+  t.column("Layer (type)", Align::Left);
+  t.column("Output shape", Align::Left);
+  t.column("Params");
+  t.column("MACs");
+  if (training(e)) t.column(raw ? "Saved bytes" : "Saved");
+  for (std::size_t i = 0; i < e.layers.size();) {
+    const std::string group = depth > 0 ? prefix(e.layers[i].name, depth) : e.layers[i].name;
+    std::size_t j = i;
+    std::int64_t params = 0, macs = 0, saved = 0;
+    bool frozen = false;
+    // Cannot overflow: estimate() checked these totals over all layers.
+    for (; j < e.layers.size() && (j == i || (depth > 0 && prefix(e.layers[j].name, depth) == group)); ++j) {
+      params += e.layers[j].params;
+      macs += e.layers[j].macs;
+      saved += e.layers[j].saved_bytes;
+      frozen = frozen || (!e.layers[j].trainable && e.layers[j].params > 0);
     }
-    os << "Memory" << pad("bytes", 34 + bytes_width, true) << pad("MiB", mib_width + 4, true) << '\n';
-    for (const auto& r : rows_) {
-      os << "  " << pad(r.label, 38) << column(r.bytes, bytes_width) << column(r.mib, mib_width) << " MiB";
-      if (!r.note.empty()) os << "   " << r.note;
-      os << '\n';
-    }
+    const std::string label = j - i == 1 && group == e.layers[i].name ? group + " (" + e.layers[i].type + ")"
+                                                                      : group + " (" + std::to_string(j - i) + " layers)";
+    const auto figure = [&](std::int64_t v, std::string (*readable)(std::int64_t)) {
+      return raw ? std::to_string(v) : v ? readable(v) : "--";
+    };
+    std::vector<std::string> row = {label, shapes(e.layers[j - 1].outputs),
+                                    raw || !params ? figure(params, nullptr) : with_commas(params) + (frozen ? "*" : ""),
+                                    figure(macs, human_count)};
+    if (training(e)) row.push_back(figure(saved, human_bytes));
+    t.row(std::move(row));
+    i = j;
   }
+  return t;
+}
 
- private:
-  struct Row {
-    std::string label, bytes, mib, note;
-  };
-  std::vector<Row> rows_;
+struct MemoryRow {
+  std::string label;
+  std::int64_t bytes;
+  std::string note;
 };
 
 // What PyTorch's CUDA caching allocator does over the loop, by simulation (no GPU measured it).
-void cuda_rows(MemoryRows& out, const CudaAllocatorFigures& f, const Totals& t) {
+void cuda_rows(std::vector<MemoryRow>& rows, const CudaAllocatorFigures& f, const Totals& t) {
   const std::string run = f.growing     ? "still growing after " + with_commas(f.iterations) +
                                              " iterations: the cache never settles with these settings, see --device-memory"
                          : !f.converged ? "still changing after " + with_commas(f.iterations) + " iterations"
                          : "steady from iteration " + std::to_string(f.steady_from) +
                                (f.period == 1 ? "" : ", in a cycle of " + std::to_string(f.period));
-  out.row("CUDA max_memory_allocated(), modelled", t.max_allocated_bytes, "(blocks in use at once, rounded)");
+  rows.push_back({"CUDA max_memory_allocated(), modelled", t.max_allocated_bytes, "(blocks in use at once, rounded)"});
   const auto times = [](std::int64_t n) { return with_commas(n) + (n == 1 ? " time" : " times"); };
   const std::string retries =
       f.alloc_retries == 0 ? ""
@@ -73,126 +97,172 @@ void cuda_rows(MemoryRows& out, const CudaAllocatorFigures& f, const Totals& t) 
                                  (f.converged && f.steady_alloc_retries > 0
                                       ? ", " + times(f.steady_alloc_retries) + " in every cycle"
                                       : "");
-  out.row("CUDA max_memory_reserved(), modelled", t.reserved_bytes,
-          "(" + with_commas(f.segments) + (f.segments == 1 ? " segment" : " segments") +
-              (f.out_of_memory ? "" : "; " + run) + retries + ")");
+  rows.push_back({"CUDA max_memory_reserved(), modelled", t.reserved_bytes,
+                  "(" + with_commas(f.segments) + (f.segments == 1 ? " segment" : " segments") +
+                      (f.out_of_memory ? "" : "; " + run) + retries + ")"});
   if (f.out_of_memory) {
     const std::string when = f.oom_iteration == 0 ? "building the model" : "iteration " + std::to_string(f.oom_iteration);
-    out.row("CUDA out of memory, modelled", f.oom_request_bytes,
-            "(the request that failed: " + when + ", " + std::string(name_of(f.oom_phase)) +
-                (f.oom_layer.empty() ? "" : ", " + f.oom_layer) + ")");
+    rows.push_back({"CUDA out of memory, modelled", f.oom_request_bytes,
+                    "(the request that failed: " + when + ", " + std::string(name_of(f.oom_phase)) +
+                        (f.oom_layer.empty() ? "" : ", " + f.oom_layer) + ")"});
   }
-  out.row("framework overhead (--overhead)", t.overhead_bytes);
-  out.row("total on the device", t.device_bytes);
+  rows.push_back({"framework overhead (--overhead)", t.overhead_bytes, ""});
+  rows.push_back({"total on the device", t.device_bytes, ""});
+}
+
+// Every component of the step's memory, in the order a reader adds them up.
+std::vector<MemoryRow> memory_rows(const Estimate& e) {
+  const Totals& t = e.totals;
+  const auto& o = e.options;
+  std::vector<MemoryRow> rows = {{"parameters", t.param_bytes, ""}, {"buffers", t.buffer_bytes, ""}};
+  if (training(e)) {
+    rows.push_back({"gradients", t.grad_bytes, o.step.keep_grads ? "kept between steps (--keep-grads)" : ""});
+    rows.push_back({"optimizer state (" + std::string(name_of(o.step.optimizer)) + ")", t.optimizer_state_bytes, ""});
+    for (const auto& s : e.optimizer_slots) rows.push_back({"  " + s.name, s.bytes, ""});
+    // Cannot overflow: estimate() checked the larger persistent_bytes, which includes both.
+    rows.push_back({"weights + optimizer state", t.param_bytes + t.optimizer_state_bytes, ""});
+  }
+  rows.push_back({"input", t.input_bytes, ""});
+  if (training(e)) rows.push_back({"target", t.target_bytes, ""});
+  rows.push_back({"forward activations (all outputs)", t.activation_bytes, ""});
+  if (training(e)) {
+    rows.push_back({"saved for backward", t.saved_bytes, ""});
+    rows.push_back({"backward transients (most at once)", t.backward_transient_bytes, "activation gradients in flight"});
+  }
+  const std::string where = std::string(name_of(t.peak_phase)) + (t.peak_layer.empty() ? "" : ", " + t.peak_layer) +
+                            (e.options.step.grad_accum > 1 ? ", micro-step " + std::to_string(t.peak_micro_step) + " of " +
+                                                                 std::to_string(e.options.step.grad_accum)
+                                                           : "");
+  rows.push_back({training(e) ? "peak of a training step" : "peak of a forward pass", t.peak_bytes, "(" + where + ")"});
+  static const char* const labels[kMemoryKinds] = {"parameters",     "buffers",          "optimizer state",
+                                                   "gradients",      "input + target",   "activations kept",
+                                                   "autocast weight copies", "gradients of activations, temporaries"};
+  for (std::size_t k = 0; k < kMemoryKinds; ++k)
+    if (t.peak_breakdown[k] > 0) rows.push_back({std::string("  ") + labels[k], t.peak_breakdown[k], ""});
+  if (e.cuda_allocator) cuda_rows(rows, *e.cuda_allocator, t);
+  return rows;
+}
+
+TextTable memory_table(const Estimate& e) {
+  TextTable t;
+  t.column("Memory", Align::Left);
+  t.column("bytes");
+  t.column("size");
+  t.column("", Align::Left);
+  for (const auto& r : memory_rows(e)) t.row({r.label, with_commas(r.bytes), human_bytes(r.bytes), r.note});
+  return t;
+}
+
+std::string title(const Estimate& e) { return e.model + ", batch " + with_commas(e.options.graph.batch); }
+
+// "examples/resnet18.yaml: training, cuda, float32, optimizer adam, loss cross_entropy", with
+// the resolved dtype and loss.
+std::string estimated(const Estimate& e) {
+  EstimateOptions o = e.options;
+  o.graph.float_dtype = e.float_dtype;
+  o.step.loss = e.loss;
+  std::string s = e.file + ": " + describe_step(o);
+  if (!e.checkpointed.empty())
+    s += ", " + std::to_string(e.checkpointed.size()) + " checkpointed segment" + (e.checkpointed.size() == 1 ? "" : "s") +
+         " (" + std::string(name_of(o.step.checkpoint.impl)) + ")";
+  return s;
+}
+
+// The answer, and the verdict when there is a budget.
+std::string headline(const Estimate& e, const ReportOptions& options, const std::string& bullet) {
+  std::string s = bullet + title(e) + ": " + answer_line(e) + '\n';
+  if (options.budget_bytes) s += bullet + verdict(e, *options.budget_bytes) + '\n';
+  return s + bullet + estimated(e) + '\n';
+}
+
+std::string totals_lines(const Estimate& e, const std::string& bullet) {
+  const Totals& t = e.totals;
+  return bullet + "Total params: " + with_commas(t.params) + " (trainable " + with_commas(t.trainable_params) +
+         ", frozen " + with_commas(t.non_trainable_params) + (t.non_trainable_params ? ", marked *" : "") + ")\n" + bullet +
+         "Multiply-accumulates: " + with_commas(t.macs) + " (" + human_count(t.macs) + ")\n";
+}
+
+std::string percent(std::int64_t part, std::int64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return buf;
 }
 
 }  // namespace
 
-std::string render_table(const Estimate& e) {
-  const bool training = e.mode == Mode::Train;
-  const auto& o = e.options;
-  std::ostringstream os;
-  os << "Model " << e.model << " (" << e.file << "): batch " << o.graph.batch << ", "
-     << (training ? "training" : "inference") << ", " << (o.graph.device == Device::Cuda ? "cuda" : "cpu") << ", "
-     << dtype_name(e.float_dtype) << (o.graph.amp ? " with " + std::string(dtype_name(*o.graph.amp)) + " autocast" : "");
-  if (training) os << ", optimizer " << name_of(o.step.optimizer) << ", loss " << name_of(e.loss);
-  if (training && o.step.loop == Loop::Function) os << ", each step a function returning loss.item()";
-  if (!e.checkpointed.empty())
-    os << ", " << e.checkpointed.size() << " checkpointed segment" << (e.checkpointed.size() == 1 ? "" : "s") << " ("
-       << name_of(o.step.checkpoint.impl) << ")";
-  if (training && o.step.grad_accum > 1) os << ", accumulating gradients over " << o.step.grad_accum << " micro-steps";
-  os << ", PyTorch " << o.graph.torch->version << "\n";
-
-  std::size_t name_width = 24, shape_width = 18;
-  for (const auto& l : e.layers) {
-    name_width = std::max(name_width, l.name.size() + l.type.size() + 3);
-    shape_width = std::max(shape_width, shapes(l).size());
-  }
-  name_width = std::min<std::size_t>(name_width, 60);
-  const std::string rule(name_width + shape_width + 16 + 14 + (training ? 14 : 0) + 4, '-');
-  os << rule << '\n'
-     << pad("Layer (type)", name_width) << "  " << pad("Output shape", shape_width) << pad("Params", 16, true)
-     << pad("MACs", 14, true) << (training ? pad("Saved", 14, true) : "") << '\n'
-     << rule << '\n';
-  for (const auto& l : e.layers) {
-    os << pad(l.name + " (" + l.type + ")", name_width) << "  " << pad(shapes(l), shape_width)
-       << column(l.params ? with_commas(l.params) + (l.trainable ? "" : "*") : "--", 16)
-       << column(l.macs ? human_count(l.macs) : "--", 14);
-    if (training) os << column(l.saved_bytes ? human_bytes(l.saved_bytes) : "--", 14);
-    os << '\n';
-  }
-  const Totals& t = e.totals;
-  os << rule << '\n'
-     << "Total params:         " << with_commas(t.params) << '\n'
-     << "Trainable params:     " << with_commas(t.trainable_params) << '\n'
-     << "Non-trainable params: " << with_commas(t.non_trainable_params)
-     << (t.non_trainable_params ? "   (* frozen layer)" : "") << '\n'
-     << "Multiply-accumulates: " << with_commas(t.macs) << " (" << human_count(t.macs) << ")\n"
-     << rule << '\n';
-  MemoryRows out;
-  out.row("parameters", t.param_bytes);
-  out.row("buffers", t.buffer_bytes);
-  if (training) {
-    out.row("gradients", t.grad_bytes, o.step.keep_grads ? "kept between steps (--keep-grads)" : "");
-    out.row("optimizer state (" + std::string(name_of(o.step.optimizer)) + ")", t.optimizer_state_bytes);
-    for (const auto& s : e.optimizer_slots) out.row("  " + s.name, s.bytes);
-    // Cannot overflow: estimate() checked the larger persistent_bytes, which includes both.
-    out.row("weights + optimizer state", t.param_bytes + t.optimizer_state_bytes);
-  }
-  out.row("input", t.input_bytes);
-  if (training) out.row("target", t.target_bytes);
-  out.row("forward activations (all outputs)", t.activation_bytes);
-  if (training) {
-    out.row("saved for backward", t.saved_bytes);
-    out.row("backward transients (most at once)", t.backward_transient_bytes, "activation gradients in flight");
-  }
-  const std::string where = std::string(name_of(t.peak_phase)) + (t.peak_layer.empty() ? "" : ", " + t.peak_layer) +
-                            (o.step.grad_accum > 1 ? ", micro-step " + std::to_string(t.peak_micro_step) + " of " +
-                                                         std::to_string(o.step.grad_accum)
-                                                   : "");
-  out.row(training ? "peak of a training step" : "peak of a forward pass", t.peak_bytes, "(" + where + ")");
-  // What the peak is made of: every kind that has a byte there.
-  static const char* const labels[kMemoryKinds] = {"parameters",  "buffers",     "optimizer state",
-                                                   "gradients",   "input + target", "activations kept",
-                                                   "autocast weight copies", "gradients of activations, temporaries"};
-  for (std::size_t k = 0; k < kMemoryKinds; ++k)
-    if (t.peak_breakdown[k] > 0) out.row(std::string("  ") + labels[k], t.peak_breakdown[k]);
-  if (e.cuda_allocator) cuda_rows(out, *e.cuda_allocator, t);
-
-  out.render(os);
-  return os.str();
+std::string describe_step(const EstimateOptions& o) {
+  const bool train = o.graph.mode == Mode::Train;
+  std::string s = train ? "training" : "inference";
+  s += o.graph.device == Device::Cuda ? ", cuda" : ", cpu";
+  if (o.graph.float_dtype) s += ", " + std::string(dtype_name(*o.graph.float_dtype));
+  if (o.graph.amp) s += " with " + std::string(dtype_name(*o.graph.amp)) + " autocast";
+  if (train) s += ", optimizer " + std::string(name_of(o.step.optimizer));
+  if (train && o.step.loss) s += ", loss " + std::string(name_of(*o.step.loss));
+  if (train && o.step.loop == Loop::Function) s += ", each step a function returning loss.item()";
+  if (train && o.step.grad_accum > 1) s += ", accumulating gradients over " + std::to_string(o.step.grad_accum) + " micro-steps";
+  s += ", PyTorch " + std::string(o.graph.torch->version);
+  return s;
 }
 
-std::string render_torchsummary(const Estimate& e) {
-  std::ostringstream os;
-  const std::string rule(64, '-');
-  os << rule << '\n' << pad("Layer (type)", 25, true) << pad("Output Shape", 25, true) << pad("Param #", 15, true) << '\n';
-  os << std::string(64, '=') << '\n';
-  int index = 0;
-  for (const auto& l : e.layers) {
-    if (l.functional) continue;
-    Shape s = l.outputs.front().shape;
-    os << column(l.type + "-" + std::to_string(++index), 25) << column(to_string(s), 25)
-       << column(with_commas(l.params), 15) << '\n';
+std::string answer_line(const Estimate& e) {
+  const Totals& t = e.totals;
+  std::string s = "peak " + human_bytes_exact(t.peak_bytes) + " in " + std::string(name_of(t.peak_phase));
+  if (!t.peak_layer.empty()) s += " at " + t.peak_layer;
+  if (on_cuda(e)) s += "; the device holds " + human_bytes_exact(t.device_bytes) + " (modelled)";
+  if (e.cuda_allocator && e.cuda_allocator->out_of_memory) s += ", and runs out of it (--device-memory)";
+  return s;
+}
+
+std::string verdict(const Estimate& e, std::int64_t budget) {
+  const std::int64_t need = needed_bytes(e);
+  std::string s = "Budget " + human_bytes_exact(budget) + ": ";
+  if (e.cuda_allocator && e.cuda_allocator->out_of_memory) return s + "does not fit, the step runs out of device memory";
+  if (fits(e, budget)) return s + "fits, with " + human_bytes(budget - need) + " (" + percent(budget - need, budget) + ") to spare";
+  return s + "does not fit, " + human_bytes(need - budget) + " (" + percent(need - budget, budget) + ") over";
+}
+
+// Sections are appended piece by piece: "\n" + a temporary trips GCC 12's bogus -Wrestrict.
+std::string render_table(const Estimate& e, const ReportOptions& options) {
+  std::string out = headline(e, options, "");
+  if (!options.summary) {
+    out += '\n';
+    out += layer_table(e, options.depth, false).text();
   }
-  const TorchSummaryFigures& f = e.torchsummary;
-  os << std::string(64, '=') << '\n'
-     << "Input size (MB): " << mib(f.input_bytes) << '\n'
-     << "Forward/backward pass size (MB): " << mib(f.forward_backward_bytes) << '\n'
-     << "Params size (MB): " << mib(f.params_bytes) << '\n'
-     << "Estimated Total Size (MB): " << mib(f.total_bytes) << '\n'
-     << rule << '\n'
-     << "Exact, in bytes (\"MB\" above is MiB, 2^20 bytes):\n"
-     << "  input               " << pad(with_commas(f.input_bytes), 18, true) << "  = " << exact_mib(f.input_bytes) << " MiB\n"
-     << "  forward/backward    " << pad(with_commas(f.forward_backward_bytes), 18, true) << "  = "
-     << exact_mib(f.forward_backward_bytes) << " MiB\n"
-     << "  params              " << pad(with_commas(f.params_bytes), 18, true) << "  = " << exact_mib(f.params_bytes) << " MiB\n"
-     << "  estimated total     " << pad(with_commas(f.total_bytes), 18, true) << "  = " << exact_mib(f.total_bytes) << " MiB\n"
-     << "torchsummary's convention counts every module output twice (\"values and gradients\") at 4 bytes;\n"
-     << "what PyTorch really keeps differs (see docs/conventions.md). nnmem's own estimate of this step:\n"
-     << "  saved for backward  " << pad(with_commas(e.totals.saved_bytes), 18, true) << '\n'
-     << "  peak of the step    " << pad(with_commas(e.totals.peak_bytes), 18, true) << '\n';
-  return os.str();
+  out += '\n';
+  out += totals_lines(e, "");
+  out += '\n';
+  out += memory_table(e).text();
+  return out;
+}
+
+std::string render_markdown(const Estimate& e, const ReportOptions& options) {
+  std::string out = "## " + title(e) + "\n\n";
+  out += headline(e, options, "- ");
+  out += '\n';
+  if (!options.summary) {
+    out += layer_table(e, options.depth, false).markdown();
+    out += '\n';
+  }
+  out += totals_lines(e, "- ");
+  out += '\n';
+  out += memory_table(e).markdown();
+  return out;
+}
+
+std::string render_csv(const Estimate& e, const ReportOptions& options) {
+  if (!options.summary) return layer_table(e, options.depth, true).csv();
+  // Indented rows are parts of the row above them: the optimizer's slots, the peak's make-up.
+  TextTable t;
+  t.column("component", Align::Left);
+  t.column("part of", Align::Left);
+  t.column("bytes");
+  std::string whole;
+  for (const auto& r : memory_rows(e)) {
+    const bool part = r.label.rfind("  ", 0) == 0;
+    if (!part) whole = r.label;
+    t.row({part ? r.label.substr(2) : r.label, part ? whole : "", std::to_string(r.bytes)});
+  }
+  return t.csv();
 }
 
 }  // namespace nnmem

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "nnmem/checked.hpp"
+#include "nnmem/diagnostic.hpp"
 
 namespace nnmem {
 
@@ -73,8 +74,8 @@ std::string mib_truncated(std::int64_t bytes, int decimals) {
 }
 
 namespace {
-// value / base^k with k chosen so that it is below `base`, and units[k]: "1.50 KiB", "118.01 M".
-std::string scaled(std::int64_t value, double base, const char* const (&units)[7], const char* exact_format) {
+// value / 1000^k with k chosen so that it is below 1000, and units[k]: "118.01 M".
+std::string scaled(std::int64_t value, double base, const char* const (&units)[7]) {
   double v = static_cast<double>(value);
   int u = 0;
   while (std::fabs(v) >= base && u < 6) {
@@ -82,7 +83,7 @@ std::string scaled(std::int64_t value, double base, const char* const (&units)[7
     ++u;
   }
   char buf[64];
-  if (u == 0) std::snprintf(buf, sizeof buf, exact_format, static_cast<long long>(value));
+  if (u == 0) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value));
   else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
   return buf;
 }
@@ -90,12 +91,29 @@ std::string scaled(std::int64_t value, double base, const char* const (&units)[7
 
 std::string human_bytes(std::int64_t bytes) {
   static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  return scaled(bytes, 1024.0, units, "%lld B");
+  // |bytes| / 1024^u to two decimals, truncated: exact integer arithmetic, never rounded up.
+  const unsigned long long magnitude = bytes < 0 ? 0ULL - static_cast<unsigned long long>(bytes) : static_cast<unsigned long long>(bytes);
+  int u = 0;
+  unsigned long long unit = 1;
+  while (u < 6 && magnitude / 1024 >= unit) unit *= 1024, ++u;
+  char buf[64];
+  if (u == 0) {
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  } else {
+    const unsigned long long rest = magnitude % unit;  // below 2^60, so 10 * rest fits
+    const unsigned long long tenths = rest * 10 / unit, hundredths = rest * 10 % unit * 10 / unit;
+    std::snprintf(buf, sizeof buf, "%s%llu.%llu%llu %s", bytes < 0 ? "-" : "", magnitude / unit, tenths, hundredths, units[u]);
+  }
+  return buf;
+}
+
+std::string human_bytes_exact(std::int64_t bytes) {
+  return human_bytes(bytes) + " (" + with_commas(bytes) + " bytes)";
 }
 
 std::string human_count(std::int64_t count) {
   static const char* const units[] = {"", "K", "M", "G", "T", "P", "E"};
-  return scaled(count, 1000.0, units, "%lld");
+  return scaled(count, 1000.0, units);
 }
 
 }  // namespace nnmem

@@ -73,6 +73,9 @@ class Expander {
     if (raw_.dtype) spec.dtype = float_dtype(*raw_.dtype);
     globals_ = evaluate_variables(raw_, options_);
     spec.variables = globals_.vars;
+    input_shapes_ = input_overrides(raw_, options_);
+    spec.set = options_.overrides;
+    spec.input_shapes = options_.input_shapes;
 
     NameScope top;
     top.owner = "the spec";
@@ -123,8 +126,11 @@ class Expander {
     InputSpec out;
     out.name = in.name.name;
     out.loc = in.name.loc;
-    for (const auto& dim : in.shape.items)
-      out.shape.push_back(evaluate_int(dim, globals_, "", "a size in the shape of input '" + in.name.name + "'", 1));
+    const auto given = input_shapes_.find(in.name.name);
+    const RawValue& shape = given == input_shapes_.end() ? in.shape : given->second;
+    const std::string subject = given == input_shapes_.end() ? "" : "--input " + in.name.name;
+    for (const auto& dim : shape.items)
+      out.shape.push_back(evaluate_int(dim, globals_, subject, "a size in the shape of input '" + in.name.name + "'", 1));
     if (in.dtype) {
       const auto d = parse_dtype(in.dtype->name);
       if (!d) fail(in.dtype->loc, "unknown dtype '" + in.dtype->name +
@@ -375,6 +381,7 @@ class Expander {
   ExpansionBudget budget_;
   std::map<std::string, const RawBlock*> blocks_;
   VarScope globals_;
+  std::map<std::string, RawValue> input_shapes_;  // --input overrides
   std::map<std::string, Holder> taken_;
   std::vector<std::string> stack_;       // blocks being instantiated, outermost first
   ModelSpec* spec_ = nullptr;

@@ -46,6 +46,10 @@ bool evaluate_bool(const RawValue& raw, const VarScope& vars, const std::string&
 /// NAME is an error). Each may use the ones above it.
 VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options);
 
+/// The --input NAME=[…] overrides by input name: each a raw list of sizes located at the input
+/// it replaces (an unknown or repeated NAME, or a text that is not a list of sizes, is an error).
+std::map<std::string, RawValue> input_overrides(const RawSpec& spec, const LoadOptions& options);
+
 /// " (did you mean 'x'?)", or "" when no candidate is close.
 std::string suggestion(const std::string& word, const std::vector<std::string>& names);
 

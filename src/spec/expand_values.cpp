@@ -172,4 +172,35 @@ VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options) {
   return globals;
 }
 
+std::map<std::string, RawValue> input_overrides(const RawSpec& spec, const LoadOptions& options) {
+  std::vector<std::string> declared;
+  for (const auto& in : spec.inputs) declared.push_back(in.name.name);
+  std::map<std::string, RawValue> out;
+  for (const auto& [name, text] : options.input_shapes) {
+    const std::string flag = "--input " + name + "=" + text;
+    const auto input = std::find(declared.begin(), declared.end(), name);
+    if (input == declared.end()) fail(spec.loc, flag + ": the spec has no input '" + name + "'" + suggestion(name, declared));
+    const SourceLoc at = spec.inputs[static_cast<std::size_t>(input - declared.begin())].name.loc;
+    std::string body = trimmed(text);
+    if (body.size() >= 2 && body.front() == '[' && body.back() == ']') body = body.substr(1, body.size() - 2);
+    RawValue shape;
+    shape.is_list = true;
+    shape.loc = at;
+    for (std::size_t start = 0; start <= body.size();) {
+      const std::size_t comma = std::min(body.find(',', start), body.size());
+      const std::string item = trimmed(body.substr(start, comma - start));
+      if (item.empty() || item.find_first_of("[]") != std::string::npos)
+        fail(at, flag + ": expected a list of sizes per sample, such as [3, 224, 224]");
+      RawValue size;
+      size.loc = at;
+      if (item[0] == '$') size.expression = item.substr(1);
+      else size.literal = parse_literal(item, at);
+      shape.items.push_back(std::move(size));
+      start = comma + 1;
+    }
+    if (!out.emplace(name, std::move(shape)).second) fail(at, flag + ": input '" + name + "' is already given by --input; give each input once");
+  }
+  return out;
+}
+
 }  // namespace nnmem::raw

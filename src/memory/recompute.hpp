@@ -47,7 +47,7 @@ struct CheckpointPlan {
 /// a segment that nothing in needs a gradient (when the spec asked for it), for a reentrant
 /// segment whose parameters would get no gradient, and for one whose first layer overwrites an
 /// input in place.
-CheckpointPlan plan_checkpoints(const Graph& graph, const CheckpointOptions& options);
+CheckpointPlan plan_checkpoints(const Graph& graph, const RecomputeOptions& options);
 
 /// The checkpoints' side of a simulated step (docs/memory-model.md, "Activation checkpointing"):
 /// each segment's frame — the RNG state checkpoint() stashes and the inputs it keeps — and its

@@ -1,0 +1,58 @@
+// Times `fit` on a 100,000-layer model: the generated residual MLP of bench_estimate, 25,000
+// blocks of 4 layers and a head (100,001 layers), width 256, training with Adam on CUDA, fitted
+// to an 80 GiB budget. Load and fit are timed apart, as wall time and as this process's CPU
+// time (the machine is shared):
+//   ninja -C build bench/bench_fit && build/bench/bench_fit
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+#include "nnmem/plan.hpp"
+
+namespace {
+
+std::string deep_spec(int blocks, int width) {
+  const std::string w = std::to_string(width);
+  return "name: deep_mlp\ninputs:\n  x: [" + w + "]\nblocks:\n  Res:\n    layers:\n"
+         "      - {name: fc1, type: Linear, out_features: " + w + "}\n"
+         "      - {name: act, type: GELU}\n"
+         "      - {name: fc2, type: Linear, out_features: " + w + "}\n"
+         "      - {name: add, type: Add, inputs: [fc2, in]}\n"
+         "layers:\n  - {name: body, block: Res, repeat: " + std::to_string(blocks) + "}\n"
+         "  - {name: head, type: Linear, out_features: 10}\nloss: cross_entropy\n";
+}
+
+struct Clock {
+  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
+  std::clock_t cpu = std::clock();
+  void print(const char* what) const {
+    std::printf("%-36s wall %8.1f ms   cpu %8.1f ms\n", what,
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall).count(),
+                1000.0 * static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC);
+  }
+};
+
+}  // namespace
+
+int main() {
+  const std::string text = deep_spec(25000, 256);
+  nnmem::LoadOptions load;
+  load.max_layers = 200000;
+  nnmem::EstimateOptions options;
+  nnmem::FitOptions fit;
+  fit.budget_bytes = std::int64_t{80} << 30;
+  fit.with_estimate = false;
+  for (int run = 0; run < 3; ++run) {
+    const Clock total;
+    const nnmem::ModelSpec spec = nnmem::parse_spec(text, "deep.yaml", load);
+    total.print("load (100,001 layers)");
+    const Clock searching;
+    const nnmem::BatchFit f = nnmem::fit_batch(spec, options, fit);
+    searching.print("fit_batch");
+    total.print("load + fit_batch");
+    std::printf("  batch %lld, %d graphs, %d estimates, %d batches checked (bound %lld)\n\n", static_cast<long long>(f.batch),
+                f.graphs_built, f.estimates_made, f.batches_checked, static_cast<long long>(f.bound_batch));
+  }
+  return 0;
+}

@@ -1,0 +1,154 @@
+// The step's allocations as functions of the batch (batch_curve.hpp): one estimate at a prime
+// probe batch, each allocation read as c + k × batch, then any batch re-estimated by arithmetic
+// (the peak of live tensors) or by replaying the allocations through the CUDA allocator model
+// (what the device holds), without building the graph again.
+#include "batch_curve.hpp"
+
+#include <algorithm>
+
+namespace nnmem {
+
+namespace {
+
+bool is_prime(std::int64_t n) {
+  if (n < 2) return false;
+  for (std::int64_t d = 2; d * d <= n; ++d)
+    if (n % d == 0) return false;
+  return true;
+}
+
+// Every size a graph holds that is not a tensor's batch dimension: shapes of values (but their
+// dimension 0), of kept tensors, parameters and buffers. The probe batch must exceed them all.
+std::int64_t largest_dimension(const Graph& g) {
+  std::int64_t most = g.options.batch;
+  const auto each = [&](const Shape& s, std::size_t from) {
+    for (std::size_t d = from; d < s.size(); ++d) most = std::max(most, s[d]);
+  };
+  for (const TensorValue& v : g.values) each(v.type.shape, 0);
+  for (const Node& n : g.nodes) {
+    for (const Saved& s : n.result.saved) each(s.type.shape, 0);
+    for (const ParamDecl& p : n.result.params) each(p.shape, 0);
+    for (const ParamDecl& b : n.result.buffers) each(b.shape, 0);
+  }
+  return most;
+}
+
+// Whether `big` is `small` with only the batch changed: the batch is dimension 0 of every value
+// (but autocast's copies of parameters) and no other size, nor anything the step simulation
+// reads, differs. Kept tensors that a
+// layer makes (indices, masks, statistics) either scale the same way or do not change at all.
+bool same_but_batch(const Shape& a, const Shape& b, std::int64_t batch_a, std::int64_t batch_b, bool may_be_constant) {
+  if (a.size() != b.size()) return false;
+  if (may_be_constant && a == b) return true;
+  if (a.empty() || a[0] != batch_a || b[0] != batch_b) return false;
+  return std::equal(a.begin() + 1, a.end(), b.begin() + 1);
+}
+
+bool same_but_batch(const Graph& small, const Graph& big) {
+  const std::int64_t s = small.options.batch, b = big.options.batch;
+  if (small.values.size() != big.values.size() || small.nodes.size() != big.nodes.size() ||
+      small.storages.size() != big.storages.size())
+    return false;
+  for (std::size_t i = 0; i < small.values.size(); ++i) {
+    const TensorValue &x = small.values[i], &y = big.values[i];
+    if (x.type.dtype != y.type.dtype || x.storage != y.storage || x.requires_grad != y.requires_grad ||
+        !same_but_batch(x.type.shape, y.type.shape, s, b, x.param_copy))
+      return false;
+  }
+  for (std::size_t i = 0; i < small.nodes.size(); ++i) {
+    const LayerResult &x = small.nodes[i].result, &y = big.nodes[i].result;
+    if (x.saved.size() != y.saved.size() || x.alias != y.alias || x.grad_passthrough != y.grad_passthrough ||
+        x.broadcasts != y.broadcasts || small.nodes[i].param_bytes != big.nodes[i].param_bytes ||
+        small.nodes[i].buffer_bytes != big.nodes[i].buffer_bytes)
+      return false;
+    for (std::size_t k = 0; k < x.saved.size(); ++k)
+      if (x.saved[k].of != y.saved[k].of || x.saved[k].index != y.saved[k].index || x.saved[k].type.dtype != y.saved[k].type.dtype ||
+          !same_but_batch(x.saved[k].type.shape, y.saved[k].type.shape, s, b, true))
+        return false;
+  }
+  return true;
+}
+
+// Memory that by its nature does not depend on the batch: the model's state and the optimizer's
+// work, whatever sums of tensors the simulation allocates for them.
+bool batch_independent(MemoryKind kind, Phase phase) {
+  return phase == Phase::Optimizer || kind == MemoryKind::Parameters || kind == MemoryKind::Buffers ||
+         kind == MemoryKind::OptimizerState || kind == MemoryKind::Gradients || kind == MemoryKind::WeightCopies;
+}
+
+}  // namespace
+
+std::optional<BatchCurve> BatchCurve::probe(Graph small, const StepOptions& step) {
+  std::int64_t p = std::max<std::int64_t>(largest_dimension(small), 64) + 1;
+  while (!is_prime(p)) ++p;
+  GraphOptions at_p = small.options;
+  at_p.batch = p;
+  BatchCurve curve;
+  detail::StepResult result;
+  try {
+    const Graph big = build_graph(std::move(small.spec), at_p);  // `small` needs its shapes only, now
+    if (!same_but_batch(small, big)) return std::nullopt;
+    (void)detail::estimate_with_step(big, step, result);
+  } catch (const Error&) {
+    return std::nullopt;  // the probe's sizes overflow, or the model refuses its batch: re-estimated in full instead
+  }
+  curve.probe_batch_ = p;
+  curve.device_ = small.options.device;
+  curve.step_ = step;
+  curve.blocks_.resize(result.trace.block_bytes.size());
+  curve.live_.reserve(result.timeline.size());
+  Line live;
+  for (const TimelineEvent& ev : result.timeline) {
+    if (ev.block < 0 || static_cast<std::size_t>(ev.block) >= curve.blocks_.size()) return std::nullopt;
+    Line& block = curve.blocks_[static_cast<std::size_t>(ev.block)];
+    if (ev.delta > 0) {
+      if (batch_independent(ev.kind, ev.phase) || ev.delta % p != 0) block.constant = ev.delta;
+      else block.per_sample = ev.delta / p;
+      live.constant += block.constant;
+      live.per_sample += block.per_sample;
+    } else {
+      live.constant -= block.constant;
+      live.per_sample -= block.per_sample;
+    }
+    curve.live_.push_back(live);
+  }
+  curve.events_ = std::move(result.timeline);
+  curve.trace_ = std::move(result.trace);
+  return curve;
+}
+
+std::optional<std::int64_t> BatchCurve::peak_bytes(std::int64_t batch) const {
+  try {
+    std::int64_t peak = 0;
+    for (const Line& l : live_) peak = std::max(peak, l.at(batch));
+    return peak;
+  } catch (const OverflowError&) {
+    return std::nullopt;
+  }
+}
+
+std::int64_t BatchCurve::largest_batch_with_peak_at_most(std::int64_t bytes) const {
+  std::int64_t largest = kMaxBatch;
+  for (const Line& l : live_) {
+    if (l.constant > bytes) return 0;
+    if (l.per_sample > 0) largest = std::min(largest, (bytes - l.constant) / l.per_sample);
+  }
+  return largest;
+}
+
+std::optional<BatchCurve::Need> BatchCurve::needed(std::int64_t batch) const {
+  if (device_ == Device::Cpu) {
+    const auto peak = peak_bytes(batch);
+    return peak ? std::optional(Need{*peak, false}) : std::nullopt;
+  }
+  try {
+    detail::AllocationTrace trace = trace_;
+    for (std::size_t k = 0; k < blocks_.size(); ++k) trace.block_bytes[k] = blocks_[k].at(batch);
+    const CudaAllocatorFigures f = detail::replay_cuda_allocator(events_, trace, step_);
+    return Need{checked_add(f.max_reserved_bytes, step_.overhead_bytes), f.out_of_memory};
+  } catch (const OverflowError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace nnmem

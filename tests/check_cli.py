@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""What the command line promises beyond the library: exit codes (2 when the step does not fit),
+the spec from standard input, every default shown by --help, formats that parse, the answer
+before the table.
+
+    python3 tests/check_cli.py NNMEM_BINARY
+
+Run from the repository root. Plain Python 3 standard library. Prints one line per check that
+fails and "N passed, N failed"; exits 1 if any failed.
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+NNMEM = sys.argv[1]
+passed, failed = 0, 0
+
+
+def run(*args, stdin=None):
+    p = subprocess.run([NNMEM, *args], input=stdin, capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(what, ok):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what)
+
+
+# fit: the answer, not the table; exit 2 when nothing fits; --table adds the estimate.
+code, out, _ = run("fit", "examples/mlp.yaml", "--budget", "24MiB")
+check("fit exits 0 when a batch fits", code == 0)
+check("fit answers mlp in 24 MiB with 1,411", "Largest batch that fits in 24.00 MiB (25,165,824 bytes): 1,411\n" in out)
+check("fit prints no table by default", "Layer (type)" not in out)
+code, out, _ = run("fit", "examples/vgg16.yaml", "--budget", "100MiB")
+check("fit exits 2 when nothing fits", code == 2 and out.count("No batch fits in 100.00 MiB") == 1)
+code, out, _ = run("fit", "examples/resnet18.yaml", "--budget", "8GiB", "--headroom", "10%", "--multiple-of", "8", "--table")
+check("fit --headroom --multiple-of --table", code == 0 and "Largest multiple of 8 that fits in 8.00 GiB (8,589,934,592 bytes) "
+      "less 819.19 MiB headroom" in out and "Layer (type)" in out)
+code, out, _ = run("fit", "examples/resnet18.yaml", "--budget", "8GiB", "--format", "json")
+fit = json.loads(out)
+check("fit --format json", code == 0 and fit["fit"]["batch"] > 0 and fit["estimate"]["options"]["batch"] == fit["fit"]["batch"])
+
+# estimate: the answer first; --budget's verdict and exit code.
+code, out, _ = run("estimate", "examples/resnet18.yaml", "--batch", "32", "--budget", "2GiB")
+lines = out.split("\n")
+check("estimate puts the answer first", code == 0 and lines[0].startswith("resnet18, batch 32: peak ") and
+      "the device holds" in lines[0] and lines[1].startswith("Budget 2.00 GiB (2,147,483,648 bytes): fits, with"))
+code, out, _ = run("estimate", "examples/resnet18.yaml", "--batch", "32", "--budget", "2GiB", "--format", "json", "--no-timeline")
+v = json.loads(out)["verdict"]
+check("estimate --budget: the verdict in JSON", code == 0 and v["fits"] and v["needed_bytes"] == 1224736768 and v["budget_bytes"] == 2 << 30)
+code, out, _ = run("estimate", "examples/resnet18.yaml", "--batch", "32", "--budget", "512MiB", "--summary")
+check("estimate --budget exits 2 when it does not fit", code == 2 and "does not fit" in out and "Layer (type)" not in out)
+
+# Formats parse.
+code, out, _ = run("estimate", "examples/resnet18.yaml", "--format", "csv")
+rows = list(csv.reader(io.StringIO(out)))
+check("estimate --format csv", code == 0 and rows[0][0] == "Layer (type)" and len(rows) == 1 + 69)
+code, out, _ = run("estimate", "examples/resnet18.yaml", "--format", "markdown", "--depth", "1")
+check("estimate --format markdown --depth 1", code == 0 and "| layer1 (14 layers) |" in out)
+code, out, _ = run("estimate", "examples/mlp.yaml", "--format", "json", "--set", "hidden=64", "--input", "pixels=[100]", "--no-timeline")
+j = json.loads(out)
+check("estimate JSON records --set/--input, drops the timeline", j["load"]["set"] == {"hidden": "64"} and
+      j["load"]["input"] == {"pixels": "[100]"} and j["load"]["variables"] == {"hidden": 64} and "timeline" not in j)
+
+# The spec from standard input.
+spec = open("examples/mlp.yaml").read()
+code, out, _ = run("check", "-", stdin=spec)
+check("check - reads standard input", code == 0 and out == "-: ok (6 layers, 535,818 parameters)\n")
+code, _, err = run("estimate", "-", stdin="inputs: {x: [4]}\nlayers:\n  - {type: Linaer}\n")
+check("errors in standard input are located there", code == 1 and err.startswith("<stdin>:3:12: error: unknown layer type 'Linaer'"))
+
+# Pictures that parse as XML, one series per memory kind; a trace that is trace-event JSON.
+def svg_series(path):
+    import xml.etree.ElementTree as ET
+    root = ET.parse(path).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    return [p.find(ns + "title").text for p in root.iter(ns + "polygon") if p.find(ns + "title") is not None]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    timeline, layers, trace = (os.path.join(tmp, n) for n in ("timeline.svg", "layers.svg", "trace.json"))
+    code, out, err = run("estimate", "examples/resnet18.yaml", "--batch", "8", "--plot", timeline, "--plot", layers,
+                         "--trace", trace, "--summary")
+    check("estimate --plot/--trace write their files", code == 0 and err.count("nnmem: wrote ") == 3)
+    check("the timeline SVG: a series per kind present", svg_series(timeline) == [
+        "parameters", "buffers", "optimizer state", "gradients", "input + target", "activations kept",
+        "activation gradients, temporaries"])
+    check("the layers SVG parses", "layer" in open(layers).read() and svg_series(layers) == [])
+    t = json.load(open(trace))
+    events = t["traceEvents"]
+    check("trace: counters, phases and layers", {e["ph"] for e in events} == {"M", "C", "X"} and
+          all(isinstance(e["ts"], int) and e["pid"] == 1 for e in events if e["ph"] != "M") and
+          all(e["dur"] >= 1 for e in events if e["ph"] == "X") and
+          max(sum(e["args"].values()) for e in events if e["ph"] == "C") == t["otherData"]["peak_bytes"])
+
+# The sweep: an SVG with a series per component, a formula that reproduces every point.
+with tempfile.TemporaryDirectory() as tmp:
+    out_svg = os.path.join(tmp, "out.svg")
+    code, out, err = run("sweep", "examples/resnet50.yaml", "--vary", "batch=1,2,4,8,16,32,64", "--plot", out_svg, "--format", "json")
+    s = json.loads(out)
+    series = svg_series(out_svg)
+    kinds = [k for k in ["parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies",
+                         "transients"] if any(p["peak_breakdown"][k] for p in s["points"])]
+    check("sweep --plot: one series per component", code == 0 and len(series) == len(kinds) == 7)
+    within = all(abs(p["peak_bytes"] - sum(t["coefficient"] * float(p["values"][0]) ** t["powers"][0] for t in s["fit"]["terms"]))
+                 <= s["fit"]["max_residual"] for p in s["points"])
+    check("sweep: the formula reproduces every point within its residual", within and len(s["points"]) == 7)
+    code, out, _ = run("sweep", "examples/mlp.yaml", "--vary", "hidden=64,128,256", "--vary", "batch=1..64", "--format", "csv")
+    rows = list(csv.reader(io.StringIO(out)))
+    check("sweep over two variables: the grid", code == 0 and rows[0][:2] == ["hidden", "batch"] and len(rows) == 1 + 3 * 7)
+
+# compare: columns that are the estimates, deltas against the first.
+code, out, _ = run("compare", "examples/resnet18.yaml", "examples/resnet50.yaml", "--batch", "32", "--budget", "24GiB",
+                   "--format", "json")
+c = json.loads(out)
+e18 = json.loads(run("estimate", "examples/resnet18.yaml", "--batch", "32", "--format", "json", "--no-timeline")[1])["totals"]
+e50 = json.loads(run("estimate", "examples/resnet50.yaml", "--batch", "32", "--format", "json", "--no-timeline")[1])["totals"]
+f50 = json.loads(run("fit", "examples/resnet50.yaml", "--budget", "24GiB", "--format", "json")[1])["fit"]["batch"]
+v18, v50 = c["columns"][0]["values"], c["columns"][1]["values"]
+check("compare: each column is the estimate", code == 0 and all(v18[k] == e18[k] and v50[k] == e50[k] for k in
+      ["params", "macs", "param_bytes", "optimizer_state_bytes", "saved_bytes", "peak_bytes", "device_bytes"]))
+check("compare: the largest batch is fit's", v50["largest_batch"] == f50)
+check("compare: deltas against the first column", all(c["deltas"][0]["values"][k] == v50[k] - v18[k] for k in c["deltas"][0]["values"]))
+code, out, _ = run("compare", "examples/mlp.yaml", "--variant", "small:--set", "hidden=256", "--variant", "big:--set hidden=1024",
+                   "--format", "csv")
+rows = list(csv.reader(io.StringIO(out)))
+check("compare --variant, as two words or one", code == 0 and rows[0] == ["", "small", "big", "vs small"] and
+      rows[2][1:3] == ["235146", "1333770"])
+code, _, err = run("compare", "examples/mlp.yaml", "--variant", "small:--sett hidden=256", "--variant", "b:--batch 2")
+check("compare: a bad variant says what it expected", code == 1 and "variant 'small': expected --set, --input or --batch, found '--sett'" in err)
+code, _, err = run("compare", "examples/mlp.yaml")
+check("compare: one column is refused", code == 1 and "needs two columns" in err)
+
+# --help shows every default.
+code, out, _ = run("estimate", "--help")
+for default in ["--micro-batch INT:INT in [1 - 1099511627776]=1\n", "}=adam\n", "}=train\n", "}=cuda\n", "--overhead TEXT=0 ",
+                "=the spec's, else float32\n", "--max-layers INT:POSITIVE=100000\n", "--torch TEXT:{2.13,1.13}=2.13\n"]:
+    check("estimate --help shows " + default, code == 0 and default in out)
+
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)

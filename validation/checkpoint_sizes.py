@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Checkpoint sizes on disk, measured, for nnmem's `checkpoint` model to be checked against.
+
+For every network of networks.NETWORKS this builds the model, runs one training step at its
+first batch size (with each of Adam(lr=1e-3), SGD(lr=1e-3, momentum=0.9), SGD(lr=1e-3),
+AdamW(lr=1e-3) and Adam(lr=1e-3, amsgrad=True), over the trainable parameters), and measures
+the bytes of
+
+  * torch.save(model.state_dict(), "NETWORK.pt")                       -> "state_dict"
+  * torch.save({"model": model.state_dict(),
+                "optimizer": opt.state_dict()}, "NETWORK.pt")          -> "adam", "momentum", …
+  * safetensors.torch.save_file(model.state_dict(), "NETWORK.safetensors") -> "safetensors"
+  * torch.save(opt.state_dict(), "optimizer.pt"), the optimizer saved beside safetensors
+    weights (as Hugging Face's Trainer does)                          -> "adam_optimizer", …
+
+and, for each torch file, its data.pkl record (the pickle), so that a difference can be placed.
+The zip's folder is the file's stem, which every record repeats: the fixture names the stem.
+
+    /work/venv213/bin/python validation/checkpoint_sizes.py       # torch 2.13
+    VENV/bin/python validation/checkpoint_sizes.py                 # torch 1.13 (Debian's) + safetensors
+
+Each run adds or replaces its torch version's entry in validation/checkpoints.json.
+networks.py imports torchvision at the top; where torchvision is not installed (torch 2.13's
+CPU venv), a stand-in lets the other networks import, and those that need it are skipped.
+"""
+import json
+import os
+import sys
+import tempfile
+import types
+import zipfile
+
+import torch
+import torch.nn.functional as F
+
+try:
+    import torchvision  # noqa: F401
+except ImportError:
+    def _needs_torchvision(*args, **kwargs):
+        raise ModuleNotFoundError("torchvision")
+    sys.modules["torchvision"] = types.SimpleNamespace(
+        models=types.SimpleNamespace(resnet18=_needs_torchvision, resnet50=_needs_torchvision, vgg16=_needs_torchvision))
+
+import safetensors.torch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from networks import NETWORKS  # noqa: E402
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints.json")
+
+
+def one_step(net, model, opt):
+    batch = net.batches[0]
+    x = torch.randn(batch, *net.input_shape, dtype=getattr(torch, net.input_dtype))
+    out = model(x)
+    if net.loss == "cross_entropy":
+        loss = F.cross_entropy(out, torch.randint(0, out.shape[-1], (batch,)))
+    elif net.loss == "mse":
+        loss = F.mse_loss(out, torch.randn_like(out))
+    else:
+        loss = out.mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+def torch_file(path, obj):
+    torch.save(obj, path)
+    with zipfile.ZipFile(path) as z:
+        pickle = next(i.file_size for i in z.infolist() if i.filename.endswith("/data.pkl"))
+    return {"bytes": os.path.getsize(path), "pickle_bytes": pickle}
+
+
+def measure(name, net, folder):
+    torch.manual_seed(0)
+    model = net.build()
+    model.train()
+    path = os.path.join(folder, name + ".pt")
+    result = {"file_stem": name, "state_dict": torch_file(path, model.state_dict())}
+    st = os.path.join(folder, name + ".safetensors")
+    safetensors.torch.save_file(model.state_dict(), st)
+    result["safetensors"] = {"bytes": os.path.getsize(st)}
+    for optimizer, make in (("adam", lambda params: torch.optim.Adam(params, lr=1e-3)),
+                            ("momentum", lambda params: torch.optim.SGD(params, lr=1e-3, momentum=0.9)),
+                            ("sgd", lambda params: torch.optim.SGD(params, lr=1e-3)),
+                            ("adamw", lambda params: torch.optim.AdamW(params, lr=1e-3)),
+                            ("amsgrad", lambda params: torch.optim.Adam(params, lr=1e-3, amsgrad=True))):
+        torch.manual_seed(0)
+        model = net.build()
+        model.train()
+        opt = make([p for p in model.parameters() if p.requires_grad])
+        one_step(net, model, opt)
+        result[optimizer] = torch_file(path, {"model": model.state_dict(), "optimizer": opt.state_dict()})
+        result[optimizer + "_optimizer"] = torch_file(os.path.join(folder, "optimizer.pt"), opt.state_dict())
+    return result
+
+
+def main():
+    fixture = json.load(open(FIXTURE)) if os.path.exists(FIXTURE) else {}
+    runs = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name, net in NETWORKS.items():
+            try:
+                runs[name] = measure(name, net, folder)
+            except ModuleNotFoundError as e:
+                print("%-18s skipped (%s)" % (name, e), flush=True)
+                continue
+            r = runs[name]
+            print("%-18s state_dict %12d  adam %12d  momentum %12d  safetensors %12d" % (
+                name, r["state_dict"]["bytes"], r["adam"]["bytes"], r["momentum"]["bytes"], r["safetensors"]["bytes"]),
+                flush=True)
+    fixture[torch.__version__] = {"torch_version": torch.__version__, "safetensors_version": safetensors.__version__,
+                                  "networks": runs}
+    with open(FIXTURE, "w") as f:
+        json.dump(fixture, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
