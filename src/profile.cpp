@@ -25,6 +25,7 @@ constexpr std::array kProfiles = {
         .fused_on_cpu = true,
         .save_extra_records = true,
         .param_groups_2x_keys = true,
+        .ddp_first_bucket_follows_cap = true,
     },
     TorchProfile{
         .version = "1.13",

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "nnmem/parallel.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
@@ -38,6 +39,12 @@ EstimateOptions configure(const std::string& version, const nlohmann::json& run)
   }
   o.step.grad_accum = run.value("grad_accum", 1);
   if (run.contains("loop")) o.step.loop = *parse_loop(run["loop"].get<std::string>());
+  if (run.value("parallel", "") == "ddp") {  // one rank of measure_dist.py's processes on this machine
+    ParallelOptions p;
+    p.gpus = run["world_size"];
+    if (run.contains("bucket_cap_mb")) p.bucket_cap_mb = run["bucket_cap_mb"].get<double>();
+    o.step.plan_parallel = ddp_planner(p);
+  }
   return o;
 }
 
@@ -72,6 +79,7 @@ std::size_t check_version(const std::string& version) {
       CAPTURE(name_of(o.step.checkpoint.impl));
       CAPTURE(o.step.grad_accum);
       CAPTURE(name_of(o.step.loop));
+      CAPTURE(run.value("parallel", ""));
       CHECK(t.param_bytes == run["param_bytes"].get<std::int64_t>());
       CHECK(t.buffer_bytes == run["buffer_bytes"].get<std::int64_t>());
       CHECK(t.grad_bytes == run["grad_bytes"].get<std::int64_t>());
@@ -95,6 +103,14 @@ std::size_t check_version(const std::string& version) {
         CHECK_MESSAGE((t.peak_layer == module || inside), t.peak_layer << " vs " << module);
       }
       if (run.contains("peak_micro_step")) CHECK(t.peak_micro_step == run["peak_micro_step"].get<std::int64_t>());
+      if (run.contains("parallel")) {
+        // DDP's rebuilt buckets, one by one, and every rank's peak (the same model, the same step).
+        std::vector<std::int64_t> buckets;
+        for (const auto& b : e.options.step.parallel.buffers) buckets.push_back(b.bytes);
+        CHECK(buckets == run["bucket_bytes"].get<std::vector<std::int64_t>>());
+        CHECK(e.options.step.parallel.world_size == run["world_size"].get<std::int64_t>());
+        for (const auto& rank : run["ranks"]) CHECK(t.peak_bytes == rank["peak_bytes"].get<std::int64_t>());
+      }
     }
   }
   return runs;

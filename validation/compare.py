@@ -101,8 +101,12 @@ def heuristic(estimate):
 
 
 def scaling_args(run):
-    """nnmem's flags for a run's checkpointing, gradient accumulation and loop."""
+    """nnmem's flags for a run's checkpointing, gradient accumulation, loop and data parallelism."""
     args = []
+    if run.get("parallel") == "ddp":
+        args += ["--gpus", str(run["world_size"])]
+        if run.get("bucket_cap_mb") is not None:
+            args += ["--bucket-cap-mb", repr(run["bucket_cap_mb"])]
     if run.get("checkpoint"):
         args += ["--checkpoint", run["checkpoint"], "--checkpoint-impl", run["checkpoint_impl"]]
     if run.get("grad_accum", 1) > 1:
@@ -122,6 +126,9 @@ def variant(r):
         words.append("accumulating %d" % r["grad_accum"])
     if r.get("loop", "plain") != "plain":
         words.append("in a function")
+    if r.get("parallel"):
+        words.append("%s over %d ranks%s" % (r["parallel"], r["world_size"],
+                                            ", buckets of %g MiB" % r["bucket_cap_mb"] if r.get("bucket_cap_mb") else ""))
     return "; ".join(w for w in words if w)
 
 
@@ -138,6 +145,8 @@ def compare(nnmem, version, only=None):
                    "fused": run.get("fused", False), "mismatches": [], "estimated": True,
                    "checkpoint": run.get("checkpoint"), "checkpoint_impl": run.get("checkpoint_impl"),
                    "grad_accum": run.get("grad_accum", 1), "loop": run.get("loop", "plain"),
+                   "parallel": run.get("parallel"), "world_size": run.get("world_size", 1),
+                   "bucket_cap_mb": run.get("bucket_cap_mb"),
                    "saved": (run["saved_bytes"], None), "peak": (run["peak_bytes"], None),
                    "peak_where": (run["peak_phase"], run.get("peak_module") or "", "", ""), "heuristic": None}
             if row["fused"] and not nnmem.has_fused:
@@ -181,7 +190,7 @@ def report(rows, modelled, out):
                                                  "none" if r["set_to_none"] else "keep",
                                                  "bf16" if r["amp"] else "fused" if r["fused"] else
                                                  "fe" if r["foreach"] else "")
-        if r["checkpoint"] or r["grad_accum"] > 1 or r["loop"] != "plain":
+        if r["checkpoint"] or r["grad_accum"] > 1 or r["loop"] != "plain" or r["parallel"]:
             head += " [%s]" % variant(r)
         if not r["estimated"]:
             out.write("-- %s peak %13d measured; nnmem has no option for this variant\n" % (head, r["peak"][0]))

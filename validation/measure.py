@@ -8,6 +8,7 @@ object.  Usage (torch 1.13: /usr/bin/python3; torch 2.13: /work/venv213/bin/pyth
 See README.md for what every field means."""
 import argparse
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -96,7 +97,7 @@ def run(args):
     if args.parallel:
         rank, world = data_parallel.setup()
         res.update(parallel=args.parallel, world_size=world, rank=rank)
-        if args.parallel == "ddp":
+        if args.parallel == "ddp" and args.bucket_cap_mb is not None:
             res["bucket_cap_mb"] = args.bucket_cap_mb
     # Mixed precision: forward and loss under CPU autocast, as `with torch.autocast(...):`
     # wraps them in a training loop; backward and the step run outside it.
@@ -120,7 +121,8 @@ def run(args):
             model.train()
             inner = model
             if args.parallel:
-                model = data_parallel.wrap(model, args.parallel, args.bucket_cap_mb)
+                with Marker("nnmem::wrap"):
+                    model = data_parallel.wrap(model, args.parallel, args.bucket_cap_mb)
             if net.loss in ("cross_entropy", "nll"):
                 y = torch.randint(0, oshape[-1], (args.batch,))
             elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
@@ -133,6 +135,8 @@ def run(args):
             opt = make_optimizer(args.optimizer, trainable, args.foreach, args.fused)
 
         params = {storage_key(data_parallel.local(p))[0] for p in model.parameters()}
+        if args.parallel and args.parallel != "ddp":
+            params = functools.partial(data_parallel.param_storages, model)
         buffers = {storage_key(b)[0] for b in model.buffers()}
         named = {storage_key(x)[0]: "input"}
         if y is not None:
@@ -219,7 +223,12 @@ def run(args):
             del eout
     res["wall_seconds_measured"] = round(time.time() - t0, 2)
 
-    tr = memtrace.analyse(prof)
+    workspace = None
+    if args.parallel == "ddp":
+        res["bucket_bytes"] = data_parallel.ddp_bucket_bytes(model)
+        res["bucket_params"] = data_parallel.ddp_bucket_params(model)
+        workspace = data_parallel.ddp_workspace(res["bucket_bytes"])
+    tr = memtrace.analyse(prof, workspace)
     w = memtrace.window(tr, "nnmem::iter2")
     if args.grad_accum > 1:
         res["peak_micro_step"] = w["peak_micro_step"]
@@ -230,7 +239,9 @@ def run(args):
                 "peak_unfiltered_bytes": w["peak_unfiltered_bytes"],
                 "phases": w["phases"],
                 "excluded_workspace_peak": tr.excluded_workspace_peak,
-                "unmatched_free_bytes": tr.unmatched_free_bytes})
+                "unmatched_free_bytes": tr.unmatched_free_bytes,
+                "unseen_free_bytes": tr.unseen_free_bytes,
+                "framework_workspace_bytes": tr.framework_workspace_bytes})
     # Same figure one iteration earlier, without the saved-tensor hooks: a
     # check that the instrumentation does not change the memory behaviour.
     res["iter1_peak_bytes"] = memtrace.window(tr, "nnmem::iter1")["peak_bytes"]
@@ -269,7 +280,7 @@ def main():
                     help="micro-steps per optimizer step (loss / K; zero_grad before the first)")
     ap.add_argument("--parallel", choices=data_parallel.STRATEGIES,
                     help="data parallelism, one rank of a torchrun launch (measure_dist.py)")
-    ap.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket_cap_mb (default 25)")
+    ap.add_argument("--bucket-cap-mb", type=float, help="DDP's bucket_cap_mb (default: DDP's own, 25 with a first bucket of 1)")
     ap.add_argument("--out", help="write the JSON here instead of stdout ({rank}: the rank)")
     ap.add_argument("--trace", help="write iteration 2's filtered allocator events here")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")

@@ -7,7 +7,7 @@ implementations, AdamW).
 
   /usr/bin/python3 validation/run_all.py --torch 1.13 --jobs 2     (torch 1.13: Debian's)
   /usr/bin/python3 validation/run_all.py --torch 2.13 --jobs 2     (torch 2.13: /work/venv213)
-  ... [--only resnet18,mlp] [--skip-done] [--extra-only] [--python PATH]
+  ... [--only resnet18,mlp] [--skip-done] [--extra-only] [--parallel-only] [--python PATH]
   ... --summary                                                     (table of headline figures)
 
 --torch picks the interpreter that measures (TORCH_PYTHON, or --python); without it, the
@@ -74,6 +74,15 @@ SCALING_VARIANTS = [
     ("adam", True, ("--grad-accum", "3", "--checkpoint", "blocks") + _NR),
     ("momentum", True, ("--grad-accum", "2", "--checkpoint", "blocks") + _R),
 ]
+# Data parallelism (measure_dist.py: ranks in processes of their own, gloo), on the same
+# networks at their first batch, under both versions: DDP with its default buckets, with a small
+# bucket_cap_mb (several buckets; 2.13 then sizes the first bucket like the rest, 1.13 keeps it
+# at 1 MiB), over three ranks, with accumulation and kept gradients.
+PARALLEL_VARIANTS = [
+    ("adam", True, ("--nproc", "2", "--parallel", "ddp")),
+    ("sgd", True, ("--nproc", "3", "--parallel", "ddp", "--bucket-cap-mb", "0.05")),
+    ("momentum", False, ("--nproc", "2", "--parallel", "ddp", "--bucket-cap-mb", "0.4", "--grad-accum", "2")),
+]
 # Where each torch version's interpreter lives (--torch V runs measure.py with it).
 TORCH_PYTHON = {"1.13": "/usr/bin/python3", "2.13": "/work/venv213/bin/python"}
 # Per-run fields that depend on the batch only: stored once per batch.
@@ -115,7 +124,8 @@ def torch_version(python):
 def measure(network, batch, optimizer, set_to_none, amp=None, impl=None, extra=()):
     """impl: None (the single-tensor loop), 'foreach' or 'fused'; extra: more measure.py
     arguments (checkpointing, accumulation, the loop)."""
-    cmd = [PYTHON, os.path.join(HERE, "measure.py"), network, "--batch", str(batch),
+    script = "measure_dist.py" if "--parallel" in extra else "measure.py"
+    cmd = [PYTHON, os.path.join(HERE, script), network, "--batch", str(batch),
            "--optimizer", optimizer, "--set-to-none" if set_to_none else "--keep-grads"]
     if amp:
         cmd += ["--amp", amp]
@@ -142,10 +152,13 @@ def is_done(network):
     return len(fx.get("runs", [])) == len(combos(network))
 
 
-def combos(network, extra_only=False):
+def combos(network, extra_only=False, parallel_only=False):
     """(batch, optimizer, set_to_none, amp, impl, extra) of every run of a network under VERSION."""
     net = NETWORKS[network]
     b0 = net.batches[0]
+    parallel = [(b0, o, s, None, None, x) for o, s, x in PARALLEL_VARIANTS] if network in SCALING_NETWORKS else []
+    if parallel_only:
+        return parallel
     plain = [] if extra_only else [(b, o, s, None, None, ()) for b in net.batches for o in OPTIMIZERS for s in MODES]
     if VERSION == "1.13":
         amp = [(b0, o, True, "bfloat16", None, ()) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS else []
@@ -155,14 +168,19 @@ def combos(network, extra_only=False):
         amp = [(b0, o, True, "bfloat16", None, ()) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS_2 else []
         variants = [(b0, o, True, None, i, ()) for o, i in OPTIM_VARIANTS_2] if network in OPTIM_NETWORKS_2 else []
     scaling = [(b0, o, s, None, None, x) for o, s, x in SCALING_VARIANTS] if network in SCALING_NETWORKS else []
-    return plain + amp + variants + scaling
+    return plain + amp + variants + scaling + parallel
 
 
-def run_network(network, jobs, extra_only=False):
+def run_network(network, jobs, extra_only=False, parallel_only=False):
     net = NETWORKS[network]
     t0 = time.time()
     runs, per_batch = [], {}
-    if extra_only:  # keep the plain runs of the existing fixture
+    if parallel_only:  # keep every run of the existing fixture but the data-parallel ones
+        with open(fixture_path(network)) as f:
+            old = json.load(f)
+        runs = [r for r in old["runs"] if not r.get("parallel")]
+        per_batch = old["per_batch"]
+    elif extra_only:  # keep the plain runs of the existing fixture
         with open(fixture_path(network)) as f:
             old = json.load(f)
         runs = [r for r in old["runs"] if not r.get("amp") and not r.get("foreach") and not r.get("fused")
@@ -170,7 +188,7 @@ def run_network(network, jobs, extra_only=False):
                 and r["optimizer"] in OPTIMIZERS]
         per_batch = old["per_batch"]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [(c, pool.submit(measure, network, *c)) for c in combos(network, extra_only)]
+        futures = [(c, pool.submit(measure, network, *c)) for c in combos(network, extra_only, parallel_only)]
         for (b, o, s, a, f, x), fut in futures:
             r, dt = fut.result()
             print(f"  {network:18s} batch {b:3d} {o:8s} set_to_none={s!s:5s} amp={a!s:8s} impl={f!s:7s} {' '.join(x)} "
@@ -223,6 +241,8 @@ def main():
     ap.add_argument("--summary", action="store_true", help="print a table of the fixtures and exit")
     ap.add_argument("--extra-only", action="store_true",
                     help="redo only the variant runs (autocast, foreach, fused, adamw) of existing fixtures")
+    ap.add_argument("--parallel-only", action="store_true",
+                    help="redo only the data-parallel runs (measure_dist.py) of existing fixtures")
     ap.add_argument("--torch", choices=sorted(TORCH_PYTHON),
                     help="measure with this torch version's interpreter (default: the one running this)")
     ap.add_argument("--python", help="measure with this interpreter instead")
@@ -246,6 +266,10 @@ def main():
         names = [n for n in names if n in wanted]
     t0 = time.time()
     for n in names:
+        if args.parallel_only:
+            if combos(n, parallel_only=True):
+                run_network(n, args.jobs, parallel_only=True)
+            continue
         if args.extra_only:
             if combos(n, extra_only=True):
                 run_network(n, args.jobs, extra_only=True)

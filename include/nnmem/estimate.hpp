@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,8 +33,9 @@ enum class MemoryKind : std::uint8_t {
   Activations,     // layer outputs and what backward keeps (masks, indices, statistics, …)
   WeightCopies,    // autocast's low-precision copies of parameters
   Transients,      // activations' gradients and optimizer temporaries
+  CommBuffers,     // data parallelism's own: DDP's gradient buckets
 };
-inline constexpr std::size_t kMemoryKinds = 8;
+inline constexpr std::size_t kMemoryKinds = 9;
 std::string_view name_of(MemoryKind kind);
 
 std::string_view name_of(OptimizerKind kind);
@@ -86,6 +88,21 @@ bool parse_checkpoint_segments(std::string_view text, RecomputeOptions& options)
 /// The same words back: "blocks", "every:2".
 std::string checkpoint_segments_name(const RecomputeOptions& options);
 
+/// A rank's share of data parallelism, as the simulated step sees it: what the wrapper holds
+/// besides the model (computed by the parallel stage, nnmem/parallel.hpp). Empty: one device.
+struct DataParallelStep {
+  std::string strategy;              // "" (one device) or "ddp"
+  std::int64_t world_size = 1;       // ranks in all (--gpus × --nodes)
+  std::int64_t nodes = 1;
+  std::int64_t bucket_cap_bytes = 0; // DDP: bucket_cap_mb in bytes
+  struct Buffer {
+    std::string what;                // "gradient bucket 0 (1,058,856 bytes: head.bias … blocks.1.fc1.weight)"
+    std::int64_t bytes = 0;
+  };
+  /// Allocated as the wrapper is built, after the model, and held throughout: DDP's buckets.
+  std::vector<Buffer> buffers;
+};
+
 struct StepOptions {
   OptimizerKind optimizer = OptimizerKind::Adam;
   bool rmsprop_momentum = false;   // RMSprop(momentum > 0): one more slot
@@ -102,6 +119,10 @@ struct StepOptions {
   /// before the first, the loss divided by it, step() after the last; the batch is each
   /// micro-step's.
   std::int64_t grad_accum = 1;
+  DataParallelStep parallel = {};  // data parallelism: this rank's wrapper
+  /// When set, fills `parallel` for each training graph estimated (the parallel stage's
+  /// ddp_planner()): fit, sweep and compare estimate other graphs than the first.
+  std::function<DataParallelStep(const Graph&)> plan_parallel;
 };
 
 struct EstimateOptions {

@@ -79,6 +79,12 @@ struct TorchProfile {
   // Plain SGD's state_dict holds a `momentum_buffer: None` per parameter in 1.13, nothing in 2.x.
   bool sgd_state_momentum_none = false;
 
+  // --- data parallelism (DistributedDataParallel)
+  // The first gradient bucket's cap after DDP rebuilds its buckets: 1 MiB
+  // (dist._DEFAULT_FIRST_BUCKET_BYTES) in 1.13 whatever bucket_cap_mb is; in 2.x 1 MiB only
+  // with the default bucket_cap_mb, else bucket_cap_mb like the rest (BucketCapacityConfig).
+  bool ddp_first_bucket_follows_cap = false;
+
   /// Whether this version has the layer type (a PyTorch class name).
   bool has_layer(std::string_view type) const;
 };

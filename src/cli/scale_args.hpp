@@ -9,6 +9,7 @@
 #include <string>
 
 #include "nnmem/estimate.hpp"
+#include "nnmem/parallel.hpp"
 
 namespace nnmem::cli {
 
@@ -16,6 +17,9 @@ struct ScaleArgs {
   std::string checkpoint = "spec";
   std::string checkpoint_impl = "non-reentrant";
   std::int64_t grad_accum = 1;
+  std::int64_t gpus = 1;
+  std::int64_t nodes = 1;
+  double bucket_cap_mb = 0;  // 0: DDP's default
 
   void add_to(CLI::App& app);
   /// Sets the step's options; throws CLI::ValidationError for a malformed value.

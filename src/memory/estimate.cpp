@@ -105,7 +105,7 @@ std::string_view name_of(Loop loop) { return kLoops.name(loop); }
 std::string_view name_of(CheckpointImpl impl) { return kCheckpointImpls.name(impl); }
 std::string_view name_of(MemoryKind kind) {
   static constexpr std::array<std::string_view, kMemoryKinds> names = {
-      "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients"};
+      "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients", "comm_buffers"};
   return names[static_cast<std::size_t>(kind)];
 }
 std::optional<OptimizerKind> parse_optimizer(std::string_view name) { return kOptimizers.parse(name); }
@@ -136,7 +136,15 @@ std::string checkpoint_segments_name(const RecomputeOptions& options) {
 
 namespace detail {
 
-Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step) {
+Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepResult& step) {
+  // Data parallelism's buffers depend on the model: planned here, for every graph estimated.
+  StepOptions planned;
+  const bool plan = given.plan_parallel && graph.options.mode == Mode::Train;
+  if (plan) {
+    planned = given;
+    planned.parallel = given.plan_parallel(graph);
+  }
+  const StepOptions& options = plan ? planned : given;
   Estimate e;
   e.model = graph.spec.name;
   e.file = graph.spec.file;

@@ -78,6 +78,9 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
     for (const ParamDecl& b : n.result.buffers)
       persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + "." + b.name, Carry::Model);
   }
+  // The data-parallel wrapper, built around the model: DDP's gradient buckets.
+  if (training)
+    for (const DataParallelStep::Buffer& b : options_.parallel.buffers) persist(MemoryKind::CommBuffers, b.bytes, b.what, Carry::Model);
   const std::vector<std::string> names = training ? param_names() : std::vector<std::string>{};
   if (training)
     for (const StateTensor& t : optimizer_state_tensors(options_, graph_.options.device, params))

@@ -24,6 +24,16 @@ ordered_json allocator_settings(const CudaAllocatorConfig& c) {
   };
 }
 
+ordered_json parallel_settings(const DataParallelStep& p) {
+  ordered_json buffers = ordered_json::array();
+  for (const auto& b : p.buffers) buffers.push_back({{"what", b.what}, {"bytes", b.bytes}});
+  return {{"strategy", p.strategy.empty() ? "single" : p.strategy},
+          {"world_size", p.world_size},
+          {"nodes", p.nodes},
+          {"bucket_cap_bytes", p.bucket_cap_bytes},
+          {"buffers", buffers}};
+}
+
 ordered_json checkpoint_settings(const RecomputeOptions& c) {
   return {{"segments", checkpoint_segments_name(c)}, {"impl", name_of(c.impl)}};
 }
@@ -98,6 +108,7 @@ ordered_json to_json(const Estimate& e, const ReportOptions& options) {
       {"loop", name_of(o.step.loop)},
       {"grad_accum", o.step.grad_accum},
       {"checkpoint", checkpoint_settings(o.step.checkpoint)},
+      {"parallel", parallel_settings(o.step.parallel)},
       {"overhead_bytes", o.step.overhead_bytes},
       {"torch", o.graph.torch->version},
       {"cuda_allocator", allocator_settings(o.step.allocator)},
