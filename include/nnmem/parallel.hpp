@@ -46,4 +46,38 @@ DataParallelStep ddp_step(const Graph& graph, const ParallelOptions& options, co
 /// profile); empty for a single device.
 std::function<DataParallelStep(const Graph&)> ddp_planner(const ParallelOptions& options);
 
+// --- DeepSpeed's estimators (deepspeed/runtime/zero/stage_1_and_2.py and stage3.py), as its code
+// computes them: model states only (parameters, gradients, optimizer state, with fixed bytes per
+// parameter), per GPU and per node's CPU, in Python's integer and float arithmetic.
+
+struct DeepSpeedFigure {
+  int stage = 2;                   // 2 or 3
+  bool offload_optimizer = false;  // cpu_offload
+  bool offload_param = false;      // ZeRO-3's cpu_offload_params
+  bool zero_init = false;          // ZeRO-3's zero_init
+  std::int64_t cpu_bytes = 0;      // per node
+  std::int64_t gpu_bytes = 0;      // per GPU
+  std::string options() const;     // "offload_param=cpu, offload_optimizer=none, zero_init=1", as DeepSpeed prints them
+};
+
+/// estimate_zero2_model_states_mem_needs(total_params, gpus, nodes, cpu_offload): (cpu, gpu).
+DeepSpeedFigure deepspeed_zero2(std::int64_t total_params, std::int64_t gpus_per_node, std::int64_t nodes, bool cpu_offload,
+                                double additional_buffer_factor = 1.5);
+/// estimate_zero3_model_states_mem_needs(total_params, largest_layer_params, gpus, nodes,
+/// cpu_offload, cpu_offload_params, zero_init).
+DeepSpeedFigure deepspeed_zero3(std::int64_t total_params, std::int64_t largest_layer_params, std::int64_t gpus_per_node,
+                                std::int64_t nodes, bool cpu_offload, bool cpu_offload_params, bool zero_init,
+                                double additional_buffer_factor = 1.5);
+
+/// What estimate_zero2/3_model_states_mem_needs_all_live print for a model: its parameters
+/// (DeepSpeed's model_to_params) and largest layer (the most parameters one module holds
+/// itself), and every combination of options, ZeRO-2's then ZeRO-3's, in their order.
+struct DeepSpeedConvention {
+  std::int64_t total_params = 0;
+  std::int64_t largest_layer_params = 0;
+  std::int64_t gpus_per_node = 1, nodes = 1;
+  std::vector<DeepSpeedFigure> figures;
+};
+DeepSpeedConvention deepspeed_convention(const Estimate& estimate, const ParallelOptions& options);
+
 }  // namespace nnmem

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "nnmem/estimate.hpp"
+#include "nnmem/parallel.hpp"
 
 namespace nnmem {
 
@@ -41,6 +42,9 @@ std::string render_markdown(const Estimate& estimate, const ReportOptions& optio
 std::string render_csv(const Estimate& estimate, const ReportOptions& options = {});
 /// torchsummary's layer list and figures, with exact bytes and how they differ from nnmem's.
 std::string render_torchsummary(const Estimate& estimate);
+/// DeepSpeed's ZeRO-2 and ZeRO-3 model-state estimates as it prints them, their exact bytes, and
+/// nnmem's own peak beside them.
+std::string render_deepspeed(const Estimate& estimate, const DeepSpeedConvention& convention);
 /// The estimate as JSON (indent < 0: one line).
 std::string render_json(const Estimate& estimate, const ReportOptions& options = {}, int indent = 2);
 

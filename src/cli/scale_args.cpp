@@ -26,12 +26,17 @@ void ScaleArgs::add_to(CLI::App& app) {
       ->default_str("25, and a first bucket of 1");
 }
 
+ParallelOptions ScaleArgs::parallel() const {
+  ParallelOptions p;
+  p.gpus = gpus;
+  p.nodes = nodes;
+  if (bucket_cap_mb > 0) p.bucket_cap_mb = bucket_cap_mb;
+  return p;
+}
+
 void ScaleArgs::apply(StepOptions& step) const {
   step.grad_accum = grad_accum;
-  ParallelOptions parallel;
-  parallel.gpus = gpus;
-  parallel.nodes = nodes;
-  if (bucket_cap_mb > 0) parallel.bucket_cap_mb = bucket_cap_mb;
+  const ParallelOptions parallel = this->parallel();
   if (bucket_cap_mb > 0 && parallel.world_size() == 1)
     throw CLI::ValidationError("--bucket-cap-mb", "sizes DDP's buckets: it needs --gpus or --nodes above 1");
   step.plan_parallel = ddp_planner(parallel);

@@ -22,6 +22,7 @@ struct ScaleArgs {
   double bucket_cap_mb = 0;  // 0: DDP's default
 
   void add_to(CLI::App& app);
+  ParallelOptions parallel() const;
   /// Sets the step's options; throws CLI::ValidationError for a malformed value.
   void apply(StepOptions& step) const;
 };
