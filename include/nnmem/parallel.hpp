@@ -80,4 +80,55 @@ struct DeepSpeedConvention {
 };
 DeepSpeedConvention deepspeed_convention(const Estimate& estimate, const ParallelOptions& options);
 
+// --- Megatron-LM's theoretical memory (megatron/training/theoretical_memory_usage.py) and
+// Korthikanti et al.'s activation formulas ("Reducing Activation Recomputation in Large
+// Transformer Models", 2022, Table 2), for a dense transformer given by its shape. Modelled: what
+// only GPUs can run is reproduced from the published formulas (docs/conventions.md).
+
+/// A dense GPT/LLaMA-style transformer, as Megatron-LM's arguments describe it.
+struct TransformerShape {
+  std::int64_t hidden = 0, layers = 0, heads = 0;
+  std::int64_t kv_channels = 0;    // per head; 0: hidden / heads
+  std::int64_t query_groups = 0;   // grouped-query attention's KV groups; 0: one per head
+  std::int64_t ffn_hidden = 0;
+  std::int64_t vocab = 0;          // padded_vocab_size
+  bool swiglu = false;             // a gated MLP (three matrices)
+  bool rmsnorm = false;            // else LayerNorm (a bias too)
+  bool untied = false;             // untie_embeddings_and_output_weights
+};
+
+/// Megatron-LM's parallelism and training arguments that its estimate reads.
+struct MegatronSetup {
+  std::int64_t seq = 0, micro_batch = 1;
+  std::int64_t tp = 1, pp = 1, dp = 1;
+  std::optional<std::int64_t> vpp;               // interleaved schedule: virtual stages per rank
+  std::optional<std::int64_t> num_microbatches;  // per step (pipeline: fewer than pp in flight)
+  bool distributed_optimizer = false;            // optimizer state sharded over dp (6 + 12/dp bytes a parameter)
+  bool sequence_parallel = false;
+  bool selective_recompute = false;
+};
+
+struct MegatronMemory {
+  double weight_and_optimizer_bytes = 0;  // the most loaded rank (the first pipeline stage)
+  double activation_bytes = 0;            // the first pipeline stage
+  bool sequence_parallel_formula = false; // Table 2's SP + selective formula, else the one without SP
+  double total_parameters = 0;
+  double weight_and_optimizer_mb() const { return weight_and_optimizer_bytes / (1 << 20); }
+  double activation_mb() const { return activation_bytes / (1 << 20); }
+};
+
+/// report_theoretical_memory(args) of Megatron-LM (the figures it prints, before rounding to
+/// 0.01 MB), operation by operation in Python's arithmetic. Throws nnmem::Error for a shape or
+/// setup it cannot describe (zero sizes; heads not divisible into query groups).
+MegatronMemory megatron_theoretical_memory(const TransformerShape& shape, const MegatronSetup& setup);
+
+enum class Recompute { None, Selective, Full };
+/// Korthikanti et al.'s activation bytes of one transformer layer (16-bit activations, 1-byte
+/// dropout masks): s·b·h·(34 + 5·a·s/h) without parallelism; s·b·h·(10 + 24/t + 5·a·s/(h·t))
+/// with tensor parallelism t; s·b·h/t·(34 + 5·a·s/h) with sequence parallelism too; selective
+/// recomputation drops the 5·a·s/h attention-core term; full recomputation keeps the layer's
+/// input only, 2·s·b·h.
+double korthikanti_layer_bytes(std::int64_t seq, std::int64_t batch, std::int64_t hidden, std::int64_t heads,
+                               std::int64_t tp, bool sequence_parallel, Recompute recompute);
+
 }  // namespace nnmem
