@@ -40,6 +40,11 @@ void ScaleArgs::apply(StepOptions& step) const {
   if (bucket_cap_mb > 0 && parallel.world_size() == 1)
     throw CLI::ValidationError("--bucket-cap-mb", "sizes DDP's buckets: it needs --gpus or --nodes above 1");
   step.plan_parallel = ddp_planner(parallel);
+  if (step.plan_parallel) {  // what the step is before a graph plans its buffers (fit's and sweep's headlines)
+    step.parallel.strategy = "ddp";
+    step.parallel.world_size = parallel.world_size();
+    step.parallel.nodes = parallel.nodes;
+  }
   step.checkpoint.impl = *parse_checkpoint_impl(checkpoint_impl);
   if (parse_checkpoint_segments(checkpoint, step.checkpoint)) return;
   throw CLI::ValidationError("--checkpoint", checkpoint.rfind("every:", 0) == 0
