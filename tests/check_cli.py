@@ -139,6 +139,25 @@ check("compare: a bad variant says what it expected", code == 1 and "variant 'sm
 code, _, err = run("compare", "examples/mlp.yaml")
 check("compare: one column is refused", code == 1 and "needs two columns" in err)
 
+# inspect: a safetensors header (written here: 8 bytes of length, the JSON, zeros), exit 2 on differences.
+with tempfile.TemporaryDirectory() as folder:
+    header = json.dumps({"__metadata__": {"format": "pt"},
+                         "fc1.weight": {"dtype": "F32", "shape": [512, 784], "data_offsets": [0, 1605632]},
+                         "fc1.bias": {"dtype": "F32", "shape": [512], "data_offsets": [1605632, 1607680]}}).encode()
+    path = os.path.join(folder, "m.safetensors")
+    with open(path, "wb") as f:
+        f.write(len(header).to_bytes(8, "little") + header + bytes(1607680))
+    code, out, _ = run("inspect", path)
+    check("inspect reads the header", code == 0 and "2 tensors, 401,920 elements" in out and "Metadata: format=pt" in out)
+    code, out, _ = run("inspect", path, "--spec", "examples/mlp.yaml", "--format", "json")
+    j = json.loads(out)
+    check("inspect --spec: exit 2 and every difference", code == 2 and not j["against"]["matches"] and
+          len(j["against"]["differences"]) == 4 and j["by_dtype"][0] == {"dtype": "F32", "tensors": 2, "elements": 401920, "bytes": 1607680})
+    with open(path, "r+b") as f:
+        f.truncate(100)
+    code, _, err = run("inspect", path)
+    check("inspect: a truncated file is a located error", code == 1 and err.startswith(path + ":1:1: error: the header is"))
+
 # --help shows every default.
 code, out, _ = run("estimate", "--help")
 for default in ["--micro-batch INT:INT in [1 - 1099511627776]=1\n", "}=adam\n", "}=train\n", "}=cuda\n", "--overhead TEXT=0 ",

@@ -4,6 +4,15 @@ namespace nnmem::test {
 
 std::string source_path(const std::string& relative) { return std::string(NNMEM_SOURCE_DIR) + "/" + relative; }
 
+ModelSpec validation_network(const std::string& name) {
+  LoadOptions load;
+  if (name == "seed_conv_256") {
+    load.overrides = {{"size", "256"}};
+    return load_spec_file(source_path("examples/seed_conv.yaml"), load);
+  }
+  return load_spec_file(source_path("examples/" + name + ".yaml"), load);
+}
+
 Graph graph_from(const std::string& yaml, const GraphOptions& options) {
   return build_graph(parse_spec(yaml, "test.yaml"), options);
 }

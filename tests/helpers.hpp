@@ -16,6 +16,10 @@ namespace nnmem::test {
 /// An absolute path for a file of the source tree: "examples/resnet18.yaml".
 std::string source_path(const std::string& relative);
 
+/// The spec of a validation network (validation/networks.py's name): examples/NAME.yaml, and
+/// seed_conv_256 is examples/seed_conv.yaml with size=256.
+ModelSpec validation_network(const std::string& name);
+
 Graph graph_from(const std::string& yaml, const GraphOptions& options = {});
 Estimate estimate_from(const std::string& yaml, const EstimateOptions& options = {});
 Estimate estimate_file(const std::string& relative, const EstimateOptions& options = {});

@@ -14,15 +14,7 @@ using namespace nnmem::test;
 
 namespace {
 
-Graph network(const std::string& name) {
-  LoadOptions load;
-  std::string spec = "examples/" + name + ".yaml";
-  if (name == "seed_conv_256") {
-    spec = "examples/seed_conv.yaml";
-    load.overrides = {{"size", "256"}};
-  }
-  return build_graph(load_spec_file(source_path(spec), load));
-}
+Graph network(const std::string& name) { return build_graph(validation_network(name)); }
 
 CheckpointSizes sizes(const Graph& g, CheckpointFormat format, OptimizerKind optimizer, const char* torch, const std::string& stem) {
   CheckpointOptions o;

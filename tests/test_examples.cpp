@@ -53,16 +53,11 @@ TEST_CASE("every layer's output shape is PyTorch's, on every validation network"
     const nlohmann::json fixture = nlohmann::json::parse(std::ifstream(entry.path()));
     const std::string network = fixture["network"];
     CAPTURE(entry.path().string());
-    LoadOptions load;
-    std::string spec = "examples/" + network + ".yaml";
-    if (network == "seed_conv_256") {
-      spec = "examples/seed_conv.yaml";
-      load.overrides = {{"size", "256"}};
-    }
+    const ModelSpec spec = validation_network(network);
     for (const auto& [batch, measured] : fixture["per_batch"].items()) {
       EstimateOptions o;
       o.graph.batch = std::stoll(batch);
-      const Estimate e = estimate(load_spec_file(source_path(spec), load), o);
+      const Estimate e = estimate(spec, o);
       for (const auto& layer : measured["layers"]) {
         const std::string name = layer["name"];
         const std::regex call(std::regex_replace(name, std::regex(R"([.])"), R"(\.)") + "(_[0-9]+)?");

@@ -70,6 +70,20 @@ TEST_CASE("the batch curve re-estimates any batch exactly as a full estimate doe
           const Estimate e = estimate(spec, o);
           CHECK(curve->peak_bytes(batch) == e.totals.peak_bytes);
           CHECK(need_bytes(*curve, batch) == needed_bytes(e));
+          // The rounded peak, fit's tighter bound: between the peak and max_memory_allocated().
+          const auto rounded = curve->rounded_peak_bytes(batch);
+          REQUIRE(rounded);
+          CHECK(*rounded >= e.totals.peak_bytes);
+          if (device == Device::Cuda) CHECK(*rounded <= e.totals.max_allocated_bytes);
+          CHECK(*curve->rounded_peak_bytes(batch + 1) >= *rounded);
+          // A replay told to give up above a figure below its own stops over that figure.
+          if (device == Device::Cuda) {
+            const auto early = curve->needed(batch, e.totals.reserved_bytes / 2);
+            REQUIRE(early);
+            CHECK(early->bytes > e.totals.reserved_bytes / 2 + o.step.overhead_bytes);
+            CHECK(early->bytes <= needed_bytes(e));
+            CHECK_FALSE(early->out_of_memory);
+          }
         }
       }
   }

@@ -57,15 +57,10 @@ std::size_t check_version(const std::string& version) {
     if (entry.path().extension() != ".json") continue;
     const nlohmann::json fixture = nlohmann::json::parse(std::ifstream(entry.path()));
     const std::string network = fixture["network"];
-    LoadOptions load;
-    std::string spec = "examples/" + network + ".yaml";
-    if (network == "seed_conv_256") {
-      spec = "examples/seed_conv.yaml";
-      load.overrides = {{"size", "256"}};
-    }
+    const ModelSpec spec = validation_network(network);
     for (const auto& run : fixture["runs"]) {
       const EstimateOptions o = configure(version, run);
-      const Estimate e = estimate(load_spec_file(source_path(spec), load), o);
+      const Estimate e = estimate(spec, o);
       const Totals& t = e.totals;
       CAPTURE(version);
       CAPTURE(network);

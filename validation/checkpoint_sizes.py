@@ -27,23 +27,15 @@ import json
 import os
 import sys
 import tempfile
-import types
 import zipfile
 
 import torch
 import torch.nn.functional as F
 
-try:
-    import torchvision  # noqa: F401
-except ImportError:
-    def _needs_torchvision(*args, **kwargs):
-        raise ModuleNotFoundError("torchvision")
-    sys.modules["torchvision"] = types.SimpleNamespace(
-        models=types.SimpleNamespace(resnet18=_needs_torchvision, resnet50=_needs_torchvision, vgg16=_needs_torchvision))
-
 import safetensors.torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torchvision_standin  # noqa: E402,F401  (before networks)
 from networks import NETWORKS  # noqa: E402
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints.json")

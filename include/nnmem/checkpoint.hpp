@@ -64,4 +64,16 @@ struct CheckpointSizes {
 /// them). Throws nnmem::Error for an optimizer whose state layout is not modelled.
 CheckpointSizes checkpoint_sizes(const Graph& graph, const CheckpointOptions& options);
 
+/// A tensor of model.state_dict(): its key ("layer1.0.conv1.weight") and type.
+struct StateTensor {
+  std::string name;
+  TensorType type;
+  bool buffer = false;
+  bool trainable = false;
+};
+
+/// model.state_dict()'s tensors in its order, named as checkpoint_sizes() names them (validated
+/// against the files PyTorch writes for the validation networks).
+std::vector<StateTensor> state_dict_tensors(const Graph& graph);
+
 }  // namespace nnmem

@@ -15,6 +15,8 @@ enum class DType : std::uint8_t {
 std::int64_t dtype_size(DType dtype);
 /// PyTorch's spelling: "float32", "int64", "bool", …
 std::string_view dtype_name(DType dtype);
+/// How safetensors spells it: "F32", "BF16", "I64", "BOOL".
+std::string_view safetensors_dtype_name(DType dtype);
 /// Accepts PyTorch's names and the common aliases ("float", "half", "long", "fp16", "bf16").
 std::optional<DType> parse_dtype(std::string_view name);
 bool is_floating(DType dtype);

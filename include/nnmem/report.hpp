@@ -89,4 +89,11 @@ std::string render_markdown(const CheckpointSizes& checkpoint);
 std::string render_csv(const CheckpointSizes& checkpoint);
 std::string render_json(const CheckpointSizes& checkpoint, int indent = 2);
 
+struct SafetensorsFile;
+struct TensorComparison;
+/// A safetensors file's header: tensors, elements and bytes by dtype; with a comparison, its
+/// differences from a spec's state_dict.
+std::string render_table(const SafetensorsFile& file, const std::optional<TensorComparison>& against);
+std::string render_json(const SafetensorsFile& file, const std::optional<TensorComparison>& against, int indent = 2);
+
 }  // namespace nnmem

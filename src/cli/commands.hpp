@@ -19,6 +19,7 @@ Subcommand add_fit(CLI::App& parent);
 Subcommand add_compare(CLI::App& parent);
 Subcommand add_sweep(CLI::App& parent);
 Subcommand add_checkpoint(CLI::App& parent);
+Subcommand add_inspect(CLI::App& parent);
 Subcommand add_layers(CLI::App& parent);
 
 /// Writes `text` to `path` (a CLI::Error naming `option` when it cannot) and says so on stderr.

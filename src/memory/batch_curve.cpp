@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "cuda_allocator.hpp"
+
 namespace nnmem {
 
 namespace {
@@ -89,7 +91,7 @@ std::optional<BatchCurve> BatchCurve::probe(Graph small, const StepOptions& step
   try {
     const Graph big = build_graph(std::move(small.spec), at_p);  // `small` needs its shapes only, now
     if (!same_but_batch(small, big)) return std::nullopt;
-    (void)detail::estimate_with_step(big, step, result);
+    (void)detail::estimate_with_step(big, step, result, false);  // its allocations only: the fit replays them
   } catch (const Error&) {
     return std::nullopt;  // the probe's sizes overflow, or the model refuses its batch: re-estimated in full instead
   }
@@ -137,7 +139,28 @@ std::int64_t BatchCurve::largest_batch_with_peak_at_most(std::int64_t bytes) con
   return largest;
 }
 
-std::optional<BatchCurve::Need> BatchCurve::needed(std::int64_t batch) const {
+std::optional<std::int64_t> BatchCurve::rounded_peak_bytes(std::int64_t batch) const {
+  if (device_ == Device::Cpu) return peak_bytes(batch);
+  try {
+    const detail::CudaCachingAllocator allocator(step_.allocator);
+    std::vector<std::int64_t> rounded(blocks_.size());
+    for (std::size_t k = 0; k < blocks_.size(); ++k) {
+      const std::int64_t bytes = blocks_[k].at(batch);
+      rounded[k] = bytes == 0 ? 0 : allocator.round_size(bytes);  // an empty tensor allocates nothing
+    }
+    std::int64_t live = 0, peak = 0;
+    for (const TimelineEvent& ev : events_) {
+      const std::int64_t r = rounded[static_cast<std::size_t>(ev.block)];
+      live = ev.delta > 0 ? checked_add(live, r) : live - r;
+      peak = std::max(peak, live);
+    }
+    return peak;
+  } catch (const OverflowError&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<BatchCurve::Need> BatchCurve::needed(std::int64_t batch, std::int64_t give_up_above) const {
   if (device_ == Device::Cpu) {
     const auto peak = peak_bytes(batch);
     return peak ? std::optional(Need{*peak, false}) : std::nullopt;
@@ -145,7 +168,7 @@ std::optional<BatchCurve::Need> BatchCurve::needed(std::int64_t batch) const {
   try {
     detail::AllocationTrace trace = trace_;
     for (std::size_t k = 0; k < blocks_.size(); ++k) trace.block_bytes[k] = blocks_[k].at(batch);
-    const CudaAllocatorFigures f = detail::replay_cuda_allocator(events_, trace, step_);
+    const CudaAllocatorFigures f = detail::replay_cuda_allocator(events_, trace, step_, give_up_above);
     return Need{checked_add(f.max_reserved_bytes, step_.overhead_bytes), f.out_of_memory};
   } catch (const OverflowError&) {
     return std::nullopt;

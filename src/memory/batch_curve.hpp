@@ -8,6 +8,7 @@
 // and only their sizes change.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -39,10 +40,16 @@ class BatchCurve {
   /// closed form: the peak is the largest of the live totals after each event, each c + k × batch.
   /// 0 when not even batch 1's is.
   std::int64_t largest_batch_with_peak_at_most(std::int64_t bytes) const;
+  /// On CUDA, the most bytes of blocks in use at once as the allocator rounds each request
+  /// (round_size), which never decreases with the batch and is at most max_memory_allocated()
+  /// (a block may be handed out larger than its rounded request), so at most what the device
+  /// holds: a tighter bound than peak_bytes() for the same purpose. On the CPU, peak_bytes().
+  std::optional<std::int64_t> rounded_peak_bytes(std::int64_t batch) const;
   /// needed_bytes() at `batch`: on CUDA the allocations replayed through the allocator model
   /// (and whether it ran out of memory), on the CPU the peak. nullopt when a size does not fit
-  /// in 64 bits.
-  std::optional<Need> needed(std::int64_t batch) const;
+  /// in 64 bits. A replay that passes `give_up_above` stops there (its bytes are then over it).
+  std::optional<Need> needed(std::int64_t batch,
+                             std::int64_t give_up_above = std::numeric_limits<std::int64_t>::max()) const;
 
  private:
   struct Line {

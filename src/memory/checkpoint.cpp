@@ -61,22 +61,6 @@ ModelTensors model_tensors(const Graph& g) {
 
 std::int64_t digits(std::int64_t v) { return static_cast<std::int64_t>(std::to_string(v).size()); }
 
-const char* safetensors_dtype(DType d) {
-  switch (d) {
-    case DType::Float32: return "F32";
-    case DType::Float16: return "F16";
-    case DType::BFloat16: return "BF16";
-    case DType::Float64: return "F64";
-    case DType::Int64: return "I64";
-    case DType::Int32: return "I32";
-    case DType::Int16: return "I16";
-    case DType::Int8: return "I8";
-    case DType::UInt8: return "U8";
-    case DType::Bool: return "BOOL";
-  }
-  return "F32";
-}
-
 // safetensors.torch.save_file(state_dict): tensors ordered by alignment (larger dtypes first),
 // then name; the header {"NAME":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},…}.
 CheckpointFile safetensors(const std::string& stem, const ModelTensors& m) {
@@ -92,7 +76,7 @@ CheckpointFile safetensors(const std::string& stem, const ModelTensors& m) {
     // "NAME":{"dtype":"F32","shape":[…],"data_offsets":[A,B]},
     std::int64_t shape = 2 + (t->type.shape.empty() ? 0 : static_cast<std::int64_t>(t->type.shape.size()) - 1);
     for (std::int64_t d : t->type.shape) shape += digits(d);
-    const auto dtype = static_cast<std::int64_t>(std::string(safetensors_dtype(t->type.dtype)).size());
+    const auto dtype = static_cast<std::int64_t>(std::string(safetensors_dtype_name(t->type.dtype)).size());
     header += static_cast<std::int64_t>(t->name.size()) + 3 + 10 + dtype + 10 + shape + 17 + digits(offset) + 1 + digits(end) + 2 + 1;
     offset = end;
   }
@@ -227,5 +211,7 @@ CheckpointSizes checkpoint_sizes(const Graph& graph, const CheckpointOptions& op
   }
   return c;
 }
+
+std::vector<StateTensor> state_dict_tensors(const Graph& graph) { return model_tensors(graph).state; }
 
 }  // namespace nnmem

@@ -9,12 +9,7 @@
 
 namespace nnmem::detail {
 
-struct NamedTensor {
-  std::string name;      // "layer1.0.conv1.weight"
-  TensorType type;
-  bool buffer = false;
-  bool trainable = false;
-};
+using NamedTensor = StateTensor;
 
 struct ModelTensors {
   std::vector<std::string> modules;   // named_modules() order: "" (the model), then containers before their children

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <memory_resource>
 #include <set>
 #include <string>
 #include <tuple>
@@ -36,6 +38,8 @@ class CudaCachingAllocator {
   static std::string problem(const CudaAllocatorConfig& config);
   /// Throws std::invalid_argument with problem(config) if there is one.
   explicit CudaCachingAllocator(const CudaAllocatorConfig& config);
+  CudaCachingAllocator(const CudaCachingAllocator&) = delete;  // its sets' nodes are its own
+  CudaCachingAllocator& operator=(const CudaCachingAllocator&) = delete;
 
   /// A block for a request of `bytes` (> 0), as a handle for free(); -1 when the device is out
   /// of memory (the capacity is reached even after releasing the cache, or the request is 1 EiB
@@ -117,8 +121,11 @@ class CudaCachingAllocator {
   std::vector<Block> blocks_;
   std::vector<int> unused_ids_;
   std::vector<bool> live_;                  // id -> whether blocks_[id] is a block
-  std::set<SizeKey> cached_[2];             // free blocks, by size then address (BlockPool::blocks)
-  std::set<AddressKey> unmapped_[2];        // expandable address space not mapped, by address
+  // The sets' nodes come from a pool that reuses them: a replay makes millions of inserts and
+  // erases, which through malloc took a third of its time.
+  std::unique_ptr<std::pmr::unsynchronized_pool_resource> nodes_ = std::make_unique<std::pmr::unsynchronized_pool_resource>();
+  std::pmr::set<SizeKey> cached_[2] = {std::pmr::set<SizeKey>(nodes_.get()), std::pmr::set<SizeKey>(nodes_.get())};  // free blocks, by size then address (BlockPool::blocks)
+  std::pmr::set<AddressKey> unmapped_[2] = {std::pmr::set<AddressKey>(nodes_.get()), std::pmr::set<AddressKey>(nodes_.get())};  // expandable address space not mapped, by address
   bool expandable_open_[2] = {false, false};
   std::int64_t next_address_;
   std::int64_t allocated_ = 0, reserved_ = 0, max_allocated_ = 0, max_reserved_ = 0, reserved_small_ = 0;

@@ -38,8 +38,9 @@ constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than t
 
 class Replay {
  public:
-  Replay(const std::vector<TimelineEvent>& events, const AllocationTrace& trace, const StepOptions& options)
-      : events_(events), trace_(trace), allocator_(options.allocator), handle_(trace_.block_bytes.size(), -1),
+  Replay(const std::vector<TimelineEvent>& events, const AllocationTrace& trace, const StepOptions& options,
+         std::int64_t give_up_above)
+      : events_(events), trace_(trace), allocator_(options.allocator), give_up_above_(give_up_above), handle_(trace_.block_bytes.size(), -1),
         eager_state_(options.optimizer == OptimizerKind::Adagrad),
         rebinds_output_(std::find(trace_.block_carry.begin(), trace_.block_carry.end(), Carry::LastOutput) !=
                         trace_.block_carry.end()) {}
@@ -47,7 +48,7 @@ class Replay {
   CudaAllocatorFigures run() {
     CudaAllocatorFigures f;
     f.converged = false;
-    bool ok = build();
+    bool ok = build() && !given_up_;
     // The state after each iteration: once one repeats, the iterations since cycle for ever.
     std::map<StateHash, int> after;  // state -> the iteration that left it
     std::vector<std::int64_t> retries_after, reserved_after;  // after each iteration
@@ -56,7 +57,7 @@ class Replay {
            (f.iterations + 1) * per_iteration <= std::max(kMaxEvents, 2 * per_iteration)) {
       ++f.iterations;
       ok = iteration(f.iterations == 1);
-      if (!ok) break;
+      if (!ok || given_up_) break;
       const auto [seen, fresh] = after.emplace(state_hash(), f.iterations);
       if (!fresh) {
         f.converged = true;
@@ -76,7 +77,7 @@ class Replay {
     f.small_pool_reserved_bytes = allocator_.reserved_small_pool();
     f.segments = allocator_.segments();
     f.alloc_retries = allocator_.alloc_retries();
-    if (!ok) {
+    if (!ok && !given_up_) {
       f.out_of_memory = true;
       f.oom_request_bytes = oom_bytes_;
       f.oom_iteration = f.iterations;  // 0: while the model was built
@@ -110,6 +111,7 @@ class Replay {
       return false;
     }
     handle_[static_cast<std::size_t>(block)] = h;
+    if (allocator_.max_reserved() > give_up_above_) given_up_ = true;
     if (static_cast<std::size_t>(h) >= held_.size()) held_.resize(static_cast<std::size_t>(h) + 1);
     held_[static_cast<std::size_t>(h)] = {carry(block), bytes(block)};
     return true;
@@ -172,7 +174,7 @@ class Replay {
         case Carry::Output:
         case Carry::Loss:
           if (!allocation) free(block);
-          else if (!alloc(block, e)) return false;
+          else if (!alloc(block, e) || given_up_) return false;
           break;
       }
     }
@@ -233,6 +235,8 @@ class Replay {
   const std::vector<TimelineEvent>& events_;  // the steady step's, each naming its block
   const AllocationTrace& trace_;
   CudaCachingAllocator allocator_;
+  std::int64_t give_up_above_;
+  bool given_up_ = false;     // max_reserved() passed give_up_above_: the run stopped there
   std::vector<int> handle_;   // block of the step -> allocator handle
   std::vector<Held> held_;    // allocator handle -> what it holds (Carry::None: nothing)
   bool eager_state_;          // Adagrad makes its state in its constructor
@@ -245,8 +249,8 @@ class Replay {
 }  // namespace
 
 CudaAllocatorFigures replay_cuda_allocator(const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
-                                           const StepOptions& options) {
-  return Replay(events, trace, options).run();
+                                           const StepOptions& options, std::int64_t give_up_above) {
+  return Replay(events, trace, options, give_up_above).run();
 }
 
 }  // namespace nnmem::detail

@@ -136,7 +136,7 @@ std::string checkpoint_segments_name(const RecomputeOptions& options) {
 
 namespace detail {
 
-Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepResult& step) {
+Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepResult& step, bool replay_allocator) {
   // Data parallelism's buffers depend on the model: planned here, for every graph estimated.
   StepOptions planned;
   const bool plan = given.plan_parallel && graph.options.mode == Mode::Train;
@@ -270,7 +270,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     t.peak_micro_step = step.peak_micro_step;
     t.peak_breakdown = step.breakdown;
     t.backward_transient_bytes = step.backward_transients;
-    if (graph.options.device == Device::Cuda) {
+    if (graph.options.device == Device::Cuda && replay_allocator) {
       e.cuda_allocator = detail::replay_cuda_allocator(step.timeline, step.trace, options);
       t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
       t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;

@@ -30,24 +30,41 @@ class BatchModel {
   /// The largest multiple of `step` in [first, kMaxBatch] whose lower bound is at most `usable`;
   /// below `first` when there is none.
   virtual std::int64_t bound(std::int64_t usable, std::int64_t first, std::int64_t step) = 0;
-  /// The compared figure at `batch`; nullopt when its sizes do not fit in 64 bits.
-  virtual std::optional<BatchCurve::Need> needed(std::int64_t batch) = 0;
+  /// The compared figure at `batch`; nullopt when its sizes do not fit in 64 bits. Unless
+  /// `in_full`, a figure over the budget bound() was asked for may stop short (still over it).
+  virtual std::optional<BatchCurve::Need> needed(std::int64_t batch, bool in_full = false) = 0;
 };
 
-// On a BatchCurve: the bound in closed form, each batch checked by a replay of the allocations.
+// On a BatchCurve: the bound in closed form on the peak, then tightened by bisection on the
+// peak of rounded blocks (also monotone, also at most what the device holds); each batch
+// checked by a replay of the allocations, which stops once it is over the budget.
 class CurveModel final : public BatchModel {
  public:
   CurveModel(BatchCurve curve, std::int64_t lower_offset) : curve_(std::move(curve)), offset_(lower_offset) {}
-  std::int64_t bound(std::int64_t usable, std::int64_t, std::int64_t step) override {
+  std::int64_t bound(std::int64_t usable, std::int64_t first, std::int64_t step) override {
     if (usable < offset_) return 0;
-    const std::int64_t largest = curve_.largest_batch_with_peak_at_most(usable - offset_);
-    return largest / step * step;
+    usable_ = usable;
+    std::int64_t hi = curve_.largest_batch_with_peak_at_most(usable - offset_) / step * step;
+    const auto allows = [&](std::int64_t b) {
+      const auto rounded = curve_.rounded_peak_bytes(b);
+      return rounded && *rounded <= usable - offset_;
+    };
+    if (hi < first || allows(hi)) return hi;
+    std::int64_t lo = first - step;  // allows(lo) or below the first valid batch; !allows(hi)
+    while (hi - lo > step) {
+      const std::int64_t mid = lo + (hi - lo) / step / 2 * step;
+      (allows(mid) ? lo : hi) = mid;
+    }
+    return lo;
   }
-  std::optional<BatchCurve::Need> needed(std::int64_t batch) override { return curve_.needed(batch); }
+  std::optional<BatchCurve::Need> needed(std::int64_t batch, bool in_full) override {
+    return in_full ? curve_.needed(batch) : curve_.needed(batch, usable_ - offset_);
+  }
 
  private:
   BatchCurve curve_;
   std::int64_t offset_;  // what the device holds beyond the peak, at the least: --overhead on CUDA
+  std::int64_t usable_ = std::numeric_limits<std::int64_t>::max();  // the budget bound() was asked for
 };
 
 // On full estimates, for a model whose allocations the curve cannot describe: the bound by
@@ -71,7 +88,7 @@ class EstimateModel final : public BatchModel {
     }
     return lo;
   }
-  std::optional<BatchCurve::Need> needed(std::int64_t batch) override {
+  std::optional<BatchCurve::Need> needed(std::int64_t batch, bool) override {
     const auto& f = at(batch);
     return f ? std::optional(f->second) : std::nullopt;
   }
@@ -145,7 +162,7 @@ void answer(BatchModel& model, BatchFit& fit, std::int64_t b, std::int64_t bytes
   const std::int64_t step = fit.options.multiple_of;
   fit.batch = b;
   fit.needed_bytes = bytes;
-  const auto next = b <= kMaxBatch - step ? model.needed(b + step) : std::nullopt;
+  const auto next = b <= kMaxBatch - step ? model.needed(b + step, true) : std::nullopt;
   fit.next_needed_bytes = next ? next->bytes : 0;
   fit.next_out_of_memory = next && next->out_of_memory;
 }
@@ -161,7 +178,7 @@ void search(BatchModel& model, BatchFit& fit) {
     if (need && need->fits(usable)) return answer(model, fit, b, need->bytes);
   }
   fit.batch = 0;
-  const auto at_first = model.needed(first);
+  const auto at_first = model.needed(first, true);
   fit.needed_bytes = at_first ? at_first->bytes : 0;
   fit.next_needed_bytes = 0;
   if (b < first || !at_first || !at_first->fits(usable)) return;

@@ -2,6 +2,8 @@
 // state and temporaries, and the loss's tensors.
 #pragma once
 
+#include <limits>
+
 #include <vector>
 
 #include "memory_tracker.hpp"
@@ -70,13 +72,17 @@ StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKin
                          const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints);
 
 /// estimate(graph, options), handing the step it simulated (its timeline and the trace of its
-/// blocks) to the caller instead of putting the timeline in the Estimate.
-Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step);
+/// blocks) to the caller instead of putting the timeline in the Estimate. Without
+/// `replay_allocator` the CUDA figures are left out (the caller replays the trace itself).
+Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step, bool replay_allocator = true);
 
 /// PyTorch's CUDA caching allocator (options.allocator) running the training loop of which
 /// `events` (with their blocks' `trace`) are the steady step: the model built, a first iteration, then steady iterations
 /// until the allocator's state repeats (cuda_replay.cpp).
+/// With `give_up_above`, the replay stops once max_memory_reserved() passes it (the figures are
+/// then those reached so far, over it: enough to say a budget is not met).
 CudaAllocatorFigures replay_cuda_allocator(const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
-                                           const StepOptions& options);
+                                           const StepOptions& options,
+                                           std::int64_t give_up_above = std::numeric_limits<std::int64_t>::max());
 
 }  // namespace nnmem::detail

@@ -11,6 +11,8 @@
 #include <memory>
 #include <sstream>
 
+#include "../descriptor.hpp"
+
 namespace nnmem::raw {
 
 namespace {
@@ -19,17 +21,6 @@ namespace {
   throw Error({path, 0, 0}, "the file is " + size + " bytes; specs larger than " + with_commas(max_bytes) +
                                 " bytes are refused");
 }
-
-// An open file descriptor, closed on the way out.
-struct Descriptor {
-  explicit Descriptor(int f) : fd(f) {}
-  ~Descriptor() {
-    if (fd >= 0) ::close(fd);
-  }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  const int fd;
-};
 
 bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
