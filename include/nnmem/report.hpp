@@ -45,6 +45,9 @@ std::string render_torchsummary(const Estimate& estimate);
 /// DeepSpeed's ZeRO-2 and ZeRO-3 model-state estimates as it prints them, their exact bytes, and
 /// nnmem's own peak beside them.
 std::string render_deepspeed(const Estimate& estimate, const DeepSpeedConvention& convention);
+/// Megatron-LM's theoretical memory for a transformer shape and parallel setup, as it prints it,
+/// with the bytes and Korthikanti et al.'s per-layer activations (modelled).
+std::string render_megatron(const TransformerShape& shape, const MegatronSetup& setup);
 /// The estimate as JSON (indent < 0: one line).
 std::string render_json(const Estimate& estimate, const ReportOptions& options = {}, int indent = 2);
 
