@@ -121,6 +121,8 @@ std::string render_json(const Sweep& s, const ReportOptions& r, int indent) {
   ordered_json j;
   j["schema_version"] = kJsonSchemaVersion;
   j["model"] = {{"name", s.model}, {"file", s.file}};
+  const DataParallelStep& p = s.options.step.parallel;  // every point's figures are one rank's
+  j["parallel"] = {{"strategy", p.strategy.empty() ? "single" : p.strategy}, {"world_size", p.world_size}, {"nodes", p.nodes}};
   j["vary"] = ordered_json::array();
   for (const auto& v : s.vary) j["vary"].push_back({{"name", v.name}, {"values", v.values}});
   j["points"] = ordered_json::array();
