@@ -3,6 +3,7 @@
 // estimators nnmem reproduces under --convention deepspeed and megatron.
 #include "helpers.hpp"
 #include "nnmem/parallel.hpp"
+#include "nnmem/plan.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
@@ -97,4 +98,28 @@ TEST_CASE("DDP's first bucket: 1 MiB under 1.13 whatever --bucket-cap-mb says, t
   p.bucket_cap_mb.reset();
   CHECK(ddp_step(now, p, *now.options.torch).buffers.size() == 2);
   CHECK(ddp_step(now, p, *now.options.torch).bucket_cap_bytes == 25 << 20);
+}
+
+TEST_CASE("fit with DDP: every batch it tries is estimated with the buckets of that rank's model") {
+  for (const Device device : {Device::Cpu, Device::Cuda}) {
+    EstimateOptions o;
+    o.graph.device = device;
+    ParallelOptions p;
+    p.gpus = 4;
+    p.bucket_cap_mb = 0.5;
+    o.step.plan_parallel = ddp_planner(p);
+    FitOptions f;
+    f.budget_bytes = 64 << 20;
+    const ModelSpec spec = load_spec_file(source_path("examples/resblock_mlp.yaml"));
+    const BatchFit fit = fit_batch(spec, o, f);
+    REQUIRE(fit.batch > 0);
+    REQUIRE(fit.estimate);
+    CHECK(fit.estimate->options.step.parallel.buffers.size() == 4);  // 0.5 MiB buckets of 1,717,288 bytes
+    CHECK(fit.estimate->totals.peak_breakdown[static_cast<std::size_t>(MemoryKind::CommBuffers)] == 1'717'288);
+    EstimateOptions at = o;
+    at.graph.batch = fit.batch + 1;
+    CHECK(needed_bytes(estimate(spec, at)) > f.budget_bytes);
+    at.graph.batch = fit.batch;
+    CHECK(needed_bytes(estimate(spec, at)) <= f.budget_bytes);
+  }
 }
