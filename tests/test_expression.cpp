@@ -1,6 +1,9 @@
 // `$expressions` as a spec uses them: arithmetic, comparisons, variables (the spec's, --set
 // overrides, block parameters, `index`), and the errors — each naming the layer and attribute,
 // quoting the expression and saying what was expected and found.
+#include <functional>
+
+#include "../src/spec/expression.hpp"
 #include "helpers.hpp"
 
 using namespace nnmem;
@@ -187,4 +190,70 @@ TEST_CASE("a NaN cannot pass a range check") {
   const std::string e = error_from("inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8}\n"
                                    "  - {name: drop, type: Dropout, p: $1e308 * 10 - 1e308 * 10}\n");
   CHECK(e == "test.yaml:4:36: error: Dropout 'drop': p must be between 0 and 1, found nan");
+}
+
+TEST_CASE("a compiled expression gives what evaluating its text gives: values and errors, on random expressions") {
+  // Random token strings from a small vocabulary: mostly well-formed, often failing (unknown
+  // variables, wrong types, division by zero, overflow), sometimes not parsing at all.
+  const std::vector<std::string> atoms = {"1", "0", "-3", "7", "2.5", "9223372036854775807", "x", "s", "b", "q", "'t'", "true", "false"};
+  const std::vector<std::string> ops = {"+", "-", "*", "/", "//", "%", "==", "!=", "<", ">=", "&&", "||"};
+  const nnmem::expr::Lookup lookup = [](const std::string& name) -> std::optional<nnmem::expr::Scalar> {
+    if (name == "x") return std::int64_t{4};
+    if (name == "s") return std::string("same");
+    if (name == "b") return true;
+    return std::nullopt;
+  };
+  std::uint64_t state = 12345;
+  const auto rnd = [&](std::size_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>((state >> 33) % n);
+  };
+  std::function<std::string(int)> gen = [&](int depth) -> std::string {
+    const std::size_t pick = depth > 3 ? 0 : rnd(7);
+    if (pick <= 2) return atoms[rnd(atoms.size())];
+    if (pick == 3) return "(" + gen(depth + 1) + ")";
+    if (pick == 4) return (rnd(2) ? "-" : "!") + gen(depth + 1);
+    if (pick == 5) return gen(depth + 1) + " ? " + gen(depth + 1) + " : " + gen(depth + 1);
+    return gen(depth + 1) + " " + ops[rnd(ops.size())] + " " + gen(depth + 1);
+  };
+  int compiled = 0, failed = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text = gen(0);
+    if (rnd(10) == 0) text.insert(rnd(text.size() + 1), rnd(2) ? "(" : "+");  // often unparseable
+    CAPTURE(text);
+    std::string eager, fast;
+    try {
+      eager = nnmem::expr::describe(nnmem::expr::evaluate(text, lookup));
+    } catch (const nnmem::expr::ExprError& e) {
+      eager = std::string("error at ") + std::to_string(e.offset()) + ": " + e.what() + " [" + e.unknown_variable() + "]";
+    }
+    const auto program = nnmem::expr::compile(text);
+    if (!program) {
+      CHECK(eager.rfind("error", 0) == 0);  // what does not compile does not evaluate either
+      continue;
+    }
+    ++compiled;
+    try {
+      fast = nnmem::expr::describe(nnmem::expr::evaluate(*program, lookup));
+    } catch (const nnmem::expr::ExprError& e) {
+      fast = std::string("error at ") + std::to_string(e.offset()) + ": " + e.what() + " [" + e.unknown_variable() + "]";
+      ++failed;
+    }
+    CHECK(fast == eager);
+  }
+  CHECK(compiled > 10000);
+  CHECK(failed > 1000);
+}
+
+TEST_CASE("a constant expression is folded when compiled: one operation, however long") {
+  std::string text = "256";
+  for (int i = 0; i < 5000; ++i) text += " + 0";
+  const auto program = nnmem::expr::compile(text);
+  REQUIRE(program);
+  CHECK(program->ops.size() == 1);
+  CHECK(std::get<std::int64_t>(nnmem::expr::evaluate(*program, [](const std::string&) { return std::nullopt; })) == 256);
+  // What fails is not folded: it fails when evaluated, where evaluate() would.
+  const auto bad = nnmem::expr::compile("1 // 0");
+  REQUIRE(bad);
+  CHECK(bad->ops.size() == 3);
 }

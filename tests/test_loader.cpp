@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <regex>
 
 #include "helpers.hpp"
 
@@ -210,6 +211,25 @@ TEST_CASE("expansion errors that involve several places") {
   CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: r, type: ReLU, repeat: 11}\n", small) ==
         "test.yaml:3:35: error: ReLU 'r': repeat 11 would create more than 10 layers, the limit (raise it with "
         "--max-layers)");
+}
+
+TEST_CASE("--max-layers counts layers: a block instance is not one, but expanding one is bounded too") {
+  LoadOptions small;
+  small.max_layers = 10;
+  // Ten layers, each in its own block instance: exactly the limit.
+  const std::string ten = "inputs: {x: [8]}\nblocks:\n  B:\n    layers:\n      - {type: ReLU}\n"
+                          "layers:\n  - {name: b, block: B, repeat: COUNT}\n";
+  const auto with = [&](const std::string& count) { return std::regex_replace(ten, std::regex("COUNT"), count); };
+  CHECK(load_error(with("10"), small).empty());
+  CHECK(load_error(with("11"), small) ==
+        "test.yaml:7:5: error: expanding this would create more than 10 layers, the limit (raise it with --max-layers)\n"
+        "test.yaml:5:9: note: the limit was reached here");
+  // A block of skipped layers repeated: no layer, but 16 entries per layer of the limit.
+  const std::string skipped = "inputs: {x: [8]}\nblocks:\n  S:\n    layers:\n      - {type: ReLU, when: false}\n"
+                              "layers:\n  - {name: s, block: S, repeat: 1000}\n  - {type: ReLU}\n";
+  CHECK(load_error(skipped, small) ==
+        "test.yaml:7:33: error: expanding this would expand more than 160 entries (layers, block instances and entries "
+        "skipped by 'when'), the limit (16 per layer of --max-layers 10)");
 }
 
 TEST_CASE("block nesting is bounded, so expansion cannot exhaust the stack") {

@@ -4,7 +4,10 @@
 #include <regex>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "helpers.hpp"
+#include "nnmem/plan.hpp"
 #include "nnmem/units.hpp"
 
 using namespace nnmem;
@@ -155,4 +158,26 @@ TEST_CASE("the JSON records the --set and --input a spec was loaded with, and it
   ReportOptions quiet;
   quiet.timeline = false;
   CHECK(render_json(e, quiet, -1).find("timeline") == std::string::npos);
+}
+
+TEST_CASE("JSON is streamed exactly as nlohmann's dump would lay out the same document") {
+  // Names that need escaping, a timeline, fit's nesting; indented and compact.
+  const Estimate e = estimate_from("name: \"q\\\"uo\\\\te\\ttab\"\ninputs: {x: [8]}\n"
+                                   "layers:\n  - {name: \"fc\\u0001\", type: Linear, out_features: 4}\n  - {type: ReLU}\n");
+  for (const int indent : {2, 4, -1}) {
+    CAPTURE(indent);
+    const std::string text = render_json(e, {}, indent);
+    CHECK(text == nlohmann::ordered_json::parse(text).dump(indent));
+    CHECK(text.find("\"timeline\"") != std::string::npos);
+  }
+  ReportOptions no_timeline;
+  no_timeline.timeline = false;
+  CHECK(nlohmann::ordered_json::parse(render_json(e, no_timeline)).contains("timeline") == false);
+  const ModelSpec spec = load_spec_file(source_path("examples/mlp.yaml"));
+  FitOptions f;
+  f.budget_bytes = 64LL << 20;
+  const BatchFit fit = fit_batch(spec, {}, f);
+  const std::string text = render_json(fit);
+  CHECK(text == nlohmann::ordered_json::parse(text).dump(2));
+  CHECK(nlohmann::ordered_json::parse(text)["estimate"]["options"]["batch"] == fit.batch);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 
@@ -50,6 +51,9 @@ std::string render_deepspeed(const Estimate& estimate, const DeepSpeedConvention
 std::string render_megatron(const TransformerShape& shape, const MegatronSetup& setup);
 /// The estimate as JSON (indent < 0: one line).
 std::string render_json(const Estimate& estimate, const ReportOptions& options = {}, int indent = 2);
+/// The same, written to `os` as it is made: the layers and the timeline, which grow with the
+/// model, are never held as a JSON tree.
+void write_json(std::ostream& os, const Estimate& estimate, const ReportOptions& options = {}, int indent = 2);
 
 /// The step's memory over time as an SVG picture: stacked by kind, the phases shaded, the peak
 /// marked with its phase and layer (and what the device holds, and the budget, as lines).

@@ -46,7 +46,7 @@ int run_estimate(const EstimateArgs& a) {
   const Estimate e = estimate(a.spec.spec(), options);
   for (const auto& plot : a.plots) write_plot(plot, e, report);
   if (!a.trace.empty()) write_file("--trace", a.trace, render_trace_json(e));
-  if (a.format == "json") std::cout << render_json(e, report) << '\n';
+  if (a.format == "json") write_json(std::cout, e, report), std::cout << '\n';
   else if (a.format == "csv") std::cout << render_csv(e, report);
   else if (a.format == "markdown") std::cout << render_markdown(e, report);
   else if (a.convention == "torchsummary") std::cout << render_torchsummary(e);

@@ -23,6 +23,7 @@ void write_file(const std::string& option, const std::string& path, const std::s
 
 int main(int argc, char** argv) {
   using namespace nnmem::cli;
+  std::ios::sync_with_stdio(false);  // output goes through std::cout alone: buffer it (JSON can be hundreds of MB)
   CLI::App app{"nnmem: how much memory a neural network needs, from a YAML spec, before any framework code exists"};
   app.set_version_flag("--version", "nnmem 0.1.0");
   app.require_subcommand(1);

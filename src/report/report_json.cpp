@@ -1,6 +1,9 @@
 // The estimate as JSON. The layout is documented in docs/json.md; fields are only ever added
 // (schema_version changes when one changes meaning or disappears).
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
 
 #include "nnmem/plan.hpp"
 #include "nnmem/report.hpp"
@@ -85,7 +88,9 @@ ordered_json pairs(const std::vector<std::pair<std::string, std::string>>& list)
   return j;
 }
 
-ordered_json to_json(const Estimate& e, const ReportOptions& options) {
+// Everything but the two arrays that grow with the model, which write_json streams in their
+// places (their keys hold null here).
+ordered_json head_json(const Estimate& e, const ReportOptions& options) {
   const auto& o = e.options;
   const Totals& t = e.totals;
   ordered_json j;
@@ -119,25 +124,7 @@ ordered_json to_json(const Estimate& e, const ReportOptions& options) {
     x["name"] = in.name;
     j["inputs"].push_back(x);
   }
-  j["layers"] = ordered_json::array();
-  for (const auto& l : e.layers) {
-    ordered_json outs = ordered_json::array();
-    for (const auto& out : l.outputs) outs.push_back(tensor(out));
-    j["layers"].push_back({
-        {"name", l.name},
-        {"type", l.type},
-        {"functional", l.functional},
-        {"trainable", l.trainable},
-        {"outputs", outs},
-        {"params", l.params},
-        {"trainable_params", l.trainable_params},
-        {"param_bytes", l.param_bytes},
-        {"buffer_bytes", l.buffer_bytes},
-        {"macs", l.macs},
-        {"output_bytes", l.output_bytes},
-        {"saved_bytes", l.saved_bytes},
-    });
-  }
+  j["layers"] = nullptr;  // streamed in its place (write_json)
   j["checkpointed"] = e.checkpointed;
   j["optimizer_state"] = ordered_json::array();
   for (const auto& s : e.optimizer_slots) j["optimizer_state"].push_back({{"slot", s.name}, {"bytes", s.bytes}});
@@ -182,20 +169,152 @@ ordered_json to_json(const Estimate& e, const ReportOptions& options) {
     const std::int64_t need = needed_bytes(e);
     j["verdict"] = {{"budget_bytes", *options.budget_bytes}, {"needed_bytes", need}, {"fits", fits(e, *options.budget_bytes)}};
   }
-  if (!options.timeline) return j;
-  j["timeline"] = ordered_json::array();
-  for (const auto& ev : e.timeline) {
-    j["timeline"].push_back(
-        {{"phase", name_of(ev.phase)}, {"layer", ev.layer}, {"tensor", ev.tensor}, {"delta", ev.delta}, {"live", ev.live},
-         {"kind", name_of(ev.kind)}, {"block", ev.block}});
-    if (o.step.grad_accum > 1) j["timeline"].back()["micro_step"] = ev.micro_step;
-  }
+  if (options.timeline) j["timeline"] = nullptr;  // streamed in its place
   return j;
 }
 
+
+ordered_json layer_json(const LayerEstimate& l) {
+  ordered_json outs = ordered_json::array();
+  for (const auto& out : l.outputs) outs.push_back(tensor(out));
+  return {
+      {"name", l.name},
+      {"type", l.type},
+      {"functional", l.functional},
+      {"trainable", l.trainable},
+      {"outputs", outs},
+      {"params", l.params},
+      {"trainable_params", l.trainable_params},
+      {"param_bytes", l.param_bytes},
+      {"buffer_bytes", l.buffer_bytes},
+      {"macs", l.macs},
+      {"output_bytes", l.output_bytes},
+      {"saved_bytes", l.saved_bytes},
+  };
+}
+
+// A string as dump() writes it: quotes, backslashes and control characters escaped.
+void write_string(std::ostream& os, std::string_view text) {
+  os << '"';
+  std::size_t from = 0;  // text[from, i) needs no escape: written in one piece
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    os.write(text.data() + from, static_cast<std::streamsize>(i - from));
+    from = i + 1;
+    switch (c) {
+      case '"': os << "\\\""; break;
+      case '\\': os << "\\\\"; break;
+      case '\b': os << "\\b"; break;
+      case '\f': os << "\\f"; break;
+      case '\n': os << "\\n"; break;
+      case '\r': os << "\\r"; break;
+      case '\t': os << "\\t"; break;
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        os << buf;
+      }
+    }
+  }
+  os.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
+  os << '"';
+}
+
+// A timeline event written directly, as dump(indent) would write its object at `depth` (a
+// million of them in a large model: no JSON value is made for each); with gradient accumulation,
+// which micro-step.
+void write_event(std::ostream& os, const TimelineEvent& ev, int indent, int depth, bool micro_step) {
+  const bool pretty = indent >= 0;
+  const std::string pad = pretty ? "\n" + std::string(static_cast<std::size_t>(indent * (depth + 1)), ' ') : "";
+  const char* colon = pretty ? ": " : ":";
+  os << '{' << pad << "\"phase\"" << colon;
+  write_string(os, name_of(ev.phase));
+  os << ',' << pad << "\"layer\"" << colon;
+  write_string(os, ev.layer);
+  os << ',' << pad << "\"tensor\"" << colon;
+  write_string(os, ev.tensor);
+  os << ',' << pad << "\"delta\"" << colon << ev.delta << ',' << pad << "\"live\"" << colon << ev.live << ',' << pad
+     << "\"kind\"" << colon;
+  write_string(os, name_of(ev.kind));
+  os << ',' << pad << "\"block\"" << colon << ev.block;
+  if (micro_step) os << ',' << pad << "\"micro_step\"" << colon << ev.micro_step;
+  if (pretty) os << '\n' << std::string(static_cast<std::size_t>(indent * depth), ' ');
+  os << '}';
+}
+
+// Writes `v` as dump(indent) would at nesting `depth`: every line after the first indented by
+// depth × indent more (JSON strings hold no raw newline, so each newline is a line's end).
+void write_nested(std::ostream& os, const ordered_json& v, int indent, int depth) {
+  const std::string text = v.dump(indent);
+  if (indent < 0) {
+    os << text;
+    return;
+  }
+  const std::string pad(static_cast<std::size_t>(indent * depth), ' ');
+  std::size_t from = 0;
+  for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', from)) {
+    os.write(text.data() + from, static_cast<std::streamsize>(nl + 1 - from));
+    os << pad;
+    from = nl + 1;
+  }
+  os.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
+}
+
+// An array at `depth` whose elements are written one at a time by write(os, item, indent,
+// depth), as dump(indent) would lay it out.
+template <class Items, class Write>
+void write_array(std::ostream& os, const Items& items, Write write, int indent, int depth) {
+  if (items.empty()) {
+    os << "[]";
+    return;
+  }
+  const bool pretty = indent >= 0;
+  const std::string pad = pretty ? std::string(static_cast<std::size_t>(indent * (depth + 1)), ' ') : "";
+  os << '[';
+  bool first = true;
+  for (const auto& item : items) {
+    os << (first ? "" : ",") << (pretty ? "\n" : "") << pad;
+    write(os, item, indent, depth + 1);
+    first = false;
+  }
+  if (pretty) os << '\n' << std::string(static_cast<std::size_t>(indent * depth), ' ');
+  os << ']';
+}
+
+// The estimate at `depth`: the head's members in order, the streamed arrays in their places.
+void write_estimate(std::ostream& os, const Estimate& e, const ReportOptions& options, int indent, int depth) {
+  const ordered_json head = head_json(e, options);
+  const bool pretty = indent >= 0;
+  const std::string pad = pretty ? std::string(static_cast<std::size_t>(indent * (depth + 1)), ' ') : "";
+  os << '{';
+  bool first = true;
+  for (const auto& [key, value] : head.items()) {
+    os << (first ? "" : ",") << (pretty ? "\n" : "") << pad << ordered_json(key).dump() << (pretty ? ": " : ":");
+    const auto write_layer = [](std::ostream& out, const LayerEstimate& l, int in, int d) { write_nested(out, layer_json(l), in, d); };
+    if (key == "layers") write_array(os, e.layers, write_layer, indent, depth + 1);
+    else if (key == "timeline") {
+      const bool micro = e.options.step.grad_accum > 1;
+      const auto write = [micro](std::ostream& out, const TimelineEvent& ev, int in, int d) { write_event(out, ev, in, d, micro); };
+      write_array(os, e.timeline, write, indent, depth + 1);
+    }
+    else write_nested(os, value, indent, depth + 1);
+    first = false;
+  }
+  if (pretty) os << '\n' << std::string(static_cast<std::size_t>(indent * depth), ' ');
+  os << '}';
+}
 }  // namespace
 
-std::string render_json(const Estimate& e, const ReportOptions& options, int indent) { return to_json(e, options).dump(indent); }
+void write_json(std::ostream& os, const Estimate& e, const ReportOptions& options, int indent) {
+  write_estimate(os, e, options, indent, 0);
+}
+
+std::string render_json(const Estimate& e, const ReportOptions& options, int indent) {
+  std::ostringstream os;
+  write_json(os, e, options, indent);
+  return os.str();
+}
 
 std::string render_json(const BatchFit& fit, const ReportOptions& options, int indent) {
   ordered_json j;
@@ -222,8 +341,16 @@ std::string render_json(const BatchFit& fit, const ReportOptions& options, int i
                   {"exhaustive", fit.exhaustive()},
                   {"graphs_built", fit.graphs_built}}},
   };
-  j["estimate"] = fit.estimate ? to_json(*fit.estimate, options) : ordered_json(nullptr);
-  return j.dump(indent);
+  // The estimate is streamed in place of the null written here.
+  j["estimate"] = nullptr;
+  std::string text = j.dump(indent);
+  if (!fit.estimate) return text;
+  const std::size_t at = text.rfind("null");
+  std::ostringstream os;
+  os << text.substr(0, at);
+  write_estimate(os, *fit.estimate, options, indent, 1);
+  os << text.substr(at + 4);
+  return os.str();
 }
 
 }  // namespace nnmem

@@ -240,7 +240,7 @@ class Expander {
     const std::string qualified = scope.prefix + local;
     const std::string who = title(e, qualified, vars);
     std::vector<std::string> inputs = entry_inputs(e, scope, local, who);
-    budget_.spend_layers(e.loc, 1);
+    budget_.spend_entries(e.loc, 1);
     if (e.when && !evaluate_bool(*e.when, vars, who, "'when'")) {
       if (inputs.size() != 1)
         fail(e.when->loc, who + ": a layer skipped with 'when: false' stands for its input, so it must have exactly "
@@ -251,10 +251,10 @@ class Expander {
     std::string output;
     if (e.repeat) {
       const std::int64_t count = evaluate_int(*e.repeat, vars, who, "'repeat'", 1);
-      if (count > options_.max_layers)
+      if (!e.block && count > options_.max_layers)
         fail(e.repeat->loc, who + ": repeat " + with_commas(count) + " would create more than " +
                                 with_commas(options_.max_layers) + " layers, the limit (raise it with --max-layers)");
-      budget_.spend_layers(e.repeat->loc, count - 1);
+      budget_.spend_entries(e.repeat->loc, count - 1);
       for (std::int64_t i = 0; i < count; ++i) {
         VarScope with_index{&vars, {}, {}, {}};
         with_index.add("index", index_value(i, e.repeat->loc));
@@ -294,6 +294,7 @@ class Expander {
       inherited.unit_is_block = e.block.has_value();
     }
     if (e.block) return instantiate_block(e, qualified, who, inputs, scope, vars, inherited, instance);
+    budget_.spend_layers(instance && e.repeat ? e.repeat->loc : e.loc, 1);  // a repeated layer: at its repeat
     LayerSpec layer;
     layer.name = qualified;
     const Value type = evaluate(*e.type, vars, who, "type");

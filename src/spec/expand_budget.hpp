@@ -19,6 +19,11 @@ namespace nnmem::raw {
 /// review during fuzzing: tests/fuzz/regressions/repeat_big_values.yaml); many attributes or
 /// many inputs did the same. The examples hold 2 to 6 per layer (ResNet-50: 506 for 175).
 inline constexpr std::int64_t kValuesPerLayer = 16;
+/// Entries expanded (block instances, entries skipped by `when`, layers), on average per layer
+/// of LoadOptions::max_layers: a block instance is not a layer, but expanding it is work, and a
+/// block of skipped entries repeated without end would make none. Nesting blocks 15 deep
+/// around every layer stays within it.
+inline constexpr std::int64_t kEntriesPerLayer = 16;
 
 class ExpansionBudget {
  public:
@@ -26,12 +31,14 @@ class ExpansionBudget {
       : max_layers_(max_layers),
         layers_left_(max_layers),
         values_limit_(max_layers > INT64_MAX / kValuesPerLayer ? INT64_MAX : max_layers * kValuesPerLayer),
-        values_left_(values_limit_) {}
+        values_left_(values_limit_),
+        entries_limit_(max_layers > INT64_MAX / kEntriesPerLayer ? INT64_MAX : max_layers * kEntriesPerLayer),
+        entries_left_(entries_limit_) {}
 
   /// The top-level entry now being expanded: where a limit reached inside it is reported.
   void entering(const SourceLoc& top_entry) { top_entry_ = top_entry; }
 
-  /// Every expanded entry, kept or skipped by `when`, costs one layer.
+  /// Every layer made costs one (block instances and skipped entries are not layers).
   void spend_layers(const SourceLoc& at, std::int64_t count) {
     if (count <= layers_left_) {
       layers_left_ -= count;
@@ -39,6 +46,17 @@ class ExpansionBudget {
     }
     limit_reached(at, "expanding this would create more than " + with_commas(max_layers_) +
                           " layers, the limit (raise it with --max-layers)");
+  }
+
+  /// Every expanded entry costs one: a layer, a block instance, an entry skipped by `when`.
+  void spend_entries(const SourceLoc& at, std::int64_t count) {
+    if (count <= entries_left_) {
+      entries_left_ -= count;
+      return;
+    }
+    limit_reached(at, "expanding this would expand more than " + with_commas(entries_limit_) +
+                          " entries (layers, block instances and entries skipped by 'when'), the limit (" +
+                          std::to_string(kEntriesPerLayer) + " per layer of --max-layers " + with_commas(max_layers_) + ")");
   }
 
   /// `count` values held by the entry at `at`: input references, or a value and its items.
@@ -70,6 +88,8 @@ class ExpansionBudget {
   std::int64_t layers_left_;
   const std::int64_t values_limit_;
   std::int64_t values_left_;
+  const std::int64_t entries_limit_;
+  std::int64_t entries_left_;
   std::optional<SourceLoc> top_entry_;
 };
 

@@ -94,15 +94,17 @@ Value evaluate(const RawValue& raw, const VarScope& vars, const std::string& sub
   if (!raw.expression) return raw.literal;
   const std::string& text = *raw.expression;
   // `$name` alone substitutes the variable's value as it is, lists included.
-  if (const Value* whole = vars.find(trimmed(text))) {
+  const auto* ops = raw.program ? &raw.program->ops : nullptr;
+  const bool one_name = ops && ops->size() == 1 && ops->front().kind == expr::Operation::Kind::Variable;
+  if (const Value* whole = one_name ? vars.find(ops->front().text) : ops ? nullptr : vars.find(trimmed(text))) {
     Value v = *whole;
     v.loc = raw.loc;
     for (auto& item : v.items) item.loc = raw.loc;
     return v;
   }
   try {
-    return from_scalar(expr::evaluate(text, [&](const std::string& name) { return scalar_variable(vars, name); }),
-                       raw.loc);
+    const expr::Lookup lookup = [&](const std::string& name) { return scalar_variable(vars, name); };
+    return from_scalar(raw.program ? expr::evaluate(*raw.program, lookup) : expr::evaluate(text, lookup), raw.loc);
   } catch (const expr::ExprError& e) {
     std::string msg = prefix(subject, key);
     if (text.size() <= kQuotedExpressionLength) msg += "in '$" + text + "': ";
@@ -160,7 +162,7 @@ VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options) {
       const std::string& text = it->second->second;
       raw = RawValue{};
       raw.loc = var.name.loc;
-      if (!text.empty() && text[0] == '$') raw.expression = text.substr(1);
+      if (!text.empty() && text[0] == '$') set_expression(raw, text.substr(1));
       else raw.literal = parse_literal(text, var.name.loc);
       if (!raw.expression && raw.literal.kind == Value::Kind::Null)
         fail(var.name.loc, "--set " + var.name.name + "= needs a value");
@@ -193,7 +195,7 @@ std::map<std::string, RawValue> input_overrides(const RawSpec& spec, const LoadO
         fail(at, flag + ": expected a list of sizes per sample, such as [3, 224, 224]");
       RawValue size;
       size.loc = at;
-      if (item[0] == '$') size.expression = item.substr(1);
+      if (item[0] == '$') set_expression(size, item.substr(1));
       else size.literal = parse_literal(item, at);
       shape.items.push_back(std::move(size));
       start = comma + 1;

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -104,14 +106,100 @@ std::pair<double, double> float_divmod(double x, double y) {
   return {floordiv, mod};
 }
 
-// A Pratt parser that evaluates as it parses (expressions are tiny and evaluated once).
+bool as_bool(const Scalar& v, std::size_t offset) {
+  if (auto* b = std::get_if<bool>(&v)) return *b;
+  throw ExprError("expected true or false, found " + describe(v), offset);
+}
+
+bool equal(const Scalar& a, const Scalar& b) {
+  const auto* ia = std::get_if<std::int64_t>(&a);
+  const auto* ib = std::get_if<std::int64_t>(&b);
+  const auto* ra = std::get_if<double>(&a);
+  const auto* rb = std::get_if<double>(&b);
+  if ((ia || ra) && (ib || rb))
+    return (ia ? static_cast<double>(*ia) : *ra) == (ib ? static_cast<double>(*ib) : *rb) &&
+           (!ia || !ib || *ia == *ib);
+  return a == b;
+}
+
+Scalar binary(const std::string& o, std::size_t offset, const Scalar& a, const Scalar& b) {
+  if (o == "&&") return as_bool(a, offset) && as_bool(b, offset);
+  if (o == "||") return as_bool(a, offset) || as_bool(b, offset);
+  if (o == "==") return equal(a, b);
+  if (o == "!=") return !equal(a, b);
+  const auto* ia = std::get_if<std::int64_t>(&a);
+  const auto* ib = std::get_if<std::int64_t>(&b);
+  const bool numeric = (ia || std::holds_alternative<double>(a)) && (ib || std::holds_alternative<double>(b));
+  if (!numeric)
+    throw ExprError("'" + o + "' needs numbers, found " + describe(a) + " and " + describe(b), offset);
+  if (ia && ib) {
+    const std::int64_t x = *ia, y = *ib;
+    if (o == "+") return checked_add(x, y);
+    if (o == "-") return checked_sub(x, y);
+    if (o == "*") return checked_mul(x, y);
+    if (o == "/" || o == "//" || o == "%") {
+      if (y == 0) throw ExprError("division by zero", offset);
+      // Python's divmod (and `/` on integers floors too, since sizes are integers): the
+      // quotient floors, the remainder takes the divisor's sign. Of INT64_MIN and -1 only the
+      // quotient, 2^63, does not fit; the remainder is 0 (and C's `%` would be undefined).
+      if (y == -1) {
+        if (o == "%") return std::int64_t{0};
+        if (x == INT64_MIN) throw_overflow(o.c_str(), x, y);
+      }
+      const std::int64_t r = x % y;
+      const bool floored = r != 0 && (r < 0) != (y < 0);
+      if (o == "%") return floored ? r + y : r;
+      return x / y - (floored ? 1 : 0);
+    }
+    if (o == "<") return x < y;
+    if (o == ">") return x > y;
+    if (o == "<=") return x <= y;
+    if (o == ">=") return x >= y;
+  }
+  const double x = ia ? static_cast<double>(*ia) : std::get<double>(a);
+  const double y = ib ? static_cast<double>(*ib) : std::get<double>(b);
+  if (o == "+") return x + y;
+  if (o == "-") return x - y;
+  if (o == "*") return x * y;
+  if (o == "/") {
+    if (y == 0) throw ExprError("division by zero", offset);
+    return x / y;
+  }
+  if (o == "//" || o == "%") {
+    if (y == 0) throw ExprError("division by zero", offset);
+    const auto [quotient, remainder] = float_divmod(x, y);
+    return o == "//" ? quotient : remainder;
+  }
+  if (o == "<") return x < y;
+  if (o == ">") return x > y;
+  if (o == "<=") return x <= y;
+  return x >= y;
+}
+
+
+
+
+Scalar negate(const Scalar& v, std::size_t offset) {
+  if (auto* i = std::get_if<std::int64_t>(&v)) return checked_sub(0, *i);
+  if (auto* r = std::get_if<double>(&v)) return -*r;
+  throw ExprError("'-' needs a number, found " + describe(v), offset);
+}
+
+// A Pratt parser that evaluates as it parses. It runs the first time an expression is met,
+// and whenever compiling it failed: its errors, in the order it meets them, are the ones
+// reported.
+//
+// The same parser also compiles: what it does with each value is its Sink's — Evaluate computes
+// it at once, Compile records an operation of a Program to run later.
+template <class Sink>
 class Parser {
  public:
-  Parser(std::vector<Token> tokens, const Lookup& lookup) : toks_(std::move(tokens)), lookup_(lookup) {}
+  using V = typename Sink::Value;
+  Parser(std::vector<Token> tokens, Sink& sink) : toks_(std::move(tokens)), sink_(sink) {}
 
-  Scalar parse_all() {
+  V parse_all() {
     if (peek().kind == Tok::End) throw ExprError("the expression is empty", 0);
-    Scalar v = parse(0, "");
+    V v = parse(0, "");
     if (peek().kind != Tok::End)
       throw ExprError("expected an operator or the end of the expression, found " + spell(peek()), peek().offset);
     return v;
@@ -153,30 +241,30 @@ class Parser {
   }
 
   // `after` names what precedes the operand ("'*'", "'('"), for "expected a value after …".
-  Scalar parse(int min_prec, const std::string& after) {
+  V parse(int min_prec, const std::string& after) {
     const Depth depth(*this);
-    Scalar left = parse_unary(after);
+    V left = parse_unary(after);
     while (peek().kind == Tok::Op) {
       const Token op = peek();
       const int prec = precedence(op.text);
       if (prec == 0 || prec <= min_prec) break;
       ++pos_;
       if (op.text == "?") {
-        const bool cond = as_bool(left, op.offset);
-        Scalar a = parse(0, "'?'");
+        sink_.condition(left, op.offset);
+        V a = parse(0, "'?'");
         if (!accept(":"))
           throw ExprError("expected ':' in 'a ? b : c', found " + spell(peek()), peek().offset);
-        Scalar b = parse(0, "':'");
-        left = cond ? std::move(a) : std::move(b);
+        V b = parse(0, "':'");
+        left = sink_.choose(std::move(left), op.offset, std::move(a), std::move(b));
         continue;
       }
-      Scalar right = parse(prec, "'" + op.text + "'");
-      left = binary(op, left, right);
+      V right = parse(prec, "'" + op.text + "'");
+      left = sink_.binary(op.text, op.offset, std::move(left), std::move(right));
     }
     return left;
   }
 
-  Scalar parse_unary(const std::string& after) {
+  V parse_unary(const std::string& after) {
     const Token t = next();
     switch (t.kind) {
       case Tok::Int: {
@@ -184,34 +272,28 @@ class Parser {
         char* end = nullptr;
         const long long v = std::strtoll(t.text.c_str(), &end, 10);
         if (errno == ERANGE) throw ExprError("integer " + t.text + " does not fit in 64 bits", t.offset);
-        return static_cast<std::int64_t>(v);
+        return sink_.literal(static_cast<std::int64_t>(v));
       }
       case Tok::Real: {
         char* end = nullptr;
         const double v = std::strtod(t.text.c_str(), &end);
         if (*end != '\0') throw ExprError("malformed number '" + t.text + "'", t.offset);
-        return v;
+        return sink_.literal(v);
       }
-      case Tok::String: return t.text;
+      case Tok::String: return sink_.literal(t.text);
       case Tok::Ident: {
-        if (t.text == "true") return true;
-        if (t.text == "false") return false;
-        if (auto v = lookup_(t.text)) return *v;
-        throw ExprError("unknown variable '" + t.text + "'", t.offset, t.text);
+        if (t.text == "true") return sink_.literal(true);
+        if (t.text == "false") return sink_.literal(false);
+        return sink_.variable(t.text, t.offset);
       }
       case Tok::Op:
         if (t.text == "(") {
-          Scalar v = parse(0, "'('");
+          V v = parse(0, "'('");
           if (!accept(")")) throw ExprError("expected ')', found " + spell(peek()), peek().offset);
           return v;
         }
-        if (t.text == "-") {
-          Scalar v = parse(8, "'-'");
-          if (auto* i = std::get_if<std::int64_t>(&v)) return checked_sub(0, *i);
-          if (auto* r = std::get_if<double>(&v)) return -*r;
-          throw ExprError("'-' needs a number, found " + describe(v), t.offset);
-        }
-        if (t.text == "!") return !as_bool(parse(8, "'!'"), t.offset);
+        if (t.text == "-") return sink_.negate(parse(8, "'-'"), t.offset);
+        if (t.text == "!") return sink_.logical_not(parse(8, "'!'"), t.offset);
         [[fallthrough]];
       case Tok::End:
         break;
@@ -221,91 +303,134 @@ class Parser {
                     t.offset);
   }
 
-  static bool as_bool(const Scalar& v, std::size_t offset) {
-    if (auto* b = std::get_if<bool>(&v)) return *b;
-    throw ExprError("expected true or false, found " + describe(v), offset);
-  }
-
-  static Scalar binary(const Token& op, const Scalar& a, const Scalar& b) {
-    const std::string& o = op.text;
-    if (o == "&&") return as_bool(a, op.offset) && as_bool(b, op.offset);
-    if (o == "||") return as_bool(a, op.offset) || as_bool(b, op.offset);
-    if (o == "==") return equal(a, b);
-    if (o == "!=") return !equal(a, b);
-    const auto* ia = std::get_if<std::int64_t>(&a);
-    const auto* ib = std::get_if<std::int64_t>(&b);
-    const bool numeric = (ia || std::holds_alternative<double>(a)) && (ib || std::holds_alternative<double>(b));
-    if (!numeric)
-      throw ExprError("'" + o + "' needs numbers, found " + describe(a) + " and " + describe(b), op.offset);
-    if (ia && ib) {
-      const std::int64_t x = *ia, y = *ib;
-      if (o == "+") return checked_add(x, y);
-      if (o == "-") return checked_sub(x, y);
-      if (o == "*") return checked_mul(x, y);
-      if (o == "/" || o == "//" || o == "%") {
-        if (y == 0) throw ExprError("division by zero", op.offset);
-        // Python's divmod (and `/` on integers floors too, since sizes are integers): the
-        // quotient floors, the remainder takes the divisor's sign. Of INT64_MIN and -1 only the
-        // quotient, 2^63, does not fit; the remainder is 0 (and C's `%` would be undefined).
-        if (y == -1) {
-          if (o == "%") return std::int64_t{0};
-          if (x == INT64_MIN) throw_overflow(o.c_str(), x, y);
-        }
-        const std::int64_t r = x % y;
-        const bool floored = r != 0 && (r < 0) != (y < 0);
-        if (o == "%") return floored ? r + y : r;
-        return x / y - (floored ? 1 : 0);
-      }
-      if (o == "<") return x < y;
-      if (o == ">") return x > y;
-      if (o == "<=") return x <= y;
-      if (o == ">=") return x >= y;
-    }
-    const double x = ia ? static_cast<double>(*ia) : std::get<double>(a);
-    const double y = ib ? static_cast<double>(*ib) : std::get<double>(b);
-    if (o == "+") return x + y;
-    if (o == "-") return x - y;
-    if (o == "*") return x * y;
-    if (o == "/") {
-      if (y == 0) throw ExprError("division by zero", op.offset);
-      return x / y;
-    }
-    if (o == "//" || o == "%") {
-      if (y == 0) throw ExprError("division by zero", op.offset);
-      const auto [quotient, remainder] = float_divmod(x, y);
-      return o == "//" ? quotient : remainder;
-    }
-    if (o == "<") return x < y;
-    if (o == ">") return x > y;
-    if (o == "<=") return x <= y;
-    return x >= y;
-  }
-
-  static bool equal(const Scalar& a, const Scalar& b) {
-    const auto* ia = std::get_if<std::int64_t>(&a);
-    const auto* ib = std::get_if<std::int64_t>(&b);
-    const auto* ra = std::get_if<double>(&a);
-    const auto* rb = std::get_if<double>(&b);
-    if ((ia || ra) && (ib || rb))
-      return (ia ? static_cast<double>(*ia) : *ra) == (ib ? static_cast<double>(*ib) : *rb) &&
-             (!ia || !ib || *ia == *ib);
-    return a == b;
-  }
-
   std::vector<Token> toks_;
-  const Lookup& lookup_;
+  Sink& sink_;
   std::size_t pos_ = 0;
   int depth_ = 0;
 };
 
-}  // namespace
+// Computes each value as the parser meets it.
+struct Evaluate {
+  using Value = Scalar;
+  const Lookup& lookup;
 
-Scalar evaluate(const std::string& text, const Lookup& lookup) {
+  Scalar literal(Scalar v) { return v; }
+  Scalar variable(const std::string& name, std::size_t offset) {
+    if (auto v = lookup(name)) return *v;
+    throw ExprError("unknown variable '" + name + "'", offset, name);
+  }
+  void condition(const Scalar& v, std::size_t offset) { (void)as_bool(v, offset); }
+  Scalar choose(Scalar cond, std::size_t, Scalar a, Scalar b) { return std::get<bool>(cond) ? std::move(a) : std::move(b); }
+  Scalar negate(Scalar v, std::size_t offset) { return expr::negate(v, offset); }
+  Scalar logical_not(Scalar v, std::size_t offset) { return !as_bool(v, offset); }
+  Scalar binary(const std::string& op, std::size_t offset, Scalar a, Scalar b) { return expr::binary(op, offset, a, b); }
+};
+
+// Records each operation as the parser meets it, in the order Evaluate would compute it: the
+// operands before what uses them (and a conditional's test before its branches).
+struct Compile {
+  using Value = int;  // the index of the operation that makes it
+  std::vector<Operation>& ops;
+
+  int add(Operation op) {
+    ops.push_back(std::move(op));
+    return static_cast<int>(ops.size()) - 1;
+  }
+  int literal(Scalar v) { return add({Operation::Kind::Literal, 0, std::move(v), {}, -1, -1}); }
+  int variable(const std::string& name, std::size_t offset) { return add({Operation::Kind::Variable, offset, {}, name, -1, -1}); }
+  void condition(int v, std::size_t offset) { add({Operation::Kind::Condition, offset, {}, {}, v, -1}); }
+  int choose(int cond, std::size_t, int a, int b) { return add({Operation::Kind::Choose, 0, {}, {}, a, b, cond}); }
+  int negate(int v, std::size_t offset) {
+    return fold({v}, [&] { return expr::negate(ops[static_cast<std::size_t>(v)].value, offset); })
+        .value_or_add({Operation::Kind::Negate, offset, {}, {}, v, -1}, *this);
+  }
+  int logical_not(int v, std::size_t offset) {
+    return fold({v}, [&] { return Scalar(!as_bool(ops[static_cast<std::size_t>(v)].value, offset)); })
+        .value_or_add({Operation::Kind::Not, offset, {}, {}, v, -1}, *this);
+  }
+  int binary(const std::string& op, std::size_t offset, int a, int b) {
+    return fold({a, b}, [&] { return expr::binary(op, offset, ops[static_cast<std::size_t>(a)].value, ops[static_cast<std::size_t>(b)].value); })
+        .value_or_add({Operation::Kind::Binary, offset, {}, op, a, b}, *this);
+  }
+
+  // Constant folding: an operation whose operands are the last operations, all literals,
+  // becomes the literal it computes — unless computing it fails, when the operation
+  // stays, to fail where evaluate() would. A repeated block's constant expression is then
+  // computed once.
+  struct Folded {
+    std::optional<int> index;
+    int value_or_add(Operation op, Compile& c) const { return index ? *index : c.add(std::move(op)); }
+  };
+  template <class F>
+  Folded fold(std::initializer_list<int> operands, F compute) {
+    const std::size_t n = operands.size();
+    std::size_t k = ops.size() - n;
+    for (const int operand : operands)
+      if (static_cast<std::size_t>(operand) != k++ || ops[static_cast<std::size_t>(operand)].kind != Operation::Kind::Literal) return {};
+    Scalar v;
+    try {
+      v = compute();
+    } catch (const ExprError&) {
+      return {};
+    } catch (const OverflowError&) {
+      return {};
+    }
+    ops.resize(ops.size() - n);
+    return {literal(std::move(v))};
+  }
+};
+
+template <class F>
+auto overflow_as_expr_error(F f) {
   try {
-    return Parser(tokenize(text), lookup).parse_all();
+    return f();
   } catch (const OverflowError& e) {
     throw ExprError("integer overflow: " + e.operation() + " does not fit in 64 bits", 0);
   }
+}
+
+}  // namespace
+
+Scalar evaluate(const std::string& text, const Lookup& lookup) {
+  Evaluate sink{lookup};
+  return overflow_as_expr_error([&] { return Parser<Evaluate>(tokenize(text), sink).parse_all(); });
+}
+
+std::shared_ptr<const Program> compile(const std::string& text) {
+  auto program = std::make_shared<Program>();
+  Compile sink{program->ops};
+  try {
+    Parser<Compile>(tokenize(text), sink).parse_all();
+  } catch (const ExprError&) {
+    return nullptr;  // evaluate(text, …) reports it, in the order it meets its errors
+  }
+  return program;
+}
+
+Scalar evaluate(const Program& program, const Lookup& lookup) {
+  // The operations are in the order Evaluate meets them; each one's operands come before it.
+  return overflow_as_expr_error([&] {
+    std::vector<Scalar> v(program.ops.size());
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+      const Operation& op = program.ops[i];
+      const auto at = [&](int k) -> Scalar& { return v[static_cast<std::size_t>(k)]; };
+      switch (op.kind) {
+        case Operation::Kind::Literal: v[i] = op.value; break;
+        case Operation::Kind::Variable: {
+          auto found = lookup(op.text);
+          if (!found) throw ExprError("unknown variable '" + op.text + "'", op.offset, op.text);
+          v[i] = std::move(*found);
+          break;
+        }
+        case Operation::Kind::Condition: (void)as_bool(at(op.a), op.offset); break;
+        case Operation::Kind::Choose: v[i] = std::get<bool>(at(op.c)) ? at(op.a) : at(op.b); break;
+        case Operation::Kind::Negate: v[i] = negate(at(op.a), op.offset); break;
+        case Operation::Kind::Not: v[i] = !as_bool(at(op.a), op.offset); break;
+        case Operation::Kind::Binary: v[i] = binary(op.text, op.offset, at(op.a), at(op.b)); break;
+      }
+    }
+    return v.back();
+  });
 }
 
 }  // namespace nnmem::expr

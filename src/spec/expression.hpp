@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace nnmem::expr {
 
@@ -43,5 +45,28 @@ using Lookup = std::function<std::optional<Scalar>(const std::string&)>;
 /// Evaluates `text` (without the leading `$`). Throws ExprError, never OverflowError: integer
 /// arithmetic is checked and an overflow is reported as "integer overflow: … does not fit".
 Scalar evaluate(const std::string& text, const Lookup& lookup);
+
+/// One operation of a compiled expression; its operands are earlier operations (by index).
+struct Operation {
+  enum class Kind : std::uint8_t { Literal, Variable, Condition, Choose, Negate, Not, Binary };
+  Kind kind;
+  std::size_t offset;  // where in the text, for errors
+  Scalar value;        // Literal
+  std::string text;    // Variable: its name; Binary: the operator
+  int a = -1, b = -1;  // operands (Condition: the test; Choose: the branches)
+  int c = -1;          // Choose: the test
+};
+
+/// An expression parsed once, evaluated as often as a repeated block needs it: its operations
+/// in the order evaluate() computes them while parsing, so that values and errors are the same.
+struct Program {
+  std::vector<Operation> ops;
+};
+
+/// Parses `text` once; nullptr when it does not parse (evaluate(text, …) then gives the error,
+/// with any error it meets before that one, as it always has).
+std::shared_ptr<const Program> compile(const std::string& text);
+/// The value (or the error) evaluate(text, lookup) gives, without parsing again.
+Scalar evaluate(const Program& program, const Lookup& lookup);
 
 }  // namespace nnmem::expr

@@ -109,7 +109,7 @@ class Reader {
     const std::string& s = node.Scalar();
     const bool textual = tag == Tagged::Plain || tag == Tagged::String;
     if (textual && !s.empty() && s[0] == '$' && s.rfind("$$", 0) != 0) {
-      r.expression = s.substr(1);
+      set_expression(r, s.substr(1));
     } else if (tag == Tagged::String) {  // quoted or !!str: always a string
       r.literal.kind = Value::Kind::String;
       r.literal.text = s[0] == '$' ? s.substr(1) : s;

@@ -4,10 +4,12 @@
 // it into a ModelSpec.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "expression.hpp"
 #include "nnmem/spec.hpp"
 
 namespace nnmem::raw {
@@ -18,11 +20,18 @@ namespace nnmem::raw {
 struct RawValue {
   Value literal;                      // when not an expression, a list or a mapping
   std::optional<std::string> expression;
+  std::shared_ptr<const expr::Program> program;  // the expression parsed once (null: it does not parse)
   bool is_list = false;
   bool is_map = false;
   std::vector<RawValue> items;        // a list's
   SourceLoc loc;
 };
+
+/// Makes `raw` the expression `text` (without its `$`), parsed once here for every evaluation.
+inline void set_expression(RawValue& raw, std::string text) {
+  raw.program = expr::compile(text);
+  raw.expression = std::move(text);
+}
 
 struct Named {
   std::string name;
