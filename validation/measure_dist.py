@@ -35,7 +35,7 @@ def main():
     with tempfile.TemporaryDirectory() as out:
         # The processes are started here, as torchrun would (its environment variables): torch
         # 1.13's torchrun fails under Python 3.11.
-        cmd = [sys.executable, os.environ.get("NNMEM_MEASURE", os.path.join(HERE, "measure.py")), args.network,
+        cmd = [sys.executable, os.path.join(HERE, "measure.py"), args.network,
                "--out", os.path.join(out, "rank{rank}.json")] + rest
         port = str(free_port())
         procs = []
