@@ -23,7 +23,14 @@ LayerResult infer_linear(const LayerCall& call) {
   if (call.attrs.flag("bias")) res.params.push_back({.name = "bias", .shape = {out_features}, .grad_summed = true});
   const std::int64_t rows = numel(in) / features;
   res.macs = checked_mul(checked_mul(rows, features), out_features);
-  if (call.training() && call.trainable) res.save_input(0);
+  // A non-contiguous input of more than two dimensions (a batch_first RNN's output) is copied
+  // into rows first (matmul's reshape): the copy is what the weight's gradient keeps (when
+  // nothing keeps it, it is freed inside aten::linear, a workspace).
+  if (call.inputs[0].strided && in.size() > 2) {
+    if (call.training() && call.trainable) res.save_extra({in, call.input().dtype}, "contiguous copy of the input");
+  } else if (call.training() && call.trainable) {
+    res.save_input(0);
+  }
   if (call.training() && call.input_requires_grad()) res.save_param(0, "weight.t()");
   return res;
 }

@@ -18,6 +18,7 @@ constexpr std::array kProfiles = {
         .measured = "torch 2.13.0+cpu",
         .grad_sum_in_place = true,
         .prelu_weight_grad_elementwise = true,
+        .lstm_onednn_on_cpu = true,
         .checkpoint_early_stop = true,
         .checkpoint_unpack_hands_over = true,
         .foreach_adam_one_list = true,

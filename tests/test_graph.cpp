@@ -102,7 +102,7 @@ TEST_CASE("unknown layer types get suggestions by meaning, not only by spelling"
   CHECK(layer_type_hint("max_pool2d") == "; did you mean 'MaxPool2d'?");              // torch.nn.functional
   CHECK(layer_type_hint("BatchNormalization") == "; did you mean 'BatchNorm1d', 'BatchNorm2d' or 'BatchNorm3d'?");
   CHECK(layer_type_hint("Linaer") == "; did you mean 'Linear'?");                    // a typo, as before
-  CHECK(layer_type_hint("GRU").empty());                                             // a PyTorch layer nnmem lacks: not 'ELU'
+  CHECK(layer_type_hint("RReLU").empty());                                           // a PyTorch layer nnmem lacks: not 'ReLU'
   CHECK(layer_type_hint("LayerNorm").empty());
   CHECK(layer_type_hint("Qwerty").empty());
   CHECK(error_from("inputs: {x: [3, 8, 8]}\nlayers:\n  - {type: Conv2dTranspose, out_channels: 4, kernel_size: 3}\n") ==

@@ -2,6 +2,7 @@
 // from 1 MiB to 80 GiB: the answer fits (a full estimate says so), and no batch above it up to 4x
 // does (scanned with the cheap re-estimation, which is itself checked against full estimates).
 #include <algorithm>
+#include <set>
 #include <filesystem>
 #include <limits>
 
@@ -51,6 +52,11 @@ std::vector<std::string> examples() {
   return out;
 }
 
+// Examples whose step is no function c + k x batch of the batch: a recurrent layer's tensors
+// have the batch in dimension 1 ([T, N, H], h_n) and oneDNN's workspace rounds to pages. Their
+// batch curve is refused and fit searches on full estimates (tested below, as the others).
+const std::set<std::string> kNoCurve = {"examples/gru_tagger.yaml", "examples/lstm_seq.yaml", "examples/rnn_cells.yaml"};
+
 }  // namespace
 
 TEST_CASE("the batch curve re-estimates any batch exactly as a full estimate does") {
@@ -63,6 +69,10 @@ TEST_CASE("the batch curve re-estimates any batch exactly as a full estimate doe
         o.graph.batch = 2;  // every example is valid at 2 (one is not at 1)
         const auto curve = BatchCurve::probe(build_graph(spec, o.graph), o.step);
         CAPTURE(name);
+        if (kNoCurve.count(name)) {
+          CHECK_FALSE(curve);
+          continue;
+        }
         REQUIRE(curve);
         for (const std::int64_t batch : {2, 3, 7, 64, 333, 1024}) {
           CAPTURE(batch);
@@ -110,13 +120,22 @@ TEST_CASE("fit's answer fits, and no batch it checked up to 4x it does: every ex
     const ModelSpec spec = load_spec_file(source_path(name));
     for (const Device device : {Device::Cuda, Device::Cpu})
       for (const std::int64_t bytes : {kMiB, 22 * kMiB, 256 * kMiB, 4 * kGiB, 80 * kGiB}) {
+        if (kNoCurve.count(name) && bytes > 256 * kMiB) continue;
         const EstimateOptions o = on(device);
         const BatchFit fit = fit_batch(spec, o, budget(bytes));
         CAPTURE(name);
         CAPTURE(device == Device::Cuda);
         CAPTURE(bytes);
-        REQUIRE(fit.closed_form);
         REQUIRE(fit.estimate);
+        if (kNoCurve.count(name)) {  // searched on full estimates (slow: budgets up to 256 MiB): the answer fits, the next batch is as estimated
+          CHECK_FALSE(fit.closed_form);
+          CHECK(needed_bytes(*fit.estimate) == fit.needed_bytes);
+          if (fit.batch == 0) continue;
+          CHECK(fit.needed_bytes <= bytes);
+          CHECK(fit.next_needed_bytes == need_at(spec, o, fit.batch + 1));
+          continue;
+        }
+        REQUIRE(fit.closed_form);
         const std::int64_t first = fit.first_valid_batch;
         EstimateOptions at = o;
         at.graph.batch = first;

@@ -25,10 +25,16 @@ def storage_id(t):
 
 
 def shape_of(o):
+    """A tensor's shape; for several outputs (an LSTM's (out, (h_n, c_n))), their shapes in
+    order, flattened: [[12, 4, 32], [2, 4, 32], [2, 4, 32]]."""
     if isinstance(o, torch.Tensor):
         return list(o.shape)
     if isinstance(o, (tuple, list)):
-        return [shape_of(v) for v in o]
+        out = []
+        for v in o:
+            s = shape_of(v)
+            out.extend(s if s and isinstance(s[0], list) else [s])
+        return out
     return None
 
 

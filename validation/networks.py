@@ -832,6 +832,47 @@ class ZooTorch2(nn.Module):
         return x
 
 
+class GruTagger(nn.Module):
+    """gru (GRU 16 -> 32, 2 layers, bidirectional, batch_first, dropout 0.25) fc (Linear 64 -> 8)
+    on every step; loss mse on [N, 12, 8]. The GRU's h_n is dropped at once (`[0]`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(16, 32, num_layers=2, bidirectional=True, batch_first=True, dropout=0.25)
+        self.fc = nn.Linear(64, 8)
+
+    def forward(self, x):
+        return self.fc(self.gru(x)[0])
+
+
+class LstmSeq(nn.Module):
+    """lstm (LSTM 16 -> 32, 2 layers, batch_first) fc (Linear 32 -> 10) on every step; loss mse.
+    torch 2.x runs oneDNN's LSTM here, 1.13 the generic path."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(16, 32, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0])
+
+
+class RnnCells(nn.Module):
+    """cell0 (LSTMCell 16 -> 32 on x) cell1 (LSTMCell on x and cell0's (h, c)) gru (GRUCell on x and
+    cell1's h) fc (Linear 32 -> 10); loss cross_entropy."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell0 = nn.LSTMCell(16, 32)
+        self.cell1 = nn.LSTMCell(16, 32)
+        self.gru = nn.GRUCell(16, 32)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):  # one expression: each state is freed once read, as the spec's graph frees it
+        return self.fc(self.gru(x, self.cell1(x, self.cell0(x))[0]))
+
+
 # --------------------------------------------------------------------------
 
 @dataclass
@@ -868,6 +909,9 @@ NETWORKS = {
     "zoo_mlp": Net(ZooMlp, (64,), "float32", "nll", [16]),
     "efficientnet_b0": Net(EfficientNetB0, (3, 224, 224), "float32", "cross_entropy", [2]),
     "zoo_torch2": Net(ZooTorch2, (4, 8, 8), "float32", "huber", [4]),  # torch 2.x only
+    "rnn_cells": Net(RnnCells, (16,), "float32", "cross_entropy", [8]),
+    "gru_tagger": Net(GruTagger, (12, 16), "float32", "mse", [4]),
+    "lstm_seq": Net(LstmSeq, (12, 16), "float32", "mse", [4]),
 }
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
 

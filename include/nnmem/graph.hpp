@@ -37,6 +37,7 @@ struct TensorValue {
   int copy_of = -1;            // autocast: the value this is a cast copy of
   bool param_copy = false;     // autocast: a parameter's low-precision copy
   bool cached = false;         // autocast keeps it until the forward pass and loss are done
+  bool strided = false;        // a non-contiguous view of its storage (LayerResult::output_strided)
 };
 
 struct Storage {

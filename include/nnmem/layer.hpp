@@ -112,6 +112,7 @@ struct Context {
 struct InputTensor {
   TensorType type;
   bool requires_grad = false;
+  bool strided = false;  // a non-contiguous view (a batch_first RNN's output): ops that need rows copy it
 };
 
 struct LayerCall {
@@ -180,6 +181,9 @@ struct ParamDecl {
 struct LayerResult {
   std::vector<TensorType> outputs;
   Alias alias = Alias::None;
+  /// Output 0 is a non-contiguous view of its storage: a batch_first RNN's output is its
+  /// time-major result transposed. A Linear reading it copies it first (`reshape`).
+  bool output_strided = false;
   std::vector<ParamDecl> params;   // trainable unless the layer is frozen
   std::vector<ParamDecl> buffers;  // running statistics and the like
   std::int64_t macs = 0;
@@ -254,7 +258,7 @@ std::vector<std::string> layer_types();
 /// What to suggest for an unknown type, by meaning as well as by spelling: "; did you mean
 /// 'Concat'?" for Cat, "; did you mean 'ConvTranspose2d'?" for Conv2dTranspose, "; did you mean
 /// 'BatchNorm1d', 'BatchNorm2d' or 'BatchNorm3d'?" for BatchNormalization; "" when nothing fits,
-/// and for PyTorch layers nnmem does not model (GRU gets no 'ELU').
+/// and for PyTorch layers nnmem does not model (RReLU gets no 'ReLU').
 std::string layer_type_hint(std::string_view type);
 
 }  // namespace nnmem

@@ -44,6 +44,13 @@ struct TorchProfile {
   // for channel_shuffle is not implemented"); 2.13 has ChannelShuffleBackward0.
   bool channel_shuffle_differentiable = true;
 
+  // nn.LSTM on the CPU (float32, no proj_size): 2.x runs oneDNN's LSTM (mkldnn_rnn_layer, one
+  // call per layer and direction), whose backward keeps the layer's input, output, final states
+  // and an opaque uint8 workspace; 1.13 runs the generic path, a graph of per-step ops keeping
+  // each step's gates and states. RNN, GRU, the cells and an LSTM with proj_size take the
+  // generic path in both (validation/probe_recurrent.py).
+  bool lstm_onednn_on_cpu = false;
+
   // --- which dtypes kernels take
   // Reflection and replication padding's kernels: 1.13's take floating point only, and on the
   // CPU float32/float64 only (all but reflection_pad3d: "reflection_pad2d" not implemented for

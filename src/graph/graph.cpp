@@ -39,13 +39,24 @@ class Builder {
     graph_.storages.reserve(spec.inputs.size() + spec.layers.size());
     for (const auto& in : spec.inputs) add_input(in);
     for (std::size_t i = 0; i < spec.layers.size(); ++i) add_layer(static_cast<int>(i));
-    for (std::size_t i = 0; i < spec.outputs.size(); ++i) graph_.outputs.push_back(value_of(spec.outputs[i]));
+    for (std::size_t i = 0; i < spec.outputs.size(); ++i)
+      graph_.outputs.push_back(value_of(spec.outputs[i], i < spec.output_locs.size() ? spec.output_locs[i] : spec.loc, "'outputs'"));
     check_everything_used();
     return std::move(graph_);
   }
 
  private:
-  int value_of(const std::string& name) const { return by_name_.at(name); }
+  // Every name was resolved by the expander; only an output number (`lstm:3`) can be wrong here.
+  int value_of(const std::string& name, const SourceLoc& at, const std::string& who) const {
+    if (auto it = by_name_.find(name); it != by_name_.end()) return it->second;
+    const std::string base = name.substr(0, name.rfind(':'));
+    int count = 0;
+    while (by_name_.count(count == 0 ? base : base + ":" + std::to_string(count))) ++count;
+    const int producer = count > 0 ? graph_.values[by_name_.at(base)].producer : -1;
+    const std::string what = producer >= 0 ? title(graph_.layer(graph_.nodes[producer])) : "input '" + base + "'";
+    throw Error(at, who + ": reads '" + name + "', but " + what + " has " + std::to_string(count) + " output" +
+                        (count == 1 ? " ('" + base + "')" : "s ('" + base + "' to '" + base + ":" + std::to_string(count - 1) + "')"));
+  }
 
   // Throws unless the tensor can exist in nnmem: at most kMaxRank dimensions, and a size in
   // bytes that fits in 64 bits (else a SizeError). `what` starts the message: "Linear 'fc':
@@ -133,8 +144,9 @@ class Builder {
     const bool casts = policy != Autocast::Inherit;
     const DType cast_to = policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
     std::vector<InputTensor> inputs;
-    for (const auto& name : layer.inputs) {
-      const int v = value_of(name);
+    for (std::size_t i = 0; i < layer.inputs.size(); ++i) {
+      const std::string& name = layer.inputs[i];
+      const int v = value_of(name, i < layer.input_locs.size() ? layer.input_locs[i] : layer.loc, title(layer));
       node.inputs.push_back(v);
       TensorType type = graph_.values[v].type;
       int copy = -1;
@@ -144,7 +156,7 @@ class Builder {
         graph_.values[copy].copy_of = v;
       }
       node.input_casts.push_back(copy);
-      inputs.push_back({type, graph_.values[v].requires_grad});
+      inputs.push_back({type, graph_.values[v].requires_grad, copy < 0 && graph_.values[v].strided});
     }
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};
     try {
@@ -194,6 +206,7 @@ class Builder {
       const std::string name = k == 0 ? layer.name : layer.name + ":" + std::to_string(k);
       const int v = new_value(name, out, node_index);
       graph_.values[v].requires_grad = requires_grad;
+      graph_.values[v].strided = k == 0 && node.result.output_strided;
       const bool aliased = k == 0 && node.result.alias != Alias::None;
       graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage
                                  : new_storage(v, k == 0 ? node.result.output_storage_bytes : 0);

@@ -1,7 +1,7 @@
 // "Did you mean" for layer types, by meaning as well as by spelling: other frameworks' and
 // PyTorch's functional names (Dense, Cat, MaxPooling2D), the same words in another order
-// (Conv2dTranspose), and no spelling neighbour for a PyTorch layer nnmem does not model (GRU is
-// not ELU, however close the letters).
+// (Conv2dTranspose), and no spelling neighbour for a PyTorch layer nnmem does not model (RReLU is
+// not ReLU, however close the letters).
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -74,10 +74,10 @@ const std::set<std::string>& pytorch_modules() {
   static const std::set<std::string> names = {
       "AdaptiveLogSoftmaxWithLoss", "AlphaDropout", "Bilinear", "CELU", "ChannelShuffle", "ConstantPad1d", "ConstantPad2d",
       "ConstantPad3d", "CosineSimilarity", "CrossMapLRN2d", "Embedding", "EmbeddingBag", "FeatureAlphaDropout", "Fold",
-      "FractionalMaxPool2d", "FractionalMaxPool3d", "GLU", "GRU", "GRUCell", "GroupNorm", "Hardshrink", "Hardtanh",
-      "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LPPool1d", "LPPool2d", "LSTM", "LSTMCell", "LayerNorm",
+      "FractionalMaxPool2d", "FractionalMaxPool3d", "GLU", "GroupNorm", "Hardshrink", "Hardtanh",
+      "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LPPool1d", "LPPool2d", "LayerNorm",
       "LocalResponseNorm", "LogSigmoid", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "MultiheadAttention", "PReLU",
-      "PairwiseDistance", "PixelShuffle", "PixelUnshuffle", "RNN", "RNNCell", "RReLU", "ReflectionPad1d", "ReflectionPad2d",
+      "PairwiseDistance", "PixelShuffle", "PixelUnshuffle", "RReLU", "ReflectionPad1d", "ReflectionPad2d",
       "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "SELU", "Softmax2d", "Softmin",
       "Softshrink", "Softsign", "SyncBatchNorm", "Tanhshrink", "Threshold", "Transformer", "TransformerDecoder",
       "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "Unfold", "Upsample",

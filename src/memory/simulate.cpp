@@ -177,10 +177,12 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
     const std::string& name = graph_.layer(node).name;
     memory_.at(Phase::Backward, name);
     const bool passthrough = node.result.grad_passthrough || node.result.alias == Alias::View;
-    const auto found = grad_.find(node.outputs.front());
-    if (found == grad_.end()) continue;  // no gradient reached it
+    // The gradient of its first output that has one (an LSTM whose h_n alone is read gets only
+    // h_n's); none: no gradient reached it.
+    const auto with_grad = std::find_if(node.outputs.begin(), node.outputs.end(), [&](int v) { return grad_.count(v) > 0; });
+    if (with_grad == node.outputs.end()) continue;
     checkpoint_.before_node(i, grad_);
-    const int grad_out = found->second;
+    const int grad_out = grad_.at(*with_grad);
     std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
     std::vector<std::pair<std::size_t, TensorType>> reductions;  // (position in contributions, reduced type)
     const TensorType& out_type = value(node.outputs.front()).type;

@@ -174,6 +174,10 @@ class Expander {
 
   std::string resolve(const Named& ref, const NameScope& scope, const std::string* self, const std::string& who) const {
     if (auto it = scope.bound.find(ref.name); it != scope.bound.end()) return it->second;
+    // `NAME:K`: output K of a layer with several (an LSTM's h_n is `lstm:1`); the graph checks K.
+    if (const auto colon = ref.name.rfind(':'); colon != std::string::npos && colon > 0 && colon + 1 < ref.name.size() &&
+                                                ref.name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+      return resolve(Named{ref.name.substr(0, colon), ref.loc}, scope, self, who) + ref.name.substr(colon);
     const std::string about = who.empty() ? "" : who + ": ";
     if (self && ref.name == *self)
       fail(ref.loc, about + "'" + ref.name + "' reads its own output; a layer can only read layers above it");

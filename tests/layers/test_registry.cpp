@@ -31,13 +31,14 @@ const std::vector<std::string> kBuiltins = {
     "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",                                   //
     "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",                                                      // shuffle.cpp
     "Unfold", "Fold",                                                                                        // fold.cpp
+    "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",                                                  // recurrent.cpp
     "Flatten", "Reshape", "View", "Unsqueeze", "Squeeze", "Identity",                                        // reshape.cpp
     "Add", "Mul", "Concat",                                                                                  // merge.cpp
 };
 }  // namespace
 
 TEST_CASE("Registry: every built-in layer type is registered") {
-  CHECK(kBuiltins.size() == 83);
+  CHECK(kBuiltins.size() == 89);
   const auto types = layer_types();
   for (const auto& type : kBuiltins) {
     CAPTURE(type);
@@ -141,6 +142,9 @@ TEST_CASE("Registry: input counts and autocast policies") {
     } else if (type == "Mul") {
       CHECK(def->min_inputs == 2);
       CHECK(def->max_inputs == 2);
+    } else if (type == "RNNCell" || type == "GRUCell" || type == "LSTMCell") {
+      CHECK(def->min_inputs == 1);  // x, and optionally h (LSTMCell: h and c)
+      CHECK(def->max_inputs == (type == "LSTMCell" ? 3 : 2));
     } else {
       CHECK(def->min_inputs == 1);
       CHECK(def->max_inputs == 1);

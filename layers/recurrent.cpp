@@ -1,0 +1,275 @@
+// Recurrent layers: RNN, LSTM and GRU over a whole sequence, and their one-step cells RNNCell,
+// LSTMCell and GRUCell. Outputs as PyTorch returns them: the sequence output, then h_n (and
+// c_n for LSTM) — `NAME`, `NAME:1`, `NAME:2` in a spec; a cell returns h' (LSTMCell: h', c').
+//
+// What backward keeps was measured op by op on the CPU (validation/probe_recurrent.py, its
+// findings in validation/ops_saved_recurrent.md), storage by storage, T steps of a layer of
+// N sequences and H hidden units:
+// - the generic path (RNN, GRU, the cells in both versions; LSTM in 1.13 and with proj_size):
+//   the input projection of the whole sequence is one addmm (its input kept for the weight's
+//   gradient), then each step's ops keep their own tensors — per layer and direction
+//   RNN T·[N, H] (each step's activation), GRU (7T−1)·[N, H] (each step's 3H gates, two
+//   clones in-place ops save, tanh's result, and h_t for the next step), LSTM (7T−2)·[N, H]
+//   (4H gates, tanh(c_t), and c_t and h_t for the next step); the zero initial states made by
+//   the module, and each lower layer's output (with dropout, its mask and the dropped output);
+// - oneDNN's LSTM (2.x on the CPU, float32, no proj_size; TorchProfile::lstm_onednn_on_cpu):
+//   per layer and direction its input and output, h and c at the last step, and a uint8
+//   workspace, whose size is oneDNN's (rnn_utils.hpp: gates, h, states, diff states, each
+//   rounded up to a 4 KiB page), checked against 59 measured shapes.
+// On CUDA the same tensors are assumed (cuDNN's reserve space is not modelled yet).
+#include "common.hpp"
+
+namespace nnmem::layers {
+namespace {
+
+enum class Cell { Rnn, Gru, Lstm };
+
+std::int64_t gate_count(Cell cell) { return cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4; }
+
+// Adds `units` tensors of [N, width] as one kept tensor of that many bytes; nothing for 0.
+void keep_units(LayerResult& res, std::int64_t units, std::int64_t n, std::int64_t width, DType dtype, const std::string& what) {
+  if (units > 0) res.save_extra({{units, n, width}, dtype}, what);
+}
+
+std::int64_t round_up(std::int64_t x, std::int64_t m) { return checked_mul(checked_add(x, m - 1) / m, m); }
+
+// oneDNN's get_good_ld for float32: a multiple of 16 floats (64 bytes), not of 256 floats.
+std::int64_t good_ld(std::int64_t dim) {
+  const std::int64_t ld = round_up(dim, 16);
+  return ld % 256 == 0 ? checked_add(ld, 16) : ld;
+}
+
+// The workspace oneDNN's LSTM keeps for backward, one layer and direction (float32): the gates
+// of every step, h of every step, then (T + 1) steps of two layers' states, layer and iter diff
+// states (leading dimension good_ld(max(input, hidden))) and c states and their diffs (hidden).
+std::int64_t onednn_lstm_workspace(std::int64_t t, std::int64_t n, std::int64_t input, std::int64_t h) {
+  const std::int64_t page = 4096;
+  const std::int64_t steps = checked_mul(2, checked_add(t, 1));
+  const std::int64_t states = checked_mul(checked_mul(steps, n), checked_mul(good_ld(std::max(input, h)), 4));
+  const std::int64_t c_states = checked_mul(checked_mul(steps, n), checked_mul(h, 4));
+  const std::int64_t parts[] = {checked_mul(checked_mul(t, n), checked_mul(good_ld(checked_mul(4, h)), 4)),
+                                checked_mul(checked_mul(t, n), checked_mul(good_ld(h), 4)),
+                                states, states, states, c_states, c_states};
+  std::int64_t total = 0;
+  for (std::int64_t p : parts) total = checked_add(total, round_up(p, page));
+  return total;
+}
+
+struct Dims {
+  std::int64_t t, n, input, hidden, layers, dirs, proj, out;  // out: proj_size, or hidden
+};
+
+LayerResult infer_sequence(const LayerCall& call, Cell cell) {
+  const bool batch_first = call.attrs.flag("batch_first");
+  require_rank(call, 3, 3, batch_first ? "[N, L, input_size] (batch_first)" : "[L, N, input_size]");
+  require_float(call);
+  const Shape& in = call.shape();
+  Dims d{batch_first ? in[1] : in[0], batch_first ? in[0] : in[1], in[2], call.attrs.integer("hidden_size"),
+         call.attrs.integer("num_layers"), call.attrs.flag("bidirectional") ? 2 : 1, 0, 0};
+  check_declared(call, "input_size", d.input, "features in its last dimension");
+  if (cell == Cell::Lstm) d.proj = call.attrs.integer("proj_size");
+  if (d.proj >= d.hidden)
+    throw LayerError("proj_size must be smaller than hidden_size (" + std::to_string(d.hidden) + "), found " + std::to_string(d.proj),
+                     "proj_size");
+  d.out = d.proj > 0 ? d.proj : d.hidden;
+  const DType dtype = call.input().dtype;
+  const std::int64_t gates = checked_mul(gate_count(cell), d.hidden);
+  const std::int64_t width = checked_mul(d.dirs, d.out);
+
+  LayerResult res;
+  res.outputs.push_back({batch_first ? Shape{d.n, d.t, width} : Shape{d.t, d.n, width}, dtype});
+  res.output_strided = batch_first;  // the time-major result, transposed
+  const std::int64_t states = checked_mul(d.layers, d.dirs);
+  res.outputs.push_back({{states, d.n, d.out}, dtype});
+  if (cell == Cell::Lstm) res.outputs.push_back({{states, d.n, d.hidden}, dtype});
+  const bool bias = call.attrs.flag("bias");
+  for (std::int64_t l = 0; l < d.layers; ++l) {
+    const std::int64_t layer_in = l == 0 ? d.input : width;
+    for (std::int64_t dir = 0; dir < d.dirs; ++dir) {
+      const std::string suffix = "_l" + std::to_string(l) + (dir == 1 ? "_reverse" : "");
+      res.params.push_back({"weight_ih" + suffix, {gates, layer_in}});
+      res.params.push_back({"weight_hh" + suffix, {gates, d.out}});
+      if (bias) {
+        res.params.push_back({"bias_ih" + suffix, {gates}});
+        res.params.push_back({"bias_hh" + suffix, {gates}});
+      }
+      if (d.proj > 0) res.params.push_back({"weight_hr" + suffix, {d.proj, d.hidden}});
+      std::int64_t per_step = checked_add(checked_mul(gates, layer_in), checked_mul(gates, d.out));
+      if (d.proj > 0) per_step = checked_add(per_step, checked_mul(d.proj, d.hidden));
+      res.macs = checked_add(res.macs, checked_mul(checked_mul(d.t, d.n), per_step));
+    }
+  }
+
+  const bool onednn = cell == Cell::Lstm && d.proj == 0 && call.ctx.device == Device::Cpu && dtype == DType::Float32 &&
+                      call.ctx.torch->lstm_onednn_on_cpu;
+  const bool backward = call.training() && (call.input_requires_grad() || call.trainable);
+  // The weights' gradients need each step's h_(t-1) (the zero h_0 too) and each layer's input;
+  // a frozen layer's generic path keeps neither (oneDNN keeps its whole state regardless).
+  const bool for_weights = backward && (onednn || call.trainable);
+  // The module's zero initial states (h_0, and c_0 for LSTM, one tensor for every layer): kept,
+  // or alive while the module runs. With batch_first, a time-major copy of the input (the
+  // generic path makes one per direction), kept, or freed inside the op (a workspace).
+  const auto made = [&](TensorType type, const std::string& what, bool kept) {
+    kept ? res.save_extra(std::move(type), what) : res.forward_scratch.push_back({std::move(type), what});
+  };
+  made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights);
+  if (cell == Cell::Lstm) made({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)", backward);
+  if (batch_first && for_weights)
+    for (std::int64_t k = 0; k < (onednn ? 1 : d.dirs); ++k) res.save_extra({{d.t, d.n, d.input}, dtype}, "time-major copy of the input");
+  if (!backward) return res;
+  if (!batch_first && for_weights) res.save_input(0);
+  const double dropout = call.attrs.real("dropout");
+  const std::int64_t t1 = d.t - 1;
+  for (std::int64_t l = 0; l < d.layers; ++l) {
+    const std::string layer = "layer " + std::to_string(l);
+    const bool last = l + 1 == d.layers;
+    for (std::int64_t dir = 0; dir < d.dirs; ++dir) {
+      const std::string who = layer + (dir == 1 ? " reverse" : "");
+      if (onednn) {
+        if (last && d.dirs == 1)
+          res.save_output(0);
+        else
+          res.save_extra({{d.t, d.n, d.hidden}, dtype}, who + " output");
+        res.save_extra({{2, d.n, d.hidden}, dtype}, who + " h and c at the last step");
+        res.save_extra({{onednn_lstm_workspace(d.t, d.n, l == 0 ? d.input : width, d.hidden)}, DType::UInt8}, who + " oneDNN workspace");
+        continue;
+      }
+      // h_t for the next step's weight gradient (T - 1 of them) only when the weights train.
+      const std::int64_t h_next = for_weights ? t1 : 0;
+      const std::int64_t t6 = checked_mul(6, d.t);
+      switch (cell) {
+        case Cell::Rnn: keep_units(res, d.t, d.n, d.hidden, dtype, who + " step activations"); break;
+        case Cell::Gru: keep_units(res, checked_add(t6, h_next), d.n, d.hidden, dtype, who + " step gates and states"); break;
+        case Cell::Lstm:  // 4H gates, tanh(c_t), c_t for the next step (with proj_size, the h before projection too)
+          keep_units(res, checked_add(checked_add(checked_mul(d.proj > 0 ? 6 : 5, d.t), t1), d.proj > 0 ? 0 : h_next), d.n, d.hidden,
+                     dtype, who + " step gates and states");
+          if (d.proj > 0) keep_units(res, h_next, d.n, d.proj, dtype, who + " projected h_t");
+          break;
+      }
+    }
+    if (last) continue;
+    // What the next layer reads: the dropped-out output and its mask, or the output itself
+    // (oneDNN with one direction: its kept output, already counted).
+    if (dropout > 0) {
+      res.save_extra({{d.t, d.n, width}, dtype}, layer + " dropout mask");
+      if (for_weights) res.save_extra({{d.t, d.n, width}, dtype}, layer + " output after dropout");
+    } else if (for_weights && !(onednn && d.dirs == 1)) {
+      res.save_extra({{d.t, d.n, width}, dtype}, layer + " output");
+    }
+  }
+  return res;
+}
+
+// A cell: x [N, input_size] and optionally h [N, hidden_size] (LSTMCell: h and c, or neither).
+LayerResult infer_cell(const LayerCall& call, Cell cell) {
+  require_rank(call, 2, 2, "[N, input_size]");
+  require_float(call);
+  const Shape& x = call.shape();
+  const std::int64_t n = x[0], input = x[1], h = call.attrs.integer("hidden_size");
+  check_declared(call, "input_size", input, "features in its last dimension");
+  if (cell == Cell::Lstm && call.inputs.size() == 2)
+    throw LayerError("takes x alone or x, h and c (PyTorch's (h, c) tuple), found 2 inputs");
+  for (std::size_t i = 1; i < call.inputs.size(); ++i) {
+    require_float(call, i);
+    if (call.shape(i) != Shape{n, h})
+      throw LayerError(std::string(i == 1 ? "h" : "c") + " must be [" + std::to_string(n) + ", " + std::to_string(h) +
+                       "] (batch, hidden_size), found " + to_string(call.shape(i)));
+  }
+  const DType dtype = call.input().dtype;
+  const std::int64_t gates = checked_mul(gate_count(cell), h);
+  LayerResult res;
+  res.outputs.push_back({{n, h}, dtype});
+  if (cell == Cell::Lstm) res.outputs.push_back({{n, h}, dtype});
+  res.params.push_back({"weight_ih", {gates, input}});
+  res.params.push_back({"weight_hh", {gates, h}});
+  if (call.attrs.flag("bias")) {
+    res.params.push_back({"bias_ih", {gates}});
+    res.params.push_back({"bias_hh", {gates}});
+  }
+  res.macs = checked_mul(checked_mul(n, gates), checked_add(input, h));
+  if (!call.training() || !(call.any_input_requires_grad() || call.trainable)) return res;
+  // The weights' gradients need x and h; without h the module passes zeros (LSTMCell: one
+  // zero tensor as both h and c).
+  if (call.trainable) res.save_input(0);
+  if (call.inputs.size() == 1)
+    res.save_extra({{n, h}, dtype}, "h (zeros)");
+  else if (call.trainable)
+    res.save_input(1);
+  switch (cell) {
+    case Cell::Rnn: res.save_output(0); break;
+    case Cell::Gru:
+      res.save_extra({{n, checked_mul(3, h)}, dtype}, "gates");
+      res.save_extra({{3, n, h}, dtype}, "tanh of the new gate, two in-place clones");
+      break;
+    case Cell::Lstm:
+      if (call.inputs.size() == 3) res.save_input(2, "c");
+      res.save_extra({{n, gates}, dtype}, "gates");
+      res.save_extra({{n, h}, dtype}, "tanh(c')");
+      break;
+  }
+  return res;
+}
+
+std::vector<AttrDef> sequence_attrs(Cell cell) {
+  std::vector<AttrDef> a = {
+      AttrDef::integer("input_size", "features of the input; inferred, checked when given").optional().at_least(1),
+      AttrDef::integer("hidden_size", "features of the hidden state").needed().at_least(1),
+      AttrDef::integer("num_layers", "stacked layers").or_else(1).at_least(1),
+      AttrDef::flag("bias", true, "learnable biases bias_ih and bias_hh"),
+      AttrDef::flag("batch_first", false, "input and output are [N, L, features] instead of [L, N, features]"),
+      AttrDef::real("dropout", "dropout on each layer's output but the last, in training").or_else_real(0.0).between(0, 1),
+      AttrDef::flag("bidirectional", false, "a second, reversed direction; outputs concatenated"),
+  };
+  if (cell == Cell::Rnn) a.push_back(AttrDef::word("nonlinearity", {"tanh", "relu"}, "the activation").or_else_word("tanh"));
+  if (cell == Cell::Lstm)
+    a.push_back(AttrDef::integer("proj_size", "project h to this size (0: no projection); below hidden_size").or_else(0).at_least(0));
+  return a;
+}
+
+std::vector<AttrDef> cell_attrs(Cell cell) {
+  std::vector<AttrDef> a = {
+      AttrDef::integer("input_size", "features of the input; inferred, checked when given").optional().at_least(1),
+      AttrDef::integer("hidden_size", "features of the hidden state").needed().at_least(1),
+      AttrDef::flag("bias", true, "learnable biases bias_ih and bias_hh"),
+  };
+  if (cell == Cell::Rnn) a.push_back(AttrDef::word("nonlinearity", {"tanh", "relu"}, "the activation").or_else_word("tanh"));
+  return a;
+}
+
+const char* const kGeneric = "the same in 1.13 and 2.x on the CPU: the generic path's per-step tensors";
+
+const bool registered = [] {
+  const struct {
+    const char* type;
+    const char* cell_type;
+    Cell cell;
+    const char* what;
+  } kinds[] = {{"RNN", "RNNCell", Cell::Rnn, "Elman RNN, h_t = tanh(W_ih x_t + W_hh h_(t-1) + b)"},
+               {"GRU", "GRUCell", Cell::Gru, "gated recurrent unit"},
+               {"LSTM", "LSTMCell", Cell::Lstm, "long short-term memory"}};
+  for (const auto& k : kinds) {
+    const Cell cell = k.cell;
+    register_layer({
+        .type = k.type,
+        .summary = std::string(k.what) + " over a sequence; outputs: the sequence, h_n" + (cell == Cell::Lstm ? ", c_n" : ""),
+        .attrs = sequence_attrs(cell),
+        .infer = [cell](const LayerCall& call) { return infer_sequence(call, cell); },
+        .versions = cell == Cell::Lstm ? "on the CPU 2.x runs oneDNN's LSTM (without proj_size), keeping each layer's input, "
+                                         "output, last h and c and a workspace; 1.13 the generic path's per-step tensors"
+                                       : kGeneric,
+    });
+    register_layer({
+        .type = k.cell_type,
+        .summary = std::string("one step of the ") + k.type + "; inputs x (and h" + (cell == Cell::Lstm ? " and c" : "") +
+                   "); outputs h'" + (cell == Cell::Lstm ? ", c'" : ""),
+        .attrs = cell_attrs(cell),
+        .max_inputs = cell == Cell::Lstm ? 3 : 2,
+        .infer = [cell](const LayerCall& call) { return infer_cell(call, cell); },
+        .versions = "the same in 1.13 and 2.x",
+    });
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace nnmem::layers

@@ -1,0 +1,161 @@
+// RNN, LSTM, GRU and their cells (layers/recurrent.cpp) against PyTorch 2.13 and 1.13 on the CPU:
+// shapes, parameters, and what backward keeps, storage by storage, as
+// validation/probe_recurrent.py measured it (validation/ops_saved_recurrent.md). T = 3 steps,
+// N = 2 sequences, 4 input features, 5 hidden units unless said otherwise; float32.
+#include <algorithm>
+
+#include "../helpers.hpp"
+#include "checks.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+namespace {
+// Bytes of the tensors backward keeps that the layer makes (the input and output aside).
+std::int64_t kept_extra(const LayerResult& r) {
+  std::int64_t b = 0;
+  for (const auto& s : r.saved)
+    if (s.of == Saved::Of::Extra) b += s.type.bytes();
+  return b;
+}
+}  // namespace
+
+TEST_CASE("RNN / GRU / LSTM: outputs, parameters") {
+  auto r = run_rule("{type: LSTM, hidden_size: 5}", {tensor({3, 2, 4})});
+  REQUIRE(r.outputs.size() == 3);
+  CHECK(out_shape(r, 0) == "[3, 2, 5]");
+  CHECK(out_shape(r, 1) == "[1, 2, 5]");
+  CHECK(out_shape(r, 2) == "[1, 2, 5]");
+  CHECK(params_of(r) == "weight_ih_l0[20, 4] weight_hh_l0[20, 5] bias_ih_l0[20] bias_hh_l0[20]");
+  // nn.LSTM(4, 5, num_layers=2, bidirectional=True, proj_size=3, batch_first=True): 860 parameters,
+  // output [2, 3, 6], h_n [4, 2, 3], c_n [4, 2, 5]
+  r = run_rule("{type: LSTM, hidden_size: 5, num_layers: 2, bidirectional: true, proj_size: 3, batch_first: true}", {tensor({2, 3, 4})});
+  CHECK(out_shape(r, 0) == "[2, 3, 6]");
+  CHECK(out_shape(r, 1) == "[4, 2, 3]");
+  CHECK(out_shape(r, 2) == "[4, 2, 5]");
+  CHECK(param_count(r) == 860);
+  CHECK(r.params.back().name == "weight_hr_l1_reverse");
+  // nn.GRU(4, 5, num_layers=2, bidirectional=True): 840; nn.RNN(4, 5, bias=False): 45
+  r = run_rule("{type: GRU, hidden_size: 5, num_layers: 2, bidirectional: true}", {tensor({3, 2, 4})});
+  CHECK(param_count(r) == 840);
+  CHECK(r.outputs.size() == 2);
+  CHECK(out_shape(r, 1) == "[4, 2, 5]");
+  CHECK(param_count(run_rule("{type: RNN, hidden_size: 5, bias: false}", {tensor({3, 2, 4})})) == 45);
+  // MACs: T·N·(G·H·I + G·H·H) for one layer
+  CHECK(run_rule("{type: LSTM, hidden_size: 5}", {tensor({3, 2, 4})}).macs == 3 * 2 * (20 * 4 + 20 * 5));
+}
+
+TEST_CASE("RNN / GRU / LSTM: what backward keeps on the CPU (generic path)") {
+  // Measured (probe_recurrent.py), beside the input: nn.RNN(4, 5) 160 B (h_0 and 3 tanh
+  // results); nn.GRU 840 B; nn.LSTM (1.13) 840 B; LSTM(proj_size=3) 912 B (both versions).
+  for (const Context& ctx : {kCpu, kCpu113}) {
+    CHECK(kept_extra(run_rule("{type: RNN, hidden_size: 5}", {tensor({3, 2, 4})}, ctx)) == 160);
+    CHECK(kept_extra(run_rule("{type: RNN, hidden_size: 5, nonlinearity: relu}", {tensor({3, 2, 4})}, ctx)) == 160);
+    CHECK(kept_extra(run_rule("{type: GRU, hidden_size: 5}", {tensor({3, 2, 4})}, ctx)) == 840);
+    CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, proj_size: 3}", {tensor({3, 2, 4})}, ctx)) == 912);
+    // GRU(num_layers=2, bidirectional=True): 3840 left after forward, 240 of it the output
+    CHECK(kept_extra(run_rule("{type: GRU, hidden_size: 5, num_layers: 2, bidirectional: true}", {tensor({3, 2, 4})}, ctx)) == 3600);
+    // batch_first: a time-major copy of the input is what is kept (96 B more, not the input)
+    const auto bf = run_rule("{type: GRU, hidden_size: 5, batch_first: true}", {tensor({2, 3, 4})}, ctx);
+    CHECK(kept_extra(bf) == 936);
+    CHECK(std::none_of(bf.saved.begin(), bf.saved.end(), [](const Saved& s) { return s.of == Saved::Of::Input; }));
+  }
+  // batch_first and bidirectional: the generic path copies the input once per direction (1,872)
+  for (const Context& ctx : {kCpu, kCpu113})
+    CHECK(kept_extra(run_rule("{type: GRU, hidden_size: 5, batch_first: true, bidirectional: true}", {tensor({2, 3, 4})}, ctx)) ==
+          1872);
+  // oneDNN once (58,000)
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, batch_first: true, bidirectional: true}", {tensor({2, 3, 4})})) == 58000);
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, batch_first: true, bidirectional: true}", {tensor({2, 3, 4})}, kCpu113)) ==
+        1872);
+  // Frozen, the input needing a gradient: no h_(t-1) for the weights, nor the zero h_0 (GRU 720,
+  // 1.13's LSTM 720: c_0 stays); oneDNN keeps everything (28,832)
+  const auto frozen = [](const std::string& yaml, const Context& ctx) {
+    return kept_extra(run_rule(yaml, {tensor({3, 2, 4})}, ctx, /*trainable=*/false));
+  };
+  CHECK(frozen("{type: GRU, hidden_size: 5}", kCpu) == 720);
+  CHECK(frozen("{type: GRU, hidden_size: 5}", kCpu113) == 720);
+  CHECK(frozen("{type: LSTM, hidden_size: 5}", kCpu113) == 720);
+  CHECK(frozen("{type: LSTM, hidden_size: 5}", kCpu) == 28832);
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5}", {tensor({3, 2, 4})}, kCpu113)) == 840);
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, bidirectional: true}", {tensor({3, 2, 4})}, kCpu113)) == 1680);
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, batch_first: true}", {tensor({2, 3, 4})}, kCpu113)) == 936);
+  // 1.13, LSTM(num_layers=2): 1800 (1920 left, output 120); with dropout=0.5: 1920 (mask and dropped output)
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, num_layers: 2}", {tensor({3, 2, 4})}, kCpu113)) == 1800);
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, num_layers: 2, dropout: 0.5}", {tensor({3, 2, 4})}, kCpu113)) == 1920);
+}
+
+TEST_CASE("LSTM on the CPU in 2.13: oneDNN's tensors and workspace") {
+  // nn.LSTM(4, 5) on [3, 2, 4]: h_0, c_0 (40 B each), h and c at the last step (80 B), the
+  // output (kept, not extra) and a 28,672-byte workspace
+  auto r = run_rule("{type: LSTM, hidden_size: 5}", {tensor({3, 2, 4})});
+  CHECK(kept_extra(r) == 40 + 40 + 80 + 28672);
+  CHECK(std::any_of(r.saved.begin(), r.saved.end(), [](const Saved& s) { return s.of == Saved::Of::Output; }));
+  // num_layers=2: 57,904 left after forward (the output, 120, aside); bidirectional: 58,144
+  // (the output 240); num_layers=2, dropout=0.5: 58,144
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, num_layers: 2}", {tensor({3, 2, 4})})) == 57904 - 120);
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, bidirectional: true}", {tensor({3, 2, 4})})) == 58144 - 240);
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, num_layers: 2, dropout: 0.5}", {tensor({3, 2, 4})})) == 58144 - 120);
+  CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, batch_first: true}", {tensor({2, 3, 4})})) == 28928);
+  // The workspace alone, measured over shapes (T, N, input, hidden) -> bytes (60 more in
+  // validation/ops_saved_recurrent.md)
+  const struct {
+    std::int64_t t, n, i, h, bytes;
+  } ws[] = {{1, 16, 64, 64, 106496}, {3, 16, 64, 64, 229376}, {1, 16, 64, 80, 131072}, {1, 16, 128, 64, 155648},
+            {10, 4, 16, 32, 90112},  {7, 3, 16, 33, 69632},   {5, 11, 82, 256, 1003520}, {36, 17, 17, 37, 1613824}};
+  for (const auto& w : ws) {
+    CAPTURE(w.t);
+    CAPTURE(w.h);
+    const auto k = run_rule("{type: LSTM, hidden_size: " + std::to_string(w.h) + "}", {tensor({w.t, w.n, w.i})});
+    std::int64_t got = 0;
+    for (const auto& s : k.saved)
+      if (s.type.dtype == DType::UInt8) got += s.type.bytes();
+    CHECK(got == w.bytes);
+  }
+}
+
+TEST_CASE("Cells: outputs, parameters, what backward keeps (both versions)") {
+  for (const Context& ctx : {kCpu, kCpu113}) {
+    // RNNCell(4, 5) on x [2, 4]: zeros h (40 B), x, and the output kept
+    auto r = run_rule("{type: RNNCell, hidden_size: 5}", {tensor({2, 4})}, ctx);
+    CHECK(out_shape(r) == "[2, 5]");
+    CHECK(param_count(r) == 55);
+    CHECK(kept_extra(r) == 40);
+    // GRUCell: 280 B of its own (zeros h 40, gates 120, three [2, 5]); with h given, 240
+    CHECK(kept_extra(run_rule("{type: GRUCell, hidden_size: 5}", {tensor({2, 4})}, ctx)) == 280);
+    CHECK(kept_extra(run_rule("{type: GRUCell, hidden_size: 5}", {tensor({2, 4}), tensor({2, 5})}, ctx)) == 240);
+    // LSTMCell: outputs h' and c'; zeros (one tensor for h and c) 40, gates 160, tanh(c') 40
+    r = run_rule("{type: LSTMCell, hidden_size: 5}", {tensor({2, 4})}, ctx);
+    CHECK(r.outputs.size() == 2);
+    CHECK(kept_extra(r) == 240);
+    CHECK(kept_extra(run_rule("{type: LSTMCell, hidden_size: 5}", {tensor({2, 4}), tensor({2, 5}), tensor({2, 5})}, ctx)) == 200);
+  }
+}
+
+TEST_CASE("Recurrent layers: errors") {
+  // "proj_size has to be smaller than hidden_size"
+  CHECK(rule_error("{type: LSTM, hidden_size: 5, proj_size: 5}", {tensor({3, 2, 4})}) ==
+        "proj_size must be smaller than hidden_size (5), found 5");
+  CHECK(rule_error("{type: GRU, hidden_size: 5}", {tensor({3, 4})}) == "expected a 3-D input [L, N, input_size], found 2-D [3, 4]");
+  CHECK(rule_error("{type: LSTMCell, hidden_size: 5}", {tensor({2, 4}), tensor({2, 5})}) ==
+        "takes x alone or x, h and c (PyTorch's (h, c) tuple), found 2 inputs");
+  CHECK(rule_error("{type: GRUCell, hidden_size: 5}", {tensor({2, 4}), tensor({2, 6})}) ==
+        "h must be [2, 5] (batch, hidden_size), found [2, 6]");
+  CHECK_HAS(rule_error("{type: LSTM, hidden_size: 5, input_size: 3}", {tensor({3, 2, 4})}), "input_size");
+}
+
+TEST_CASE("A batch_first RNN's output is a transposed view: a Linear copies it, and keeps the copy") {
+  // gru_tagger's fc (validation/fixtures/torch-*/gru_tagger.json): its saved tensor is a
+  // [48, 64] copy of the GRU's [4, 12, 64] output, not the output's storage
+  CHECK(run_rule("{type: GRU, hidden_size: 5, batch_first: true}", {tensor({2, 3, 4})}).output_strided);
+  CHECK_FALSE(run_rule("{type: GRU, hidden_size: 5}", {tensor({3, 2, 4})}).output_strided);
+  InputTensor strided = tensor({4, 12, 64});
+  strided.strided = true;
+  auto r = run_rule("{type: Linear, out_features: 8}", {strided});
+  REQUIRE(r.saved.size() == 2);
+  CHECK(r.saved[0].of == Saved::Of::Extra);
+  CHECK(to_string(r.saved[0].type.shape) == "[4, 12, 64]");
+  // in eval, or frozen, the copy is freed inside aten::linear: nothing
+  CHECK(run_rule("{type: Linear, out_features: 8}", {strided}, kEval).saved.empty());
+  CHECK(run_rule("{type: Linear, out_features: 8}", {strided}, kEval).forward_scratch.empty());
+}
