@@ -88,7 +88,7 @@ LayerResult infer_composite(const LayerCall& call, Composite op) {
         break;
       }
       res.save_input(0);
-      res.save_extra(in, "1 + |x|");
+      res.save_extra(in, "1 + |x|", Saved::Made::Separate);
       for (int k = 0; k < 3; ++k) res.backward_scratch.push_back({in, "division's temporaries"});
       break;
     case Composite::Tanhshrink:
@@ -96,7 +96,7 @@ LayerResult infer_composite(const LayerCall& call, Composite op) {
         res.forward_scratch.push_back({res.outputs[0], "tanh(x)"});
         break;
       }
-      res.save_extra(in, "tanh(x)");
+      res.save_extra(in, "tanh(x)", Saved::Made::Separate);
       res.backward_scratch.push_back({in, "tanh's gradient"});
       break;
   }

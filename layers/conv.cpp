@@ -160,7 +160,7 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
     // and convolves the padded copy. reflection/replication_padNd keep their input for backward
     // (when it needs a grad); circular padding is cat and slices, which keep nothing.
     for (std::size_t d = 0; d < r; ++d) grow[d] = checked_add(pad.before[d], pad.after[d]);
-    res.save_extra(grown(call.input(), grow), "padded input");
+    res.save_extra(grown(call.input(), grow), "padded input", Saved::Made::Separate);
     if (call.input_requires_grad() && mode != "circular") res.save_input(0);
   } else {
     // zeros: ATen pads symmetrically inside the convolution. Only 'same' with an odd total
@@ -168,7 +168,7 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
     // column itself with constant_pad_nd (which keeps nothing) and convolves that copy.
     for (std::size_t d = 0; d < r; ++d) grow[d] = pad.after[d] - pad.before[d];
     if (std::any_of(grow.begin(), grow.end(), [](std::int64_t g) { return g > 0; }))
-      res.save_extra(grown(call.input(), grow), "padded input");
+      res.save_extra(grown(call.input(), grow), "padded input", Saved::Made::Operand);  // inside aten::convNd
     else
       res.save_input(0);
   }

@@ -35,14 +35,16 @@ LayerResult infer_dropout(const LayerCall& call, Kind kind, int channel_rank) {
   // before any noise is drawn (and never fused: p < 1 is a condition of the fused kernel). The
   // multiply keeps only that 0-dim zero, whatever the input's shape or device.
   if (p == 1.0) {
-    res.save_extra({{}, call.input().dtype}, "zero scalar");
+    res.save_extra({{}, call.input().dtype}, "zero scalar", Saved::Made::Operand);
     return res;
   }
   Shape mask = call.shape();
   if (channel_rank > 0)
     for (std::size_t d = 2; d < mask.size(); ++d) mask[d] = 1;
   const bool fused = call.ctx.device == Device::Cuda && !inplace && kind == Kind::Elements;
-  res.save_extra({mask, fused ? DType::Bool : call.input().dtype}, kind == Kind::Alpha ? "noise" : "mask");
+  // The fused kernel returns its mask; otherwise _dropout_impl draws it and multiplies by it.
+  res.save_extra({mask, fused ? DType::Bool : call.input().dtype}, kind == Kind::Alpha ? "noise" : "mask",
+                 fused ? Saved::Made::Result : Saved::Made::Operand);
   return res;
 }
 
@@ -78,7 +80,8 @@ LayerResult infer_stochastic_depth(const LayerCall& call, double p, bool per_sam
   Shape noise(call.shape().size(), 1);
   if (per_sample) noise[0] = call.shape()[0];
   res.macs = call.input().numel();
-  if (call.input_requires_grad()) res.save_extra({noise, call.input().dtype}, "noise");
+  // torchvision's stochastic_depth draws the noise with ops of its own, then multiplies.
+  if (call.input_requires_grad()) res.save_extra({noise, call.input().dtype}, "noise", Saved::Made::Separate);
   return res;
 }
 

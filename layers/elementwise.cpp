@@ -31,7 +31,7 @@ LayerResult infer_activation(const LayerCall& call, Keeps keeps, InPlace kind, D
       check_result_sign(call, negative_scale);
       res.save_output(0);
     } else {
-      res.save_extra(call.input(), "input clone");
+      res.save_extra(call.input(), "input clone", Saved::Made::Operand);
     }
   }
   return res;

@@ -20,7 +20,7 @@ LayerResult infer_linear(const LayerCall& call) {
   out.back() = out_features;
   res.outputs.push_back({out, call.input().dtype});
   res.params.push_back({"weight", {out_features, features}});
-  if (call.attrs.flag("bias")) res.params.push_back({"bias", {out_features}});
+  if (call.attrs.flag("bias")) res.params.push_back({.name = "bias", .shape = {out_features}, .grad_summed = true});
   const std::int64_t rows = numel(in) / features;
   res.macs = checked_mul(checked_mul(rows, features), out_features);
   // A non-contiguous input of more than two dimensions (a batch_first RNN's output) is copied

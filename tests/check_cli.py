@@ -160,7 +160,7 @@ with tempfile.TemporaryDirectory() as folder:
 
 # --help shows every default.
 code, out, _ = run("estimate", "--help")
-for default in ["--batch INT:INT in [1 - 1099511627776]=1\n", "}=adam\n", "}=train\n", "}=cuda\n", "--overhead TEXT=0 ",
+for default in ["--micro-batch INT:INT in [1 - 1099511627776]=1\n", "}=adam\n", "}=train\n", "}=cuda\n", "--overhead TEXT=0 ",
                 "=the spec's, else float32\n", "--max-layers INT:POSITIVE=100000\n", "--torch TEXT:{2.13,1.13}=2.13\n"]:
     check("estimate --help shows " + default, code == 0 and default in out)
 

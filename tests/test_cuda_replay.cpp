@@ -195,6 +195,8 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"lstm_seq", {}},
       {"mlp", {}},
       {"residual_net", {}},
+      {"resblock_cnn", {33}},
+      {"resblock_mlp", {}},
       {"resnet18", {18, 53}},
       {"resnet50", {20}},
       {"rnn_cells", {}},

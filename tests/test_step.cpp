@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "nnmem/parallel.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
@@ -19,7 +20,8 @@ using namespace nnmem::test;
 namespace {
 
 // The run as estimate options: the fixture's torch version, batch, optimizer and its
-// implementation, zero_grad mode and autocast. Every run is one nnmem can estimate.
+// implementation, zero_grad mode, autocast, checkpointing, gradient accumulation and the loop.
+// Every run is one nnmem can estimate.
 EstimateOptions configure(const std::string& version, const nlohmann::json& run) {
   EstimateOptions o;
   o.graph.torch = find_torch_profile(version);
@@ -31,6 +33,18 @@ EstimateOptions configure(const std::string& version, const nlohmann::json& run)
   o.graph.device = Device::Cpu;
   o.step.optimizer = *parse_optimizer(run["optimizer"].get<std::string>());
   o.step.keep_grads = !run["set_to_none"].get<bool>();
+  if (run.contains("checkpoint")) {
+    REQUIRE(parse_checkpoint_segments(run["checkpoint"].get<std::string>(), o.step.checkpoint));
+    o.step.checkpoint.impl = *parse_checkpoint_impl(run["checkpoint_impl"].get<std::string>());
+  }
+  o.step.grad_accum = run.value("grad_accum", 1);
+  if (run.contains("loop")) o.step.loop = *parse_loop(run["loop"].get<std::string>());
+  if (run.value("parallel", "") == "ddp") {  // one rank of measure_dist.py's processes on this machine
+    ParallelOptions p;
+    p.gpus = run["world_size"];
+    if (run.contains("bucket_cap_mb")) p.bucket_cap_mb = run["bucket_cap_mb"].get<double>();
+    o.step.plan_parallel = ddp_planner(p);
+  }
   return o;
 }
 
@@ -67,6 +81,11 @@ std::size_t check_version(const std::string& version) {
       CAPTURE(o.graph.amp.has_value());
       CAPTURE(o.step.foreach);
       CAPTURE(o.step.fused);
+      CAPTURE(checkpoint_segments_name(o.step.checkpoint));
+      CAPTURE(name_of(o.step.checkpoint.impl));
+      CAPTURE(o.step.grad_accum);
+      CAPTURE(name_of(o.step.loop));
+      CAPTURE(run.value("parallel", ""));
       CHECK(t.param_bytes == run["param_bytes"].get<std::int64_t>());
       CHECK(t.buffer_bytes == run["buffer_bytes"].get<std::int64_t>());
       CHECK(t.grad_bytes == run["grad_bytes"].get<std::int64_t>());
@@ -92,6 +111,15 @@ std::size_t check_version(const std::string& version) {
         const bool inside = layer != e.layers.end() && layer->functional && t.peak_layer.rfind(module + ".", 0) == 0 &&
                             t.peak_layer.find('.', module.size() + 1) == std::string::npos;
         CHECK_MESSAGE((t.peak_layer == module || inside), t.peak_layer << " vs " << module);
+      }
+      if (run.contains("peak_micro_step")) CHECK(t.peak_micro_step == run["peak_micro_step"].get<std::int64_t>());
+      if (run.contains("parallel")) {
+        // DDP's rebuilt buckets, one by one, and every rank's peak (the same model, the same step).
+        std::vector<std::int64_t> buckets;
+        for (const auto& b : e.options.step.parallel.buffers) buckets.push_back(b.bytes);
+        CHECK(buckets == run["bucket_bytes"].get<std::vector<std::int64_t>>());
+        CHECK(e.options.step.parallel.world_size == run["world_size"].get<std::int64_t>());
+        for (const auto& rank : run["ranks"]) CHECK(t.peak_bytes == rank["peak_bytes"].get<std::int64_t>());
       }
     }
   }

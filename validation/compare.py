@@ -79,7 +79,7 @@ class Nnmem:
         return version == BASE_VERSION or self.has_torch
 
     def run(self, version, network, batch, optimizer, set_to_none, mode="train", amp=None, foreach=False,
-            fused=False):
+            fused=False, variant_args=()):
         spec, extra = spec_of(network)
         args = [self.binary, "estimate", spec, "--format", "json", "--device", "cpu", "--batch", str(batch),
                 "--optimizer", optimizer, "--mode", mode] + extra
@@ -93,6 +93,7 @@ class Nnmem:
             args.append("--foreach")
         if fused:
             args.append("--fused")
+        args += list(variant_args)
         out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError("%s failed:\n%s" % (" ".join(args), out.stderr))
@@ -104,10 +105,36 @@ def heuristic(estimate):
     return estimate["conventions"]["torchsummary"]["total_bytes"]
 
 
+def scaling_args(run):
+    """nnmem's flags for a run's checkpointing, gradient accumulation, loop and data parallelism."""
+    args = []
+    if run.get("parallel") == "ddp":
+        args += ["--gpus", str(run["world_size"])]
+        if run.get("bucket_cap_mb") is not None:
+            args += ["--bucket-cap-mb", repr(run["bucket_cap_mb"])]
+    if run.get("checkpoint"):
+        args += ["--checkpoint", run["checkpoint"], "--checkpoint-impl", run["checkpoint_impl"]]
+    if run.get("grad_accum", 1) > 1:
+        args += ["--grad-accum", str(run["grad_accum"])]
+    if run.get("loop", "plain") != "plain":
+        args += ["--loop", run["loop"]]
+    return args
+
+
 def variant(r):
     if r["amp"]:
         return r["amp"] + " autocast"
-    return "fused" if r["fused"] else "foreach" if r["foreach"] else ""
+    words = ["fused" if r["fused"] else "foreach" if r["foreach"] else ""]
+    if r.get("checkpoint"):
+        words.append("checkpoint %s, %s" % (r["checkpoint"], r["checkpoint_impl"]))
+    if r.get("grad_accum", 1) > 1:
+        words.append("accumulating %d" % r["grad_accum"])
+    if r.get("loop", "plain") != "plain":
+        words.append("in a function")
+    if r.get("parallel"):
+        words.append("%s over %d ranks%s" % (r["parallel"], r["world_size"],
+                                            ", buckets of %g MiB" % r["bucket_cap_mb"] if r.get("bucket_cap_mb") else ""))
+    return "; ".join(w for w in words if w)
 
 
 def compare(nnmem, version, only=None):
@@ -121,6 +148,10 @@ def compare(nnmem, version, only=None):
             row = {"version": version, "network": network, "batch": run["batch"], "optimizer": run["optimizer"],
                    "set_to_none": run["set_to_none"], "amp": run.get("amp"), "foreach": run.get("foreach", False),
                    "fused": run.get("fused", False), "mismatches": [], "estimated": True,
+                   "checkpoint": run.get("checkpoint"), "checkpoint_impl": run.get("checkpoint_impl"),
+                   "grad_accum": run.get("grad_accum", 1), "loop": run.get("loop", "plain"),
+                   "parallel": run.get("parallel"), "world_size": run.get("world_size", 1),
+                   "bucket_cap_mb": run.get("bucket_cap_mb"),
                    "peak_modelled": network not in PEAK_NOT_MODELLED,
                    "saved": (run["saved_bytes"], None), "peak": (run["peak_bytes"], None),
                    "peak_where": (run["peak_phase"], run.get("peak_module") or "", "", ""), "heuristic": None}
@@ -129,7 +160,7 @@ def compare(nnmem, version, only=None):
                 rows.append(row)
                 continue
             est = nnmem.run(version, network, run["batch"], run["optimizer"], run["set_to_none"], amp=run.get("amp"),
-                            foreach=row["foreach"], fused=row["fused"])
+                            foreach=row["foreach"], fused=row["fused"], variant_args=scaling_args(run))
             tot = est["totals"]
             for key in EXACT:
                 if tot[key] != run[key]:
@@ -172,6 +203,8 @@ def report(rows, modelled, out):
                                                  "none" if r["set_to_none"] else "keep",
                                                  "bf16" if r["amp"] else "fused" if r["fused"] else
                                                  "fe" if r["foreach"] else "")
+        if r["checkpoint"] or r["grad_accum"] > 1 or r["loop"] != "plain" or r["parallel"]:
+            head += " [%s]" % variant(r)
         if not r["estimated"]:
             out.write("-- %s peak %13d measured; nnmem has no option for this variant\n" % (head, r["peak"][0]))
             continue
@@ -306,7 +339,18 @@ def markdown(results, nnmem):
         "  multi-tensor implementation (`foreach=True`), compared with `--foreach`; **fused** — the",
         "  optimizer's fused kernel (`fused=True`, torch 2.x);",
         "- **2 x outputs** — torchsummary's (and SizeEstimator's) total: input + params + 2 x every",
-        "  layer output, at 4 bytes per element; the error is against the measured peak.",
+        "  layer output, at 4 bytes per element; the error is against the measured peak;",
+        "- **ddp over N ranks** — `DistributedDataParallel` on the CPU with gloo, each rank a process of",
+        "  its own measuring its own step (`validation/measure_dist.py`), compared with `--gpus N`",
+        "  (`--bucket-cap-mb` when set): every rank's peak and DDP's buckets one by one",
+        "  (`tests/test_step.cpp`).",
+        "",
+        "Beyond one GPU, what only GPUs can run is not measured here. DeepSpeed's ZeRO-2/3 estimators",
+        "(`--convention deepspeed`) and Megatron-LM's theoretical memory (`nnmem megatron`: tensor,",
+        "pipeline and interleaved parallelism, sequence parallelism, Korthikanti et al.'s formulas) are",
+        "reproduced from those projects' own code, exactly (`validation/deepspeed_estimates.py`,",
+        "`validation/megatron_estimates.py`, `tests/test_conventions.cpp`): figures **modelled** from",
+        "published formulas, checked against the formulas, not against a GPU (docs/conventions.md).",
         "",
     ]
     unmodelled = [v for v, _, _ in results if not nnmem.modelled(v)]

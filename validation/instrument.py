@@ -15,6 +15,15 @@ def storage_key(t):
     return st.data_ptr(), st.nbytes()
 
 
+def storage_id(t):
+    """The storage object itself (its C++ StorageImpl): unlike the data pointer, never shared by
+    two storages alive at once, and a saved tensor keeps its own alive. Sharded data parallelism
+    frees a gathered parameter's memory during the forward pass, so a later activation can land
+    at the same address."""
+    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    return st._cdata
+
+
 def shape_of(o):
     """A tensor's shape; for several outputs (an LSTM's (out, (h_n, c_n))), their shapes in
     order, flattened: [[12, 4, 32], [2, 4, 32], [2, 4, 32]]."""
@@ -83,15 +92,18 @@ class SavedRecorder:
 
     def __init__(self, tracker, params, buffers, named):
         self.tracker = tracker
-        self.params, self.buffers = params, buffers   # storage ptr sets
+        # storage ptr sets; `params` may be a function giving the set at the time of the save
+        # (sharded data parallelism gathers and frees the parameters' storages as it runs)
+        self.params, self.buffers = params, buffers
         self.named = named                            # ptr -> 'input'/'target'
         self.records = []                             # one per pack call
 
     def pack(self, t):
         ptr, nbytes = storage_key(t)
-        kind = ("param" if ptr in self.params else "buffer" if ptr in self.buffers
+        params = self.params() if callable(self.params) else self.params
+        kind = ("param" if ptr in params else "buffer" if ptr in self.buffers
                 else self.named.get(ptr, "activation"))
-        self.records.append({"ptr": ptr, "storage_bytes": nbytes, "dtype": str(t.dtype)[6:],
+        self.records.append({"ptr": ptr, "sid": storage_id(t), "storage_bytes": nbytes, "dtype": str(t.dtype)[6:],
                              "shape": list(t.shape), "module": self.tracker.current(),
                              "kind": kind})
         return t.detach()
@@ -133,10 +145,10 @@ def summarise_saved(records, graph_map):
     for the fixture: totals, bytes per first-saving layer, and the list."""
     first = {}
     for r in records:
-        first.setdefault(r["ptr"], r)
+        first.setdefault((r["ptr"], r["sid"]), r)
     by_layer, listing = {}, []
     tot = {"activation": 0, "param": 0, "buffer": 0, "input": 0, "target": 0}
-    for ptr, r in first.items():
+    for (ptr, _), r in first.items():
         tot[r["kind"]] += r["storage_bytes"]
         if r["kind"] not in ("param", "buffer"):
             by_layer[r["module"]] = by_layer.get(r["module"], 0) + r["storage_bytes"]

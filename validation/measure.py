@@ -3,10 +3,12 @@
 object.  Usage (torch 1.13: /usr/bin/python3; torch 2.13: /work/venv213/bin/python):
   PYTHON validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam|adamw
                    [--set-to-none | --keep-grads] [--amp bfloat16] [--foreach | --fused] [--loop plain|function]
+                   [--checkpoint blocks|every:K [--checkpoint-impl reentrant|non-reentrant]] [--grad-accum K]
                    [--trace FILE] [--threads N]
 See README.md for what every field means."""
 import argparse
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -17,6 +19,8 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checkpointing  # noqa: E402
+import data_parallel  # noqa: E402
 import memtrace  # noqa: E402
 from instrument import (ModuleTracker, SavedRecorder, graph_saved,  # noqa: E402
                         storage_key, summarise_saved)
@@ -25,11 +29,11 @@ from networks import NETWORKS  # noqa: E402
 
 
 def storage_bytes(tensors):
-    """Bytes of the distinct storages of some tensors."""
+    """Bytes of the distinct storages of some tensors (a DTensor's: its local shard's)."""
     seen = {}
     for t in tensors:
         if t is not None:
-            ptr, n = storage_key(t)
+            ptr, n = storage_key(data_parallel.local(t))
             seen[ptr] = n
     return sum(seen.values())
 
@@ -66,7 +70,7 @@ def optimizer_state(opt):
     for st in opt.state.values():
         for slot, t in st.items():
             if isinstance(t, torch.Tensor):
-                ptr, n = storage_key(t)
+                ptr, n = storage_key(data_parallel.local(t))
                 if ptr not in seen:
                     seen[ptr] = n
                     slots[slot] = slots.get(slot, 0) + n
@@ -86,6 +90,15 @@ def run(args):
         res["fused"] = True
     if args.loop != "plain":  # plain runs' fixtures stay as they were
         res["loop"] = args.loop
+    if args.checkpoint:
+        res["checkpoint"], res["checkpoint_impl"] = args.checkpoint, args.checkpoint_impl
+    if args.grad_accum > 1:
+        res["grad_accum"] = args.grad_accum
+    if args.parallel:
+        rank, world = data_parallel.setup()
+        res.update(parallel=args.parallel, world_size=world, rank=rank)
+        if args.parallel == "ddp" and args.bucket_cap_mb is not None:
+            res["bucket_cap_mb"] = args.bucket_cap_mb
     # Mixed precision: forward and loss under CPU autocast, as `with torch.autocast(...):`
     # wraps them in a training loop; backward and the step run outside it.
     autocast = (lambda: torch.autocast("cpu", dtype=getattr(torch, args.amp))) if args.amp \
@@ -110,6 +123,10 @@ def run(args):
                 oshape = list(forward().shape)
             tracker.record_shapes = False
             model.train()
+            inner = model
+            if args.parallel:
+                with Marker("nnmem::wrap"):
+                    model = data_parallel.wrap(model, args.parallel, args.bucket_cap_mb)
             if net.loss in ("cross_entropy", "nll"):
                 y = torch.randint(0, oshape[-1], (oshape[0],))  # [B], or [B * T] for a language model
             elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
@@ -121,34 +138,61 @@ def run(args):
             trainable = [p for p in model.parameters() if p.requires_grad]
             opt = make_optimizer(args.optimizer, trainable, args.foreach, args.fused)
 
-        params = {storage_key(p)[0] for p in model.parameters()}
+        params = {storage_key(data_parallel.local(p))[0] for p in model.parameters()}
+        if args.parallel and args.parallel != "ddp":
+            params = functools.partial(data_parallel.param_storages, model)
         buffers = {storage_key(b)[0] for b in model.buffers()}
         named = {storage_key(x)[0]: "input"}
         if y is not None:
             named[storage_key(y)[0]] = "target"
         rec = SavedRecorder(tracker, params, buffers, named)
         graph_map = {}
+        recording = [False]  # the forward whose saved tensors are recorded
+        restore_forward = None
+        if args.checkpoint:
+            # What a checkpointed segment keeps is its inputs (saved for backward in 2.x's and
+            # in the reentrant implementation, held by a closure in 1.13's non-reentrant one:
+            # recorded here in every case, as saved tensors).
+            def on_segment(names, inputs):
+                if recording[0]:
+                    for t in inputs:
+                        rec.pack(t)
+            restore_forward = checkpointing.install(inner, args.checkpoint, args.checkpoint_impl, on_segment)
 
         def iteration(it, held):
             """One step; `out` and `loss` are bound in `held`. The plain loop passes the same
             dict every time, as a loop's variables: the previous step's out and loss live until
             rebound. --loop function passes a new one, as `def train_step(): ...; return
             loss.item()` has locals: they are freed when it returns."""
-            with Marker("nnmem::zero_grad"):
-                opt.zero_grad(set_to_none=set_to_none)
-            with rec.hooks() if it == 2 else contextlib.nullcontext(), autocast():  # it 2: record saved tensors
+            k = args.grad_accum
+            for micro in range(k):
+                with Marker(f"nnmem::micro{micro}"):
+                    micro_step(it, micro, k, held)
+            return held["loss"].item()
+
+        def micro_step(it, micro, k, held):
+            """With --grad-accum K, K of these make an iteration: zero_grad() before the first,
+            the loss divided by K, step() after the last."""
+            record = it == 2 and micro == 0  # it 2: record saved tensors
+            if micro == 0:
+                with Marker("nnmem::zero_grad"):
+                    opt.zero_grad(set_to_none=set_to_none)
+            recording[0] = record
+            with rec.hooks() if record else contextlib.nullcontext(), autocast():
                 with Marker("nnmem::forward"):
                     held["out"] = forward()
                 with Marker("nnmem::loss"), Marker("module::<loss>"):
-                    held["loss"] = loss_fn(net.loss, held["out"], y)
-            if it == 2:
+                    held["loss"] = loss_fn(net.loss, held["out"], y) if k == 1 else loss_fn(net.loss, held["out"], y) / k
+            recording[0] = False
+            # Reading a checkpointed node's saved tensors would recompute its segment.
+            if record and not args.checkpoint:
                 with Marker("nnmem::inspect"):
                     graph_map.update(graph_saved(held["loss"].grad_fn))
             with Marker("nnmem::backward"):
                 held["loss"].backward()
-            with Marker("nnmem::step"):
-                opt.step()
-            return held["loss"].item()
+            if micro == k - 1:
+                with Marker("nnmem::step"):
+                    opt.step()
 
         held = {}
         for it in range(3):
@@ -168,7 +212,10 @@ def run(args):
         res["output_shape"] = oshape
         res["loss_value"] = loss_value
 
-        # Eval: free optimizer, grads, out and loss, then one no-grad forward.
+        # Eval: free optimizer, grads, out and loss, then one no-grad forward (never
+        # checkpointed: checkpoint() stashes the RNG state even without grad).
+        if restore_forward is not None:
+            restore_forward()
         del opt
         held.clear()
         for p in model.parameters():
@@ -180,8 +227,15 @@ def run(args):
             del eout
     res["wall_seconds_measured"] = round(time.time() - t0, 2)
 
-    tr = memtrace.analyse(prof)
+    workspace = None
+    if args.parallel == "ddp":
+        res["bucket_bytes"] = data_parallel.ddp_bucket_bytes(model)
+        res["bucket_params"] = data_parallel.ddp_bucket_params(model)
+        workspace = data_parallel.ddp_workspace(res["bucket_bytes"])
+    tr = memtrace.analyse(prof, workspace)
     w = memtrace.window(tr, "nnmem::iter2")
+    if args.grad_accum > 1:
+        res["peak_micro_step"] = w["peak_micro_step"]
     res.update({"peak_bytes": w["peak_bytes"], "peak_phase": w["peak_phase"],
                 "peak_op": w["peak_op"], "peak_op_outer": w["peak_op_outer"],
                 "peak_module": w["peak_module"], "iter_start_bytes": w["start_bytes"],
@@ -189,7 +243,9 @@ def run(args):
                 "peak_unfiltered_bytes": w["peak_unfiltered_bytes"],
                 "phases": w["phases"],
                 "excluded_workspace_peak": tr.excluded_workspace_peak,
-                "unmatched_free_bytes": tr.unmatched_free_bytes})
+                "unmatched_free_bytes": tr.unmatched_free_bytes,
+                "unseen_free_bytes": tr.unseen_free_bytes,
+                "framework_workspace_bytes": tr.framework_workspace_bytes})
     # Same figure one iteration earlier, without the saved-tensor hooks: a
     # check that the instrumentation does not change the memory behaviour.
     res["iter1_peak_bytes"] = memtrace.window(tr, "nnmem::iter1")["peak_bytes"]
@@ -202,7 +258,7 @@ def run(args):
                       "params": sum(p.numel() for p in m.parameters(recurse=False))}
                      for n, m in tracker.leaves.items()]
     if args.trace:
-        memtrace.write_trace(tr, "nnmem::iter2", args.trace)
+        memtrace.write_trace(tr, "nnmem::iter2", args.trace.format(rank=res.get("rank", 0)))
     return res
 
 
@@ -221,9 +277,24 @@ def main():
     ap.add_argument("--loop", choices=["plain", "function"], default="plain",
                     help="plain: a loop binding out and loss (default); function: each step in a "
                          "function that returns loss.item()")
+    ap.add_argument("--checkpoint", help="checkpoint the units (networks_scaling.py): blocks | every:K")
+    ap.add_argument("--checkpoint-impl", choices=checkpointing.IMPLS, default="non-reentrant",
+                    help="torch.utils.checkpoint's use_reentrant=True or False (default)")
+    ap.add_argument("--grad-accum", type=int, default=1,
+                    help="micro-steps per optimizer step (loss / K; zero_grad before the first)")
+    ap.add_argument("--parallel", choices=data_parallel.STRATEGIES,
+                    help="data parallelism, one rank of a torchrun launch (measure_dist.py)")
+    ap.add_argument("--bucket-cap-mb", type=float, help="DDP's bucket_cap_mb (default: DDP's own, 25 with a first bucket of 1)")
+    ap.add_argument("--out", help="write the JSON here instead of stdout ({rank}: the rank)")
     ap.add_argument("--trace", help="write iteration 2's filtered allocator events here")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    print(json.dumps(run(ap.parse_args()), sort_keys=True))
+    args = ap.parse_args()
+    res = run(args)
+    if args.out:
+        with open(args.out.format(rank=res.get("rank", 0)), "w") as f:
+            json.dump(res, f, sort_keys=True)
+    else:
+        print(json.dumps(res, sort_keys=True))
 
 
 if __name__ == "__main__":

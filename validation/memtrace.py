@@ -29,6 +29,14 @@ from typing import List, Optional
 import torch
 
 MARKER_PREFIXES = ("nnmem::", "module::")
+# Operator calls whose own allocations, freed before they return, are workspaces: ATen's, and
+# the collectives of torch.distributed (c10d::) and of gloo's worker threads (gloo:).
+OP_PREFIXES = ("aten::", "c10d::", "gloo:")
+# A collective's staging copies (gloo's reduce-scatter clones its input, its all-gather gathers
+# into a buffer of its own) differ by backend — NCCL works in the given tensors — and gloo may
+# free them on a worker thread the profiler does not see: whatever a collective allocates is
+# its workspace, wherever and whenever it is freed.
+COLLECTIVE_PREFIXES = ("c10d::", "gloo:")
 PHASES = ("zero_grad", "forward", "loss", "inspect", "backward", "step", "eval")
 
 
@@ -76,12 +84,13 @@ class MemEvent:
     size: int                   # signed: > 0 allocation, < 0 free
     tid: int
     markers: List[str]          # enclosing nnmem::/module:: ranges, outermost first
-    outer_aten: Optional[int]   # id of the outermost enclosing aten:: event
+    outer_aten: Optional[int]   # id of the outermost enclosing aten:: (c10d::, gloo:) event
     outer_op: str               # outermost enclosing non-marker event name
     inner_op: str               # innermost enclosing non-marker event name
     op_shapes: list             # input shapes of the outermost op (if recorded)
     seq: int                    # sequence_number of the outermost op (-1: none)
     excluded: bool = False      # operator workspace (see module docstring)
+    collective: bool = False    # allocated inside a collective (COLLECTIVE_PREFIXES)
     ignored: bool = False       # free of memory allocated before profiling
     matched: bool = False       # for a free: it matched an allocation
     total: int = 0              # running total after this event
@@ -126,14 +135,14 @@ def _collect(prof):
     events, seq_module = [], {}
     counter = [0]
 
-    def walk(ev, markers, outer_aten, outer_op, inner_op, shapes, seq, module):
+    def walk(ev, markers, outer_aten, outer_op, inner_op, shapes, seq, module, collective=False):
         counter[0] += 1
         name = ev.name
         ef = ev.extra_fields
         if name == "[memory]":
             events.append(MemEvent(ev.start_time_ns, counter[0], ef.ptr, ef.alloc_size,
                                    ev.start_tid, markers, outer_aten, outer_op or "",
-                                   inner_op or "", shapes, seq))
+                                   inner_op or "", shapes, seq, collective=collective))
             return
         if name.startswith(MARKER_PREFIXES):
             markers = markers + [name]
@@ -146,11 +155,12 @@ def _collect(prof):
             if outer_op is None:
                 outer_op, seq = name, own_seq
                 shapes = input_shapes(ef)
-            if outer_aten is None and name.startswith("aten::"):
+            if outer_aten is None and name.startswith(OP_PREFIXES):
                 outer_aten = ev.id
+                collective = name.startswith(COLLECTIVE_PREFIXES)
             inner_op = name
         for c in ev.children:
-            walk(c, markers, outer_aten, outer_op, inner_op, shapes, seq, module)
+            walk(c, markers, outer_aten, outer_op, inner_op, shapes, seq, module, collective)
 
     for root in prof.profiler.kineto_results.experimental_event_tree():
         walk(root, [], None, None, None, None, -1, None)
@@ -164,18 +174,32 @@ class Trace:
     seq_module: dict
     unmatched_free_bytes: int = 0
     excluded_workspace_peak: int = 0
+    framework_workspace_bytes: int = 0  # what `workspace` excluded
+    unseen_free_bytes: int = 0  # allocations whose address was reused with no free seen
     windows: dict = field(default_factory=dict)
 
 
-def analyse(prof):
+def analyse(prof, workspace=None):
     """Pair allocations with frees, apply the workspace exclusion and compute
-    running totals (filtered in .total, unfiltered kept separately)."""
+    running totals (filtered in .total, unfiltered kept separately). `workspace`, when given,
+    says of an allocation event that it is a workspace of the framework's own (excluded, and
+    its free with it)."""
     events, seq_module = _collect(prof)
     live = {}
     tr = Trace(events, seq_module)
     for e in events:
+        if e.size > 0 and workspace is not None and workspace(e):
+            e.collective = e.excluded = True
+            tr.framework_workspace_bytes += e.size
         if e.size > 0:
+            stale = live.get(e.ptr)
+            if stale is not None:   # its free was never seen: a collective's worker thread
+                stale.excluded = True   # freed it (gloo keeps a collective's tensors until its
+                tr.unseen_free_bytes += stale.size  # work is destroyed there)
             live[e.ptr] = e
+            if e.collective:
+                e.excluded = True
+                tr.excluded_workspace_peak = max(tr.excluded_workspace_peak, e.size)
         else:
             a = live.pop(e.ptr, None)
             if a is None:           # allocated before profiling started:
@@ -183,7 +207,9 @@ def analyse(prof):
                 e.ignored = True                    # not subtracted either
                 continue
             e.matched = True
-            if a.outer_aten is not None and a.outer_aten == e.outer_aten:
+            if a.collective:
+                e.excluded = True
+            elif a.outer_aten is not None and a.outer_aten == e.outer_aten:
                 a.excluded = e.excluded = True
                 tr.excluded_workspace_peak = max(tr.excluded_workspace_peak, a.size)
     total = raw = 0
@@ -226,6 +252,8 @@ def window(tr, marker):
     if best_ev is not None:
         res.update(peak_phase=best_ev.phase, peak_op=best_ev.inner_op,
                    peak_op_outer=best_ev.outer_op, peak_module=module_of(tr, best_ev))
+        micro = best_ev.marker("nnmem::micro")  # gradient accumulation: which micro-step (1-based)
+        res["peak_micro_step"] = int(micro) + 1 if micro is not None else None
     return res
 
 

@@ -963,3 +963,6 @@ NETWORKS = {
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa",)})
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
+
+from networks_scaling import SCALING_NETWORKS  # noqa: E402  (checkpointing, accumulation, DDP)
+NETWORKS.update({name: Net(*args) for name, args in SCALING_NETWORKS.items()})

@@ -7,7 +7,7 @@ implementations, AdamW).
 
   /usr/bin/python3 validation/run_all.py --torch 1.13 --jobs 2     (torch 1.13: Debian's)
   /usr/bin/python3 validation/run_all.py --torch 2.13 --jobs 2     (torch 2.13: /work/venv213)
-  ... [--only resnet18,mlp] [--skip-done] [--extra-only] [--python PATH]
+  ... [--only resnet18,mlp] [--skip-done] [--extra-only] [--parallel-only] [--python PATH]
   ... --summary                                                     (table of headline figures)
 
 --torch picks the interpreter that measures (TORCH_PYTHON, or --python); without it, the
@@ -51,6 +51,38 @@ OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"
 # Under 2.13 autocast runs for more networks: activations_net (2.13's CPU bfloat16 kernels
 # have ReLU6's backward, 1.13's do not), se_net and unet_small.
 AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small"]
+# Activation checkpointing and gradient accumulation, on the networks made for them
+# (networks_scaling.py), at their first batch, under both versions: (optimizer, set_to_none,
+# measure.py's arguments). Reentrant checkpointing only of the blocks: their inputs need a
+# gradient (a segment fed by the network's input would leave its parameters without one); and
+# groups that do not start at resblock_cnn's in-place stem_relu (PyTorch refuses to recompute
+# from an input overwritten in place, and so does nnmem).
+SCALING_NETWORKS = ["resblock_mlp", "resblock_cnn"]
+_NR, _R = ("--checkpoint-impl", "non-reentrant"), ("--checkpoint-impl", "reentrant")
+SCALING_VARIANTS = [
+    ("sgd", True, ("--checkpoint", "blocks") + _NR),
+    ("adam", True, ("--checkpoint", "blocks") + _NR),
+    ("sgd", True, ("--checkpoint", "blocks") + _R),
+    ("adam", True, ("--checkpoint", "blocks") + _R),
+    ("momentum", False, ("--checkpoint", "every:3") + _NR),
+    ("sgd", True, ("--checkpoint", "blocks") + _R + ("--loop", "function")),
+    ("adam", True, ("--checkpoint", "every:4") + _NR + ("--loop", "function")),
+    ("sgd", True, ("--grad-accum", "2")),
+    ("adam", True, ("--grad-accum", "3")),
+    ("momentum", False, ("--grad-accum", "2")),
+    ("adam", True, ("--grad-accum", "4", "--loop", "function")),
+    ("adam", True, ("--grad-accum", "3", "--checkpoint", "blocks") + _NR),
+    ("momentum", True, ("--grad-accum", "2", "--checkpoint", "blocks") + _R),
+]
+# Data parallelism (measure_dist.py: ranks in processes of their own, gloo), on the same
+# networks at their first batch, under both versions: DDP with its default buckets, with a small
+# bucket_cap_mb (several buckets; 2.13 then sizes the first bucket like the rest, 1.13 keeps it
+# at 1 MiB), over three ranks, with accumulation and kept gradients.
+PARALLEL_VARIANTS = [
+    ("adam", True, ("--nproc", "2", "--parallel", "ddp")),
+    ("sgd", True, ("--nproc", "3", "--parallel", "ddp", "--bucket-cap-mb", "0.05")),
+    ("momentum", False, ("--nproc", "2", "--parallel", "ddp", "--bucket-cap-mb", "0.4", "--grad-accum", "2")),
+]
 # Where each torch version's interpreter lives (--torch V runs measure.py with it).
 TORCH_PYTHON = {"1.13": "/usr/bin/python3", "2.13": "/work/venv213/bin/python"}
 # Per-run fields that depend on the batch only: stored once per batch.
@@ -89,14 +121,17 @@ def torch_version(python):
     return ".".join(out.split(".")[:2])
 
 
-def measure(network, batch, optimizer, set_to_none, amp=None, impl=None):
-    """impl: None (the single-tensor loop), 'foreach' or 'fused'."""
-    cmd = [PYTHON, os.path.join(HERE, "measure.py"), network, "--batch", str(batch),
+def measure(network, batch, optimizer, set_to_none, amp=None, impl=None, extra=()):
+    """impl: None (the single-tensor loop), 'foreach' or 'fused'; extra: more measure.py
+    arguments (checkpointing, accumulation, the loop)."""
+    script = "measure_dist.py" if "--parallel" in extra else "measure.py"
+    cmd = [PYTHON, os.path.join(HERE, script), network, "--batch", str(batch),
            "--optimizer", optimizer, "--set-to-none" if set_to_none else "--keep-grads"]
     if amp:
         cmd += ["--amp", amp]
     if impl:
         cmd.append("--" + impl)
+    cmd += list(extra)
     t = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
@@ -117,39 +152,49 @@ def is_done(network):
     return len(fx.get("runs", [])) == len(combos(network))
 
 
-def combos(network, extra_only=False):
-    """(batch, optimizer, set_to_none, amp, impl) of every run of a network under VERSION."""
+def combos(network, extra_only=False, parallel_only=False):
+    """(batch, optimizer, set_to_none, amp, impl, extra) of every run of a network under VERSION."""
     net = NETWORKS[network]
     b0 = net.batches[0]
-    plain = [] if extra_only else [(b, o, s, None, None) for b in net.batches for o in OPTIMIZERS for s in MODES]
+    parallel = [(b0, o, s, None, None, x) for o, s, x in PARALLEL_VARIANTS] if network in SCALING_NETWORKS else []
+    if parallel_only:
+        return parallel
+    plain = [] if extra_only else [(b, o, s, None, None, ()) for b in net.batches for o in OPTIMIZERS for s in MODES]
     if VERSION == "1.13":
-        amp = [(b0, o, True, "bfloat16", None) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS else []
-        variants = [(b0, o, True, None, "foreach") for o in FOREACH_OPTIMIZERS] + \
-            [(b0, o, True, None, i) for o, i in ADAMW_VARIANTS] if network in FOREACH_NETWORKS else []
+        amp = [(b0, o, True, "bfloat16", None, ()) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS else []
+        variants = [(b0, o, True, None, "foreach", ()) for o in FOREACH_OPTIMIZERS] + \
+            [(b0, o, True, None, i, ()) for o, i in ADAMW_VARIANTS] if network in FOREACH_NETWORKS else []
     else:
-        amp = [(b0, o, True, "bfloat16", None) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS_2 else []
-        variants = [(b0, o, True, None, i) for o, i in OPTIM_VARIANTS_2] if network in OPTIM_NETWORKS_2 else []
-    return plain + amp + variants
+        amp = [(b0, o, True, "bfloat16", None, ()) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS_2 else []
+        variants = [(b0, o, True, None, i, ()) for o, i in OPTIM_VARIANTS_2] if network in OPTIM_NETWORKS_2 else []
+    scaling = [(b0, o, s, None, None, x) for o, s, x in SCALING_VARIANTS] if network in SCALING_NETWORKS else []
+    return plain + amp + variants + scaling + parallel
 
 
-def run_network(network, jobs, extra_only=False):
+def run_network(network, jobs, extra_only=False, parallel_only=False):
     net = NETWORKS[network]
     t0 = time.time()
     runs, per_batch = [], {}
-    if extra_only:  # keep the plain runs of the existing fixture
+    if parallel_only:  # keep every run of the existing fixture but the data-parallel ones
+        with open(fixture_path(network)) as f:
+            old = json.load(f)
+        runs = [r for r in old["runs"] if not r.get("parallel")]
+        per_batch = old["per_batch"]
+    elif extra_only:  # keep the plain runs of the existing fixture
         with open(fixture_path(network)) as f:
             old = json.load(f)
         runs = [r for r in old["runs"] if not r.get("amp") and not r.get("foreach") and not r.get("fused")
+                and not r.get("checkpoint") and not r.get("grad_accum") and not r.get("loop")
                 and r["optimizer"] in OPTIMIZERS]
         per_batch = old["per_batch"]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [(c, pool.submit(measure, network, *c)) for c in combos(network, extra_only)]
-        for (b, o, s, a, f), fut in futures:
+        futures = [(c, pool.submit(measure, network, *c)) for c in combos(network, extra_only, parallel_only)]
+        for (b, o, s, a, f, x), fut in futures:
             r, dt = fut.result()
-            print(f"  {network:18s} batch {b:3d} {o:8s} set_to_none={s!s:5s} amp={a!s:8s} impl={f!s:7s} "
+            print(f"  {network:18s} batch {b:3d} {o:8s} set_to_none={s!s:5s} amp={a!s:8s} impl={f!s:7s} {' '.join(x)} "
                   f"peak {r['peak_bytes']:>13,d} B ({r['peak_phase']})  {dt:5.1f} s", flush=True)
             layers = {k: r.pop(k) for k in PER_BATCH}
-            if not a:
+            if not a and not x:
                 per_batch[str(b)] = layers
             for k in VOLATILE:
                 r.pop(k, None)
@@ -196,6 +241,8 @@ def main():
     ap.add_argument("--summary", action="store_true", help="print a table of the fixtures and exit")
     ap.add_argument("--extra-only", action="store_true",
                     help="redo only the variant runs (autocast, foreach, fused, adamw) of existing fixtures")
+    ap.add_argument("--parallel-only", action="store_true",
+                    help="redo only the data-parallel runs (measure_dist.py) of existing fixtures")
     ap.add_argument("--torch", choices=sorted(TORCH_PYTHON),
                     help="measure with this torch version's interpreter (default: the one running this)")
     ap.add_argument("--python", help="measure with this interpreter instead")
@@ -219,6 +266,10 @@ def main():
         names = [n for n in NETWORKS if n in wanted]
     t0 = time.time()
     for n in names:
+        if args.parallel_only:
+            if combos(n, parallel_only=True):
+                run_network(n, args.jobs, parallel_only=True)
+            continue
         if args.extra_only:
             if combos(n, extra_only=True):
                 run_network(n, args.jobs, extra_only=True)

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,8 +33,9 @@ enum class MemoryKind : std::uint8_t {
   Activations,     // layer outputs and what backward keeps (masks, indices, statistics, …)
   WeightCopies,    // autocast's low-precision copies of parameters
   Transients,      // activations' gradients and optimizer temporaries
+  CommBuffers,     // data parallelism's own: DDP's gradient buckets
 };
-inline constexpr std::size_t kMemoryKinds = 8;
+inline constexpr std::size_t kMemoryKinds = 9;
 std::string_view name_of(MemoryKind kind);
 
 std::string_view name_of(OptimizerKind kind);
@@ -63,6 +65,44 @@ struct CudaAllocatorConfig {
   std::int64_t capacity_bytes = 0;
 };
 
+/// Activation checkpointing (docs/memory-model.md, "Activation checkpointing"): which layers
+/// form checkpointed segments, and torch.utils.checkpoint's implementation.
+enum class CheckpointSegments {
+  Spec,    // the spec's `checkpoint: true` entries
+  None,    // none, whatever the spec says
+  Blocks,  // every top-level block instance (each `repeat` instance its own segment)
+  Every,   // consecutive groups of `every` top-level entries
+};
+enum class CheckpointImpl { NonReentrant, Reentrant };  // use_reentrant=False / True
+/// Activation checkpointing (torch.utils.checkpoint): which segments, which implementation.
+struct RecomputeOptions {
+  CheckpointSegments segments = CheckpointSegments::Spec;
+  std::int64_t every = 0;  // CheckpointSegments::Every: entries per segment (at least 1)
+  CheckpointImpl impl = CheckpointImpl::NonReentrant;
+};
+std::string_view name_of(CheckpointImpl impl);
+std::optional<CheckpointImpl> parse_checkpoint_impl(std::string_view name);
+/// "spec", "none", "blocks" or "every:K" (K ≥ 1) into options.segments (and .every); false for
+/// anything else.
+bool parse_checkpoint_segments(std::string_view text, RecomputeOptions& options);
+/// The same words back: "blocks", "every:2".
+std::string checkpoint_segments_name(const RecomputeOptions& options);
+
+/// A rank's share of data parallelism, as the simulated step sees it: what the wrapper holds
+/// besides the model (computed by the parallel stage, nnmem/parallel.hpp). Empty: one device.
+struct DataParallelStep {
+  std::string strategy;              // "" (one device) or "ddp"
+  std::int64_t world_size = 1;       // ranks in all (--gpus × --nodes)
+  std::int64_t nodes = 1;
+  std::int64_t bucket_cap_bytes = 0; // DDP: bucket_cap_mb in bytes
+  struct Buffer {
+    std::string what;                // "gradient bucket 0 (1,058,856 bytes: head.bias … blocks.1.fc1.weight)"
+    std::int64_t bytes = 0;
+  };
+  /// Allocated as the wrapper is built, after the model, and held throughout: DDP's buckets.
+  std::vector<Buffer> buffers;
+};
+
 struct StepOptions {
   OptimizerKind optimizer = OptimizerKind::Adam;
   bool rmsprop_momentum = false;   // RMSprop(momentum > 0): one more slot
@@ -74,6 +114,15 @@ struct StepOptions {
   std::optional<LossKind> loss;    // default: the spec's `loss`, else mean
   std::int64_t overhead_bytes = 0; // framework overhead added on CUDA (the CUDA context)
   CudaAllocatorConfig allocator = {};  // CUDA: the caching allocator's settings
+  RecomputeOptions checkpoint = {};   // activation checkpointing
+  /// Gradient accumulation: micro-steps per optimizer step (docs/memory-model.md). zero_grad()
+  /// before the first, the loss divided by it, step() after the last; the batch is each
+  /// micro-step's.
+  std::int64_t grad_accum = 1;
+  DataParallelStep parallel = {};  // data parallelism: this rank's wrapper
+  /// When set, fills `parallel` for each training graph estimated (the parallel stage's
+  /// ddp_planner()): fit, sweep and compare estimate other graphs than the first.
+  std::function<DataParallelStep(const Graph&)> plan_parallel;
 };
 
 struct EstimateOptions {
@@ -110,6 +159,7 @@ struct TimelineEvent {
   std::int64_t live = 0;           // bytes live after the event
   MemoryKind kind = MemoryKind::Activations;  // what the block holds
   int block = -1;                  // the block allocated or released: the pair of events of one tensor
+  std::int64_t micro_step = 1;     // with gradient accumulation: which micro-step (1-based)
 };
 
 struct Totals {
@@ -124,6 +174,7 @@ struct Totals {
   std::int64_t peak_bytes = 0;        // the largest live total in the step
   Phase peak_phase = Phase::Forward;
   std::string peak_layer;
+  std::int64_t peak_micro_step = 1;   // with gradient accumulation: in which micro-step
   std::array<std::int64_t, kMemoryKinds> peak_breakdown{};  // by MemoryKind, at the peak
   std::int64_t backward_transient_bytes = 0;  // the most activation gradients and temporaries live in backward
   std::int64_t reserved_bytes = 0;    // CUDA: max_memory_reserved(), modelled (CudaAllocatorFigures)
@@ -182,6 +233,7 @@ struct Estimate {
   DType float_dtype = DType::Float32;
   std::vector<LayerEstimate> layers;
   std::vector<OptimizerSlot> optimizer_slots;
+  std::vector<std::string> checkpointed;  // the checkpointed segments, in order ("layer1.0")
   Totals totals;
   TorchSummaryFigures torchsummary;  // for comparison with that tool (report.hpp renders it)
   std::optional<CudaAllocatorFigures> cuda_allocator;  // on CUDA

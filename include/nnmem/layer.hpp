@@ -154,10 +154,22 @@ struct Saved {
   /// Param: one of the layer's parameters, free in full precision (it is persistent), but under
   /// autocast the op keeps the parameter's low-precision copy, which is memory of its own.
   enum class Of { Input, Output, Extra, Param };
+  /// Where an Extra comes from, which matters when nothing keeps it (activation checkpointing):
+  ///   Result    one of the op's results (indices, statistics, CUDA's dropout mask): kept after
+  ///             the output exists; unkept, it is gone before the op's call returns;
+  ///   Operand   made inside the op's call as an operand of its kernel (the CPU dropout mask, an
+  ///             in-place activation's clone): kept before the output exists; unkept, likewise;
+  ///   Separate  made by an op of its own before this one (F.pad's copy): kept before the
+  ///             output exists; unkept, it lives until this op has run.
+  enum class Made { Result, Operand, Separate };
   Of of = Of::Input;
   int index = 0;            // which input / output / parameter
   TensorType type;          // for Extra: a tensor the op creates (indices, mask, statistics)
   std::string what;         // for reports: "indices", "save_mean", …
+  Made made = Made::Result;  // for Extra
+
+  /// Autograd packs it before the op's output exists (inputs, parameters, operands).
+  bool before_output() const { return of == Of::Input || of == Of::Param || (of == Of::Extra && made != Made::Result); }
 };
 
 /// A tensor an op allocates and frees again within one call of its forward or backward,
@@ -174,6 +186,9 @@ struct ParamDecl {
   std::string name;
   Shape shape;
   DType dtype = DType::Float32;
+  /// Its gradient is the output's gradient summed down by the engine after the node has run
+  /// (validate_outputs' sum_to), not by the node itself: Linear's bias.
+  bool grad_summed = false;
 };
 
 struct LayerResult {
@@ -211,7 +226,7 @@ struct LayerResult {
 
   void save_input(int i, std::string what = "input");
   void save_output(int i, std::string what = "output");
-  void save_extra(TensorType type, std::string what);
+  void save_extra(TensorType type, std::string what, Saved::Made made = Saved::Made::Result);
   void save_param(int i, std::string what = "weight");
 };
 

@@ -28,6 +28,10 @@ struct TorchProfile {
   bool grad_sum_in_place = false;
 
   // --- what backward keeps and allocates
+  // A saved wrapped number (a Python scalar made a 0-dim tensor, like K in `loss / K`) goes
+  // through saved_tensors_hooks in 1.13; 2.x saves it without them. Either way it is kept: this
+  // decides only whether it counts as "saved" (what the hooks see).
+  bool hooks_see_wrapped_numbers = false;
   // Global average pooling (AdaptiveAvgPool*d to size 1): both run input.mean(spatial dims);
   // 1.13's MeanBackward1 keeps the input (`_saved_self`), 2.13's only sizes. Other output
   // sizes keep the input in both (validation/ops_saved_zoo.md).
@@ -56,6 +60,15 @@ struct TorchProfile {
   // 'BFloat16'); 2.13's take every dtype but bool (validation/ops_saved_zoo.md).
   bool pad_kernels_float_only = false;
 
+  // --- torch.utils.checkpoint, non-reentrant (use_reentrant=False)
+  // Recomputation stops once the last tensor the segment's nodes keep has been recomputed
+  // (2.x's early_stop=True; 1.13 runs the whole segment again).
+  bool checkpoint_early_stop = false;
+  // A recomputed tensor is handed over on unpack (2.x pops it from the frame's store), so it
+  // is freed as its node's apply returns, before the engine sums gradients down (Linear's
+  // bias); 1.13 keeps it in the store until the node releases its saved variables.
+  bool checkpoint_unpack_hands_over = false;
+
   // --- optimizers
   // foreach Adam/AdamW/AMSGrad: 2.x makes one list of sqrt temporaries and works in place,
   // after a 4-byte CPU tensor for the step increment; 1.13 makes the sqrt list and then a denom
@@ -75,6 +88,12 @@ struct TorchProfile {
   bool param_groups_2x_keys = false;
   // Plain SGD's state_dict holds a `momentum_buffer: None` per parameter in 1.13, nothing in 2.x.
   bool sgd_state_momentum_none = false;
+
+  // --- data parallelism (DistributedDataParallel)
+  // The first gradient bucket's cap after DDP rebuilds its buckets: 1 MiB
+  // (dist._DEFAULT_FIRST_BUCKET_BYTES) in 1.13 whatever bucket_cap_mb is; in 2.x 1 MiB only
+  // with the default bucket_cap_mb, else bucket_cap_mb like the rest (BucketCapacityConfig).
+  bool ddp_first_bucket_follows_cap = false;
 
   /// Whether this version has the layer type (a PyTorch class name).
   bool has_layer(std::string_view type) const;

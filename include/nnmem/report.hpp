@@ -9,6 +9,7 @@
 #include <string>
 
 #include "nnmem/estimate.hpp"
+#include "nnmem/parallel.hpp"
 
 namespace nnmem {
 
@@ -42,6 +43,12 @@ std::string render_markdown(const Estimate& estimate, const ReportOptions& optio
 std::string render_csv(const Estimate& estimate, const ReportOptions& options = {});
 /// torchsummary's layer list and figures, with exact bytes and how they differ from nnmem's.
 std::string render_torchsummary(const Estimate& estimate);
+/// DeepSpeed's ZeRO-2 and ZeRO-3 model-state estimates as it prints them, their exact bytes, and
+/// nnmem's own peak beside them.
+std::string render_deepspeed(const Estimate& estimate, const DeepSpeedConvention& convention);
+/// Megatron-LM's theoretical memory for a transformer shape and parallel setup, as it prints it,
+/// with the bytes and Korthikanti et al.'s per-layer activations (modelled).
+std::string render_megatron(const TransformerShape& shape, const MegatronSetup& setup);
 /// The estimate as JSON (indent < 0: one line).
 std::string render_json(const Estimate& estimate, const ReportOptions& options = {}, int indent = 2);
 /// The same, written to `os` as it is made: the layers and the timeline, which grow with the

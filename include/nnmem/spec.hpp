@@ -66,6 +66,14 @@ struct LayerSpec {
   std::string shares;                // `share: NAME`: calls the module of that (qualified) layer again
   SourceLoc shares_loc;
   std::vector<ParamTie> ties;
+  /// Activation checkpointing (`checkpoint: true`): the entry that asked for it — this layer, or
+  /// the block instance it belongs to ("layer1.0"); its layers form one checkpointed segment.
+  std::string checkpoint;
+  SourceLoc checkpoint_loc;          // that entry's `checkpoint` key
+  /// The top-level entry (a layer or a block instance; each `repeat` instance its own) this
+  /// layer belongs to, and whether it is a block instance: --checkpoint blocks|every:K.
+  std::string unit;
+  bool unit_is_block = false;
   SourceLoc loc;                     // the layer's mapping
   SourceLoc type_loc;
 

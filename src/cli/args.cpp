@@ -60,7 +60,10 @@ void SpecArgs::add_to(CLI::App& app) {
 }
 
 void StepArgs::add_to(CLI::App& app, bool with_batch) {
-  if (with_batch) app.add_option("-b,--batch", batch, "batch size")->check(integer_between(1, kMaxBatch))->capture_default_str();
+  if (with_batch)
+    app.add_option("-b,--batch,--micro-batch", batch, "batch size: per forward pass (per micro-step, per GPU)")
+        ->check(integer_between(1, kMaxBatch))
+        ->capture_default_str();
   app.add_option("--mode", mode, "a training step, or inference (no gradients)")->check(one_of({"train", "eval"}))->capture_default_str();
   app.add_option("--device", device, "whose kernels' and allocator's conventions to follow")
       ->check(one_of({"cuda", "cpu"}))
@@ -101,6 +104,7 @@ void StepArgs::add_to(CLI::App& app, bool with_batch) {
                  "CUDA: the device's memory, e.g. 24GiB; the allocator may reserve it less --overhead, and runs out "
                  "of memory (after releasing its cache) beyond that")
       ->default_str("no limit");
+  scale.add_to(app);
   app.footer("CPU figures follow the chosen PyTorch version's memory behaviour, validated against it on the CPU "
              "(docs/accuracy.md); CUDA figures (the caching allocator) are modelled, not measured.\n");
 }
@@ -138,6 +142,11 @@ EstimateOptions StepArgs::options() const {
                                                         " bytes), found '" + device_memory + "'");
     o.step.allocator.capacity_bytes = total - o.step.overhead_bytes;
   }
+  scale.apply(o.step);
+  if (o.graph.mode == Mode::Eval && o.step.plan_parallel)
+    throw CLI::ValidationError("--gpus", "data parallelism (--gpus " + std::to_string(scale.gpus) + ", --nodes " +
+                                             std::to_string(scale.nodes) +
+                                             ") trains; --mode eval estimates one device's inference: drop one of them");
   return o;
 }
 

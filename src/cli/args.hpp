@@ -12,6 +12,7 @@
 
 #include "nnmem/estimate.hpp"
 #include "nnmem/report.hpp"
+#include "scale_args.hpp"
 
 namespace nnmem::cli {
 
@@ -75,6 +76,7 @@ struct StepArgs {
   std::int64_t roundup_power2_divisions = 0;
   bool expandable_segments = false;
   std::string device_memory;
+  ScaleArgs scale;
 
   void add_to(CLI::App& app, bool with_batch = true);
   EstimateOptions options() const;

@@ -50,6 +50,7 @@ int run_estimate(const EstimateArgs& a) {
   else if (a.format == "csv") std::cout << render_csv(e, report);
   else if (a.format == "markdown") std::cout << render_markdown(e, report);
   else if (a.convention == "torchsummary") std::cout << render_torchsummary(e);
+  else if (a.convention == "deepspeed") std::cout << render_deepspeed(e, deepspeed_convention(e, a.step.scale.parallel()));
   else std::cout << render_table(e, report);
   return report.budget_bytes && needed_bytes(e) > *report.budget_bytes ? kExitDoesNotFit : 0;
 }
@@ -77,7 +78,7 @@ Subcommand add_estimate(CLI::App& parent) {
   app->add_option("--format", a->format, "output format; csv: one row per layer, or per memory component with --summary")
       ->check(one_of({"table", "json", "csv", "markdown"}))
       ->capture_default_str();
-  app->add_option("--convention", a->convention, "show another tool's figures instead")->check(one_of({"torchsummary"}));
+  app->add_option("--convention", a->convention, "show another tool's figures instead")->check(one_of({"torchsummary", "deepspeed"}));
   app->add_option("--budget", a->budget, "a verdict: does the step fit in this (e.g. 24GiB)? Exit 2 when it does not");
   app->add_flag("--summary", a->summary, "the answer and the memory breakdown, without the per-layer rows");
   app->add_option("--depth", a->depth, "fold layers into one row per name prefix of this many parts (layer1.0: depth 2)")

@@ -21,6 +21,7 @@ Subcommand add_sweep(CLI::App& parent);
 Subcommand add_checkpoint(CLI::App& parent);
 Subcommand add_inspect(CLI::App& parent);
 Subcommand add_layers(CLI::App& parent);
+Subcommand add_megatron(CLI::App& parent);
 
 /// Writes `text` to `path` (a CLI::Error naming `option` when it cannot) and says so on stderr.
 void write_file(const std::string& option, const std::string& path, const std::string& text);

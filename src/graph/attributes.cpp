@@ -283,8 +283,8 @@ bool LayerCall::any_input_requires_grad() const {
 void LayerResult::save_input(int i, std::string what) { saved.push_back({Saved::Of::Input, i, {}, std::move(what)}); }
 void LayerResult::save_output(int i, std::string what) { saved.push_back({Saved::Of::Output, i, {}, std::move(what)}); }
 void LayerResult::save_param(int i, std::string what) { saved.push_back({Saved::Of::Param, i, {}, std::move(what)}); }
-void LayerResult::save_extra(TensorType type, std::string what) {
-  saved.push_back({Saved::Of::Extra, 0, std::move(type), std::move(what)});
+void LayerResult::save_extra(TensorType type, std::string what, Saved::Made made) {
+  saved.push_back({Saved::Of::Extra, 0, std::move(type), std::move(what), made});
 }
 
 }  // namespace nnmem

@@ -85,7 +85,8 @@ bool same_but_batch(const Graph& small, const Graph& big) {
 // work, whatever sums of tensors the simulation allocates for them.
 bool batch_independent(MemoryKind kind, Phase phase) {
   return phase == Phase::Optimizer || kind == MemoryKind::Parameters || kind == MemoryKind::Buffers ||
-         kind == MemoryKind::OptimizerState || kind == MemoryKind::Gradients || kind == MemoryKind::WeightCopies;
+         kind == MemoryKind::OptimizerState || kind == MemoryKind::Gradients || kind == MemoryKind::WeightCopies ||
+         kind == MemoryKind::CommBuffers;
 }
 
 }  // namespace

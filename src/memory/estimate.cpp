@@ -3,8 +3,10 @@
 #include "nnmem/estimate.hpp"
 
 #include <array>
+#include <charconv>
 #include <set>
 
+#include "recompute.hpp"
 #include "cuda_allocator.hpp"
 #include "step.hpp"
 
@@ -42,6 +44,13 @@ constexpr Names<Phase, 3> kPhases{{{
     {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"},
 }}};
 constexpr Names<Loop, 2> kLoops{{{{Loop::Plain, "plain"}, {Loop::Function, "function"}}}};
+constexpr Names<CheckpointSegments, 4> kCheckpointSegments{{{
+    {CheckpointSegments::Spec, "spec"}, {CheckpointSegments::None, "none"}, {CheckpointSegments::Blocks, "blocks"},
+    {CheckpointSegments::Every, "every"},
+}}};
+constexpr Names<CheckpointImpl, 2> kCheckpointImpls{{{
+    {CheckpointImpl::NonReentrant, "non-reentrant"}, {CheckpointImpl::Reentrant, "reentrant"},
+}}};
 
 std::int64_t sum(std::int64_t a, std::int64_t b) { return checked_add(a, b); }
 
@@ -93,18 +102,49 @@ std::string_view name_of(OptimizerKind kind) { return kOptimizers.name(kind); }
 std::string_view name_of(LossKind kind) { return kLosses.name(kind); }
 std::string_view name_of(Phase phase) { return kPhases.name(phase); }
 std::string_view name_of(Loop loop) { return kLoops.name(loop); }
+std::string_view name_of(CheckpointImpl impl) { return kCheckpointImpls.name(impl); }
 std::string_view name_of(MemoryKind kind) {
   static constexpr std::array<std::string_view, kMemoryKinds> names = {
-      "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients"};
+      "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients", "comm_buffers"};
   return names[static_cast<std::size_t>(kind)];
 }
 std::optional<OptimizerKind> parse_optimizer(std::string_view name) { return kOptimizers.parse(name); }
 std::optional<LossKind> parse_loss(std::string_view name) { return kLosses.parse(name); }
 std::optional<Loop> parse_loop(std::string_view name) { return kLoops.parse(name); }
+std::optional<CheckpointImpl> parse_checkpoint_impl(std::string_view name) { return kCheckpointImpls.parse(name); }
+
+bool parse_checkpoint_segments(std::string_view text, RecomputeOptions& options) {
+  if (const auto s = kCheckpointSegments.parse(text); s && *s != CheckpointSegments::Every) {
+    options.segments = *s;
+    return true;
+  }
+  constexpr std::string_view every = "every:";
+  if (text.substr(0, every.size()) != every) return false;
+  const std::string_view k = text.substr(every.size());
+  std::int64_t n = 0;
+  const auto [end, error] = std::from_chars(k.data(), k.data() + k.size(), n);
+  if (k.empty() || error != std::errc() || end != k.data() + k.size() || n < 1) return false;
+  options.segments = CheckpointSegments::Every;
+  options.every = n;
+  return true;
+}
+
+std::string checkpoint_segments_name(const RecomputeOptions& options) {
+  const std::string name(kCheckpointSegments.name(options.segments));
+  return options.segments == CheckpointSegments::Every ? name + ":" + std::to_string(options.every) : name;
+}
 
 namespace detail {
 
-Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step, bool replay_allocator) {
+Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepResult& step, bool replay_allocator) {
+  // Data parallelism's buffers depend on the model: planned here, for every graph estimated.
+  StepOptions planned;
+  const bool plan = given.plan_parallel && graph.options.mode == Mode::Train;
+  if (plan) {
+    planned = given;
+    planned.parallel = given.plan_parallel(graph);
+  }
+  const StepOptions& options = plan ? planned : given;
   Estimate e;
   e.model = graph.spec.name;
   e.file = graph.spec.file;
@@ -137,10 +177,19 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& options, Step
     const detail::LossTensors loss = detail::loss_tensors(e.loss, output, loss_loc, producer_of(graph, graph.outputs.front()),
                                                           graph.options.amp.has_value(), e.float_dtype);
 
-    // What backward keeps: each storage once, attributed to the first layer that keeps it.
+    // What backward keeps: each storage once, attributed to the first layer that keeps it. A
+    // checkpointed segment keeps its inputs instead of what its layers would.
+    const detail::CheckpointPlan checkpoints = detail::plan_checkpoints(graph, options.checkpoint);
+    for (const detail::Segment& s : checkpoints.segments) e.checkpointed.push_back(s.name);
     std::set<int> kept_storages;
     std::vector<TensorType> trainable_params;
-    for (const Node& node : graph.nodes) {
+    const auto keep = [&](LayerEstimate& l, int v) {
+      const int storage = graph.values[static_cast<std::size_t>(v)].storage;
+      if (kept_storages.insert(storage).second)
+        l.saved_bytes = sum(l.saved_bytes, graph.storages[static_cast<std::size_t>(storage)].bytes);
+    };
+    for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
+      const Node& node = graph.nodes[n];
       const LayerSpec& spec = graph.layer(node);
       LayerEstimate l;
       l.name = spec.name;
@@ -159,17 +208,17 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& options, Step
       l.buffer_bytes = node.buffer_bytes;
       l.macs = node.result.macs;
       const bool in_autograd = training && graph.values[static_cast<std::size_t>(node.outputs.front())].requires_grad;
-      if (in_autograd) {
+      const detail::Segment* segment = checkpoints.of(n);
+      if (segment && n == segment->first)
+        for (int v : segment->inputs) keep(l, v);
+      if (in_autograd && !segment) {
         for (const Saved& s : node.result.saved) {
           if (s.of == Saved::Of::Extra) {
             l.saved_bytes = sum(l.saved_bytes, s.type.bytes());
             continue;
           }
           const int v = node.saved_value(s);
-          if (v < 0) continue;  // a full-precision parameter: persistent memory, nothing extra
-          const int storage = graph.values[static_cast<std::size_t>(v)].storage;
-          if (kept_storages.insert(storage).second)
-            l.saved_bytes = sum(l.saved_bytes, graph.storages[static_cast<std::size_t>(storage)].bytes);
+          if (v >= 0) keep(l, v);  // < 0: a full-precision parameter, persistent memory, nothing extra
         }
       }
       t.trainable_params = sum(t.trainable_params, l.trainable_params);
@@ -205,6 +254,9 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& options, Step
       else if (loss.keeps_input && kept_storages.insert(out_storage).second)
         t.saved_bytes = sum(t.saved_bytes, graph.storages[static_cast<std::size_t>(out_storage)].bytes);
       if (loss.keeps_target) t.saved_bytes = sum(t.saved_bytes, t.target_bytes);
+      // Accumulating, the loss is divided by K, which DivBackward0 keeps (a CPU tensor).
+      if (options.grad_accum > 1 && graph.options.device == Device::Cpu && graph.options.torch->hooks_see_wrapped_numbers)
+        t.saved_bytes = sum(t.saved_bytes, detail::kWrappedNumberBytes);
       t.grad_bytes = t.trainable_param_bytes;
       e.optimizer_slots = detail::optimizer_slots(options, graph.options.device, trainable_params);
       for (const auto& s : e.optimizer_slots) t.optimizer_state_bytes = sum(t.optimizer_state_bytes, s.bytes);
@@ -212,10 +264,11 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& options, Step
     t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
     if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, t.grad_bytes);
 
-    step = detail::simulate_step(graph, options, e.loss, trainable_params);
+    step = detail::simulate_step(graph, options, e.loss, trainable_params, checkpoints);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
     t.peak_layer = step.peak_layer;
+    t.peak_micro_step = step.peak_micro_step;
     t.peak_breakdown = step.breakdown;
     t.backward_transient_bytes = step.backward_transients;
     if (graph.options.device == Device::Cuda && replay_allocator) {

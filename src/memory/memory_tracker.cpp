@@ -41,7 +41,7 @@ AllocationTrace MemoryTracker::take_trace() {
 void MemoryTracker::record(int block, std::int64_t delta) {
   const Block& b = blocks_[static_cast<std::size_t>(block)];
   const MemoryKind kind = b.kind;
-  events_.push_back({phase_, layer_, b.what, delta, live_, kind, block});
+  events_.push_back({phase_, layer_, b.what, delta, live_, kind, block, micro_step_});
   auto& of_kind = by_kind_[static_cast<std::size_t>(kind)];
   of_kind += delta;
   if (phase_ == Phase::Backward && kind == MemoryKind::Transients) backward_transients_ = std::max(backward_transients_, of_kind);
@@ -49,6 +49,7 @@ void MemoryTracker::record(int block, std::int64_t delta) {
     peak_ = live_;
     peak_phase_ = phase_;
     peak_layer_ = layer_;
+    peak_micro_step_ = micro_step_;
     breakdown_at_peak_ = by_kind_;
   }
 }

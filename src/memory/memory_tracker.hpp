@@ -39,6 +39,8 @@ class MemoryTracker {
     phase_ = phase;
     layer_ = std::move(layer);
   }
+  /// Gradient accumulation: which micro-step subsequent events belong to.
+  void micro_step(std::int64_t m) { micro_step_ = m; }
 
   /// Allocates a block of `kind` held by `refs` references.
   int alloc(MemoryKind kind, std::int64_t bytes, std::string what, int refs = 1);
@@ -56,6 +58,7 @@ class MemoryTracker {
   std::int64_t peak() const { return peak_; }
   Phase peak_phase() const { return peak_phase_; }
   const std::string& peak_layer() const { return peak_layer_; }
+  std::int64_t peak_micro_step() const { return peak_micro_step_; }
   /// The live bytes of each MemoryKind at the peak.
   const std::array<std::int64_t, kMemoryKinds>& breakdown_at_peak() const { return breakdown_at_peak_; }
   /// The most Transients live at once during the backward pass.
@@ -79,6 +82,7 @@ class MemoryTracker {
   std::vector<TimelineEvent> events_;
   Phase phase_ = Phase::Forward;
   std::string layer_;
+  std::int64_t micro_step_ = 1, peak_micro_step_ = 1;
   std::int64_t live_ = 0;
   std::int64_t peak_ = 0;
   Phase peak_phase_ = Phase::Forward;

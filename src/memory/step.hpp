@@ -11,6 +11,10 @@
 
 namespace nnmem::detail {
 
+/// A Python int or float used as a tensor operand (K in `loss / K`): a 0-dim int64 or float64
+/// CPU tensor, PyTorch's "wrapped number". On CUDA it costs the device nothing.
+inline constexpr std::int64_t kWrappedNumberBytes = 8;
+
 /// The optimizer's persistent state for these trainable parameters (PyTorch 1.13's layout).
 std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device device,
                                            const std::vector<TensorType>& params);
@@ -57,13 +61,15 @@ struct StepResult {
   std::int64_t peak = 0;
   Phase peak_phase = Phase::Forward;
   std::string peak_layer;
+  std::int64_t peak_micro_step = 1;
   std::array<std::int64_t, kMemoryKinds> breakdown{};
   std::int64_t backward_transients = 0;
   std::vector<TimelineEvent> timeline;
   AllocationTrace trace;  // for the CUDA allocator replay
 };
+struct CheckpointPlan;
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
-                         const std::vector<TensorType>& trainable_params);
+                         const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints);
 
 /// estimate(graph, options), handing the step it simulated (its timeline and the trace of its
 /// blocks) to the caller instead of putting the timeline in the Estimate. Without

@@ -27,6 +27,20 @@ ordered_json allocator_settings(const CudaAllocatorConfig& c) {
   };
 }
 
+ordered_json parallel_settings(const DataParallelStep& p) {
+  ordered_json buffers = ordered_json::array();
+  for (const auto& b : p.buffers) buffers.push_back({{"what", b.what}, {"bytes", b.bytes}});
+  return {{"strategy", p.strategy.empty() ? "single" : p.strategy},
+          {"world_size", p.world_size},
+          {"nodes", p.nodes},
+          {"bucket_cap_bytes", p.bucket_cap_bytes},
+          {"buffers", buffers}};
+}
+
+ordered_json checkpoint_settings(const RecomputeOptions& c) {
+  return {{"segments", checkpoint_segments_name(c)}, {"impl", name_of(c.impl)}};
+}
+
 ordered_json allocator_figures(const CudaAllocatorFigures& f) {
   ordered_json j = {
       {"reserved_bytes", f.reserved_bytes},
@@ -97,6 +111,9 @@ ordered_json head_json(const Estimate& e, const ReportOptions& options) {
       {"foreach", o.step.foreach},
       {"fused", o.step.fused},
       {"loop", name_of(o.step.loop)},
+      {"grad_accum", o.step.grad_accum},
+      {"checkpoint", checkpoint_settings(o.step.checkpoint)},
+      {"parallel", parallel_settings(o.step.parallel)},
       {"overhead_bytes", o.step.overhead_bytes},
       {"torch", o.graph.torch->version},
       {"cuda_allocator", allocator_settings(o.step.allocator)},
@@ -108,6 +125,7 @@ ordered_json head_json(const Estimate& e, const ReportOptions& options) {
     j["inputs"].push_back(x);
   }
   j["layers"] = nullptr;  // streamed in its place (write_json)
+  j["checkpointed"] = e.checkpointed;
   j["optimizer_state"] = ordered_json::array();
   for (const auto& s : e.optimizer_slots) j["optimizer_state"].push_back({{"slot", s.name}, {"bytes", s.bytes}});
   j["totals"] = {
@@ -128,6 +146,7 @@ ordered_json head_json(const Estimate& e, const ReportOptions& options) {
       {"peak_bytes", t.peak_bytes},
       {"peak_phase", name_of(t.peak_phase)},
       {"peak_layer", t.peak_layer},
+      {"peak_micro_step", t.peak_micro_step},
       {"backward_transient_bytes", t.backward_transient_bytes},
       {"reserved_bytes", t.reserved_bytes},
       {"max_allocated_bytes", t.max_allocated_bytes},
@@ -203,8 +222,9 @@ void write_string(std::ostream& os, std::string_view text) {
 }
 
 // A timeline event written directly, as dump(indent) would write its object at `depth` (a
-// million of them in a large model: no JSON value is made for each).
-void write_event(std::ostream& os, const TimelineEvent& ev, int indent, int depth) {
+// million of them in a large model: no JSON value is made for each); with gradient accumulation,
+// which micro-step.
+void write_event(std::ostream& os, const TimelineEvent& ev, int indent, int depth, bool micro_step) {
   const bool pretty = indent >= 0;
   const std::string pad = pretty ? "\n" + std::string(static_cast<std::size_t>(indent * (depth + 1)), ' ') : "";
   const char* colon = pretty ? ": " : ":";
@@ -218,6 +238,7 @@ void write_event(std::ostream& os, const TimelineEvent& ev, int indent, int dept
      << "\"kind\"" << colon;
   write_string(os, name_of(ev.kind));
   os << ',' << pad << "\"block\"" << colon << ev.block;
+  if (micro_step) os << ',' << pad << "\"micro_step\"" << colon << ev.micro_step;
   if (pretty) os << '\n' << std::string(static_cast<std::size_t>(indent * depth), ' ');
   os << '}';
 }
@@ -272,7 +293,11 @@ void write_estimate(std::ostream& os, const Estimate& e, const ReportOptions& op
     os << (first ? "" : ",") << (pretty ? "\n" : "") << pad << ordered_json(key).dump() << (pretty ? ": " : ":");
     const auto write_layer = [](std::ostream& out, const LayerEstimate& l, int in, int d) { write_nested(out, layer_json(l), in, d); };
     if (key == "layers") write_array(os, e.layers, write_layer, indent, depth + 1);
-    else if (key == "timeline") write_array(os, e.timeline, write_event, indent, depth + 1);
+    else if (key == "timeline") {
+      const bool micro = e.options.step.grad_accum > 1;
+      const auto write = [micro](std::ostream& out, const TimelineEvent& ev, int in, int d) { write_event(out, ev, in, d, micro); };
+      write_array(os, e.timeline, write, indent, depth + 1);
+    }
     else write_nested(os, value, indent, depth + 1);
     first = false;
   }

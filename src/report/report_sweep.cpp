@@ -121,6 +121,8 @@ std::string render_json(const Sweep& s, const ReportOptions& r, int indent) {
   ordered_json j;
   j["schema_version"] = kJsonSchemaVersion;
   j["model"] = {{"name", s.model}, {"file", s.file}};
+  const DataParallelStep& p = s.options.step.parallel;  // every point's figures are one rank's
+  j["parallel"] = {{"strategy", p.strategy.empty() ? "single" : p.strategy}, {"world_size", p.world_size}, {"nodes", p.nodes}};
   j["vary"] = ordered_json::array();
   for (const auto& v : s.vary) j["vary"].push_back({{"name", v.name}, {"values", v.values}});
   j["points"] = ordered_json::array();
@@ -149,10 +151,10 @@ std::string render_json(const Sweep& s, const ReportOptions& r, int indent) {
 
 std::string render_sweep_svg(const Sweep& s, const ReportOptions& r) {
   static constexpr std::array<const char*, kMemoryKinds> colors = {"#4e79a7", "#a0cbe8", "#f28e2b", "#e15759",
-                                                                  "#76b7b2", "#59a14f", "#edc948", "#b07aa1"};
+                                                                  "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"};
   static constexpr std::array<const char*, kMemoryKinds> labels = {"parameters", "buffers", "optimizer state", "gradients",
                                                                   "input + target", "activations kept", "autocast weight copies",
-                                                                  "activation gradients, temporaries"};
+                                                                  "activation gradients, temporaries", "gradient buckets (DDP)"};
   report::StackedChart c;
   c.title = "Peak of a " + std::string(s.options.graph.mode == Mode::Train ? "training step" : "forward pass") + ", what it is made of";
   c.subtitle = heading(s) + (s.fit ? "; peak ≈ " + formula(*s.fit, true) : "");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "nnmem/checked.hpp"
 #include "nnmem/plan.hpp"
 #include "nnmem/report.hpp"
 #include "nnmem/units.hpp"
@@ -117,6 +118,12 @@ std::vector<MemoryRow> memory_rows(const Estimate& e) {
   std::vector<MemoryRow> rows = {{"parameters", t.param_bytes, ""}, {"buffers", t.buffer_bytes, ""}};
   if (training(e)) {
     rows.push_back({"gradients", t.grad_bytes, o.step.keep_grads ? "kept between steps (--keep-grads)" : ""});
+    if (!o.step.parallel.buffers.empty()) {
+      std::int64_t buckets = 0;
+      for (const auto& b : o.step.parallel.buffers) buckets = checked_add(buckets, b.bytes);
+      rows.push_back({"gradient buckets (" + o.step.parallel.strategy + ")", buckets,
+                      std::to_string(o.step.parallel.buffers.size()) + " bucket" + (o.step.parallel.buffers.size() == 1 ? "" : "s")});
+    }
     rows.push_back({"optimizer state (" + std::string(name_of(o.step.optimizer)) + ")", t.optimizer_state_bytes, ""});
     for (const auto& s : e.optimizer_slots) rows.push_back({"  " + s.name, s.bytes, ""});
     // Cannot overflow: estimate() checked the larger persistent_bytes, which includes both.
@@ -129,11 +136,15 @@ std::vector<MemoryRow> memory_rows(const Estimate& e) {
     rows.push_back({"saved for backward", t.saved_bytes, ""});
     rows.push_back({"backward transients (most at once)", t.backward_transient_bytes, "activation gradients in flight"});
   }
-  const std::string where = std::string(name_of(t.peak_phase)) + (t.peak_layer.empty() ? "" : ", " + t.peak_layer);
+  const std::string where = std::string(name_of(t.peak_phase)) + (t.peak_layer.empty() ? "" : ", " + t.peak_layer) +
+                            (e.options.step.grad_accum > 1 ? ", micro-step " + std::to_string(t.peak_micro_step) + " of " +
+                                                                 std::to_string(e.options.step.grad_accum)
+                                                           : "");
   rows.push_back({training(e) ? "peak of a training step" : "peak of a forward pass", t.peak_bytes, "(" + where + ")"});
   static const char* const labels[kMemoryKinds] = {"parameters",     "buffers",          "optimizer state",
                                                    "gradients",      "input + target",   "activations kept",
-                                                   "autocast weight copies", "gradients of activations, temporaries"};
+                                                   "autocast weight copies", "gradients of activations, temporaries",
+                                                   "gradient buckets (DDP)"};
   for (std::size_t k = 0; k < kMemoryKinds; ++k)
     if (t.peak_breakdown[k] > 0) rows.push_back({std::string("  ") + labels[k], t.peak_breakdown[k], ""});
   if (e.cuda_allocator) cuda_rows(rows, *e.cuda_allocator, t);
@@ -158,7 +169,11 @@ std::string estimated(const Estimate& e) {
   EstimateOptions o = e.options;
   o.graph.float_dtype = e.float_dtype;
   o.step.loss = e.loss;
-  return e.file + ": " + describe_step(o);
+  std::string s = e.file + ": " + describe_step(o);
+  if (!e.checkpointed.empty())
+    s += ", " + std::to_string(e.checkpointed.size()) + " checkpointed segment" + (e.checkpointed.size() == 1 ? "" : "s") +
+         " (" + std::string(name_of(o.step.checkpoint.impl)) + ")";
+  return s;
 }
 
 // The answer, and the verdict when there is a budget.
@@ -192,6 +207,10 @@ std::string describe_step(const EstimateOptions& o) {
   if (train) s += ", optimizer " + std::string(name_of(o.step.optimizer));
   if (train && o.step.loss) s += ", loss " + std::string(name_of(*o.step.loss));
   if (train && o.step.loop == Loop::Function) s += ", each step a function returning loss.item()";
+  if (train && !o.step.parallel.strategy.empty())
+    s += ", per rank of " + std::to_string(o.step.parallel.world_size) + " (" + o.step.parallel.strategy +
+         (o.step.parallel.nodes > 1 ? ", " + std::to_string(o.step.parallel.nodes) + " nodes" : "") + ")";
+  if (train && o.step.grad_accum > 1) s += ", accumulating gradients over " + std::to_string(o.step.grad_accum) + " micro-steps";
   s += ", PyTorch " + std::string(o.graph.torch->version);
   return s;
 }

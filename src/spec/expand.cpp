@@ -40,6 +40,10 @@ struct NameScope {
 struct Inherited {
   bool trainable = true;
   bool functional = false;
+  std::string checkpoint;      // the checkpointed entry around it ("layer1.0"), if any
+  SourceLoc checkpoint_loc;
+  std::string unit;            // the top-level entry instance it belongs to
+  bool unit_is_block = false;
 };
 
 /// Which `repeat` instance is being built, for messages.
@@ -287,6 +291,17 @@ class Expander {
     if (e.block && (e.share || !e.ties.empty()))
       fail(e.share ? e.share->loc : e.ties.front().first.loc,
            who + ": 'share' and 'tie' apply to a layer, not to a block instance");
+    if (e.checkpoint && evaluate_bool(*e.checkpoint, vars, who, "'checkpoint'")) {
+      if (!inherited.checkpoint.empty())
+        fail(e.checkpoint->loc, who + ": 'checkpoint: true' inside '" + inherited.checkpoint + "', checkpointed at line " +
+                                    std::to_string(inherited.checkpoint_loc.line) + "; checkpointed segments do not nest");
+      inherited.checkpoint = qualified;
+      inherited.checkpoint_loc = e.checkpoint->loc;
+    }
+    if (stack_.empty()) {  // a top-level entry (or one of its `repeat` instances)
+      inherited.unit = qualified;
+      inherited.unit_is_block = e.block.has_value();
+    }
     if (e.block) return instantiate_block(e, qualified, who, inputs, scope, vars, inherited);
     budget_.spend_layers(instance && e.repeat ? e.repeat->loc : e.loc, 1);  // a repeated layer: at its repeat
     LayerSpec layer;
@@ -304,6 +319,10 @@ class Expander {
     layer.trainable = inherited.trainable;
     layer.functional = inherited.functional;
     resolve_sharing(e, scope, vars, who, layer);
+    layer.checkpoint = inherited.checkpoint;
+    layer.checkpoint_loc = inherited.checkpoint_loc;
+    layer.unit = inherited.unit;
+    layer.unit_is_block = inherited.unit_is_block;
     budget_.spend_values(e.loc, static_cast<std::int64_t>(inputs.size()));
     for (const auto& a : e.attrs) {
       layer.attrs.push_back({a.name, evaluate(a.value, vars, who, a.name), a.key_loc});

@@ -226,8 +226,9 @@ class Reader {
         each_key(v, key_loc, who + "'tie'", [&](const std::string& param, const YAML::Node& target, const SourceLoc& k) {
           e.ties.emplace_back(Named{param, k}, value(target, k, who + "tie: " + param + ": "));
         }, who);
-      } else if (key == "repeat" || key == "when" || key == "trainable" || key == "functional") {
-        auto& field = key == "repeat" ? e.repeat : key == "when" ? e.when : key == "trainable" ? e.trainable : e.functional;
+      } else if (key == "repeat" || key == "when" || key == "trainable" || key == "functional" || key == "checkpoint") {
+        auto& field = key == "repeat" ? e.repeat : key == "when" ? e.when : key == "trainable" ? e.trainable
+                      : key == "functional" ? e.functional : e.checkpoint;
         field = value(v, key_loc, who + "'" + key + "': ");
       } else {
         e.attrs.push_back({key, key_loc, value(v, key_loc, who + key + ": ")});

@@ -51,7 +51,7 @@ struct RawEntry {
   std::optional<RawValue> type;       // may be an expression (a block parameter)
   std::optional<Named> block;
   std::optional<std::vector<Named>> inputs;
-  std::optional<RawValue> repeat, when, trainable, functional;
+  std::optional<RawValue> repeat, when, trainable, functional, checkpoint;
   std::optional<Named> share;         // `share: NAME`: calls that layer's module again
   std::vector<std::pair<Named, RawValue>> ties;  // `tie: {weight: wte.weight}`: (own parameter, LAYER.PARAM or null)
   std::vector<RawAttr> attrs;         // layer attributes, or block arguments

@@ -1,0 +1,134 @@
+// Beyond one device: what data parallelism adds to each rank's training step (DDP's gradient
+// buckets, simulated as allocations of the step), and the published estimators nnmem reproduces
+// under --convention deepspeed and --convention megatron (docs/conventions.md). Built on the
+// memory stage: a rank's step is estimate() with StepOptions::parallel filled in here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nnmem/estimate.hpp"
+
+namespace nnmem {
+
+/// --gpus, --nodes and DDP's bucket_cap_mb.
+struct ParallelOptions {
+  std::int64_t gpus = 1;                 // per node
+  std::int64_t nodes = 1;
+  std::optional<double> bucket_cap_mb;   // nullopt: DDP's default (25, and a first bucket of 1 MiB)
+  std::int64_t world_size() const;       // gpus × nodes (checked)
+};
+
+/// One of DDP's gradient buckets: a flat tensor its parameters' gradients are copied into and
+/// all-reduced from.
+struct DdpBucket {
+  std::vector<std::string> params;       // qualified names, in the order their gradients become ready
+  std::int64_t bytes = 0;
+  DType dtype = DType::Float32;
+};
+
+/// The buckets DDP works with from its second iteration on: it rebuilds them in the order the
+/// gradients became ready in the first backward (layers last to first; within a layer its
+/// parameters in order, Linear's bias before its weight: addmm hands the bias its gradient
+/// directly, the weight's passes through t()'s backward), one accumulator per dtype, closing a
+/// bucket once it holds at least its cap — the first cap for the first bucket, `cap` after.
+/// Frozen parameters get none.
+std::vector<DdpBucket> ddp_buckets(const Graph& graph, std::int64_t first_cap_bytes, std::int64_t cap_bytes);
+
+/// What DDP adds to a rank's step: StepOptions::parallel for `graph`'s model under `options`,
+/// the caps as `torch` sizes them (TorchProfile::ddp_first_bucket_follows_cap). A single device
+/// (world size 1) adds nothing. Throws nnmem::Error for a cap that is not a positive size.
+DataParallelStep ddp_step(const Graph& graph, const ParallelOptions& options, const TorchProfile& torch);
+
+/// StepOptions::plan_parallel for DDP under these options (ddp_step on each graph's own model and
+/// profile); empty for a single device.
+std::function<DataParallelStep(const Graph&)> ddp_planner(const ParallelOptions& options);
+
+// --- DeepSpeed's estimators (deepspeed/runtime/zero/stage_1_and_2.py and stage3.py), as its code
+// computes them: model states only (parameters, gradients, optimizer state, with fixed bytes per
+// parameter), per GPU and per node's CPU, in Python's integer and float arithmetic.
+
+struct DeepSpeedFigure {
+  int stage = 2;                   // 2 or 3
+  bool offload_optimizer = false;  // cpu_offload
+  bool offload_param = false;      // ZeRO-3's cpu_offload_params
+  bool zero_init = false;          // ZeRO-3's zero_init
+  std::int64_t cpu_bytes = 0;      // per node
+  std::int64_t gpu_bytes = 0;      // per GPU
+  std::string options() const;     // "offload_param=cpu, offload_optimizer=none, zero_init=1", as DeepSpeed prints them
+};
+
+/// estimate_zero2_model_states_mem_needs(total_params, gpus, nodes, cpu_offload): (cpu, gpu).
+DeepSpeedFigure deepspeed_zero2(std::int64_t total_params, std::int64_t gpus_per_node, std::int64_t nodes, bool cpu_offload,
+                                double additional_buffer_factor = 1.5);
+/// estimate_zero3_model_states_mem_needs(total_params, largest_layer_params, gpus, nodes,
+/// cpu_offload, cpu_offload_params, zero_init).
+DeepSpeedFigure deepspeed_zero3(std::int64_t total_params, std::int64_t largest_layer_params, std::int64_t gpus_per_node,
+                                std::int64_t nodes, bool cpu_offload, bool cpu_offload_params, bool zero_init,
+                                double additional_buffer_factor = 1.5);
+
+/// What estimate_zero2/3_model_states_mem_needs_all_live print for a model: its parameters
+/// (DeepSpeed's model_to_params) and largest layer (the most parameters one module holds
+/// itself), and every combination of options, ZeRO-2's then ZeRO-3's, in their order.
+struct DeepSpeedConvention {
+  std::int64_t total_params = 0;
+  std::int64_t largest_layer_params = 0;
+  std::int64_t gpus_per_node = 1, nodes = 1;
+  std::vector<DeepSpeedFigure> figures;
+};
+DeepSpeedConvention deepspeed_convention(const Estimate& estimate, const ParallelOptions& options);
+
+// --- Megatron-LM's theoretical memory (megatron/training/theoretical_memory_usage.py) and
+// Korthikanti et al.'s activation formulas ("Reducing Activation Recomputation in Large
+// Transformer Models", 2022, Table 2), for a dense transformer given by its shape. Modelled: what
+// only GPUs can run is reproduced from the published formulas (docs/conventions.md).
+
+/// A dense GPT/LLaMA-style transformer, as Megatron-LM's arguments describe it.
+struct TransformerShape {
+  std::int64_t hidden = 0, layers = 0, heads = 0;
+  std::int64_t kv_channels = 0;    // per head; 0: hidden / heads
+  std::int64_t query_groups = 0;   // grouped-query attention's KV groups; 0: one per head
+  std::int64_t ffn_hidden = 0;
+  std::int64_t vocab = 0;          // padded_vocab_size
+  bool swiglu = false;             // a gated MLP (three matrices)
+  bool rmsnorm = false;            // else LayerNorm (a bias too)
+  bool untied = false;             // untie_embeddings_and_output_weights
+};
+
+/// Megatron-LM's parallelism and training arguments that its estimate reads.
+struct MegatronSetup {
+  std::int64_t seq = 0, micro_batch = 1;
+  std::int64_t tp = 1, pp = 1, dp = 1;
+  std::optional<std::int64_t> vpp;               // interleaved schedule: virtual stages per rank
+  std::optional<std::int64_t> num_microbatches;  // per step (pipeline: fewer than pp in flight)
+  bool distributed_optimizer = false;            // optimizer state sharded over dp (6 + 12/dp bytes a parameter)
+  bool sequence_parallel = false;
+  bool selective_recompute = false;
+};
+
+struct MegatronMemory {
+  double weight_and_optimizer_bytes = 0;  // the most loaded rank (the first pipeline stage)
+  double activation_bytes = 0;            // the first pipeline stage
+  bool sequence_parallel_formula = false; // Table 2's SP + selective formula, else the one without SP
+  double total_parameters = 0;
+  double weight_and_optimizer_mb() const { return weight_and_optimizer_bytes / (1 << 20); }
+  double activation_mb() const { return activation_bytes / (1 << 20); }
+};
+
+/// report_theoretical_memory(args) of Megatron-LM (the figures it prints, before rounding to
+/// 0.01 MB), operation by operation in Python's arithmetic. Throws nnmem::Error for a shape or
+/// setup it cannot describe (zero sizes; heads not divisible into query groups).
+MegatronMemory megatron_theoretical_memory(const TransformerShape& shape, const MegatronSetup& setup);
+
+enum class Recompute { None, Selective, Full };
+/// Korthikanti et al.'s activation bytes of one transformer layer (16-bit activations, 1-byte
+/// dropout masks): s·b·h·(34 + 5·a·s/h) without parallelism; s·b·h·(10 + 24/t + 5·a·s/(h·t))
+/// with tensor parallelism t; s·b·h/t·(34 + 5·a·s/h) with sequence parallelism too; selective
+/// recomputation drops the 5·a·s/h attention-core term; full recomputation keeps the layer's
+/// input only, 2·s·b·h.
+double korthikanti_layer_bytes(std::int64_t seq, std::int64_t batch, std::int64_t hidden, std::int64_t heads,
+                               std::int64_t tp, bool sequence_parallel, Recompute recompute);
+
+}  // namespace nnmem

@@ -1,0 +1,30 @@
+// Command-line flags for what goes beyond one plain training step: activation checkpointing and
+// gradient accumulation (and, in the parallel stage, data parallelism and sharding). Shared by
+// every subcommand that estimates a step.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "nnmem/estimate.hpp"
+#include "nnmem/parallel.hpp"
+
+namespace nnmem::cli {
+
+struct ScaleArgs {
+  std::string checkpoint = "spec";
+  std::string checkpoint_impl = "non-reentrant";
+  std::int64_t grad_accum = 1;
+  std::int64_t gpus = 1;
+  std::int64_t nodes = 1;
+  double bucket_cap_mb = 0;  // 0: DDP's default
+
+  void add_to(CLI::App& app);
+  ParallelOptions parallel() const;
+  /// Sets the step's options; throws CLI::ValidationError for a malformed value.
+  void apply(StepOptions& step) const;
+};
+
+}  // namespace nnmem::cli

@@ -1,0 +1,170 @@
+// The loop around the simulated step: what lives across steps (parameters, buffers, optimizer
+// state, the batch, the previous step's output, loss and gradients), the micro-steps of gradient
+// accumulation, and the loss. The step itself is simulate.cpp's.
+#include <utility>
+
+#include "step_simulator.hpp"
+
+namespace nnmem::detail {
+
+StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss, const CheckpointPlan& checkpoints)
+    : graph_(graph), options_(options), loss_(loss), block_(graph.storages.size(), -1), returned_(graph.values.size()),
+      checkpoints_(checkpoints),
+      checkpoint_(graph, checkpoints, memory_,
+                  {[this](int v) -> int& { return block_of(v); },
+                   [this](std::size_t node, bool stop) { forward_node(node, Pass::Recompute, stop); }}) {
+  for (int v : graph.outputs) returned_[static_cast<std::size_t>(v)] = true;
+}
+
+StepResult StepSimulator::run(const std::vector<TensorType>& params) {
+  const bool training = graph_.options.mode == Mode::Train;
+  persistent(params, training);
+  // Gradient accumulation: the first micro-step (after zero_grad), one of those in between
+  // (they all spend memory alike), and the last (with the optimizer's step).
+  const std::int64_t k = training ? options_.grad_accum : 1;
+  std::vector<std::int64_t> micro_steps = {1};
+  if (k >= 3) micro_steps.push_back(2);
+  if (k >= 2) micro_steps.push_back(k);
+  for (const std::int64_t m : micro_steps) {
+    if (m > 1) next_micro_step(m);
+    forward(training);
+    if (!training) break;
+    loss_forward();
+    backward(params);
+    if (m == k) simulate_optimizer_step(memory_, options_, graph_.options.device, *graph_.options.torch, params);
+    if (options_.loop == Loop::Function) {
+      memory_.at(m == k ? Phase::Optimizer : Phase::Backward, "return loss.item()");
+      for (int v : graph_.outputs) memory_.release(block_of(v));
+      checkpoint_.release_graph();  // the graph dies with `loss`
+      memory_.release(loss_block_);
+    }
+  }
+  mark_carried_out();
+  StepResult r;
+  r.peak = memory_.peak();
+  r.peak_phase = memory_.peak_phase();
+  r.peak_layer = memory_.peak_layer();
+  r.peak_micro_step = memory_.peak_micro_step();
+  r.breakdown = memory_.breakdown_at_peak();
+  r.backward_transients = memory_.backward_transients();
+  r.timeline = memory_.take_timeline();
+  r.trace = memory_.take_trace();
+  return r;
+}
+
+// Allocates a tensor that outlives the step, marked with what it is to the loop.
+int StepSimulator::persist(MemoryKind kind, std::int64_t bytes, std::string what, Carry carry) {
+  const int block = memory_.alloc(kind, bytes, std::move(what));
+  memory_.mark(block, carry);
+  return block;
+}
+
+// The trainable parameters' names, in the order of `params` (node by node).
+std::vector<std::string> StepSimulator::param_names() const {
+  std::vector<std::string> names;
+  for (const Node& n : graph_.nodes)
+    if (n.trainable)
+      for (const ParamDecl& p : n.result.params) names.push_back(graph_.layer(n).name + "." + p.name);
+  return names;
+}
+
+void StepSimulator::persistent(const std::vector<TensorType>& params, bool training) {
+  memory_.at(Phase::Forward, "");
+  // Parameters and buffers layer by layer, as model.to(device) moves them.
+  for (const Node& n : graph_.nodes) {
+    const std::string& name = graph_.layer(n).name;
+    for (const ParamDecl& p : n.result.params)
+      persist(MemoryKind::Parameters, TensorType{p.shape, p.dtype}.bytes(), "parameter " + name + "." + p.name, Carry::Model);
+    for (const ParamDecl& b : n.result.buffers)
+      persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + "." + b.name, Carry::Model);
+  }
+  // The data-parallel wrapper, built around the model: DDP's gradient buckets.
+  if (training)
+    for (const DataParallelStep::Buffer& b : options_.parallel.buffers) persist(MemoryKind::CommBuffers, b.bytes, b.what, Carry::Model);
+  const std::vector<std::string> names = training ? param_names() : std::vector<std::string>{};
+  if (training)
+    for (const StateTensor& t : optimizer_state_tensors(options_, graph_.options.device, params))
+      persist(MemoryKind::OptimizerState, t.bytes,
+              "optimizer state: " + t.slot + (t.param >= 0 ? " of " + names.at(static_cast<std::size_t>(t.param)) : ""),
+              Carry::State);
+  for (int v : graph_.inputs) {
+    block_of(v) = persist(MemoryKind::Inputs, value(v).type.bytes(), "input '" + value(v).name + "'", Carry::Batch);
+  }
+  if (!training) return;
+  if (loss_tensors_.target) persist(MemoryKind::Inputs, loss_tensors_.target->bytes(), "target", Carry::Batch);
+  // In a plain loop, still bound to `out` and `loss` from the previous step until this step
+  // rebinds them.
+  if (options_.loop == Loop::Plain) {
+    for (int v : graph_.outputs)
+      previous_outputs_.push_back(persist(MemoryKind::Activations, graph_.storages[value(v).storage].bytes,
+                                          "previous step's output", Carry::LastOutput));
+    previous_loss_ = persist(MemoryKind::Activations, loss_tensors_.loss_bytes, "previous step's loss", Carry::LastLoss);
+  }
+  checkpoint_.previous_step(options_.loop == Loop::Plain);
+  // zero_grad(): set_to_none frees last step's gradients; otherwise they are zeroed in place.
+  std::vector<int> grads;
+  for (std::size_t k = 0; k < params.size(); ++k)
+    grads.push_back(persist(MemoryKind::Gradients, params[k].bytes(), "grad of " + names.at(k) + " (from the previous step)",
+                            Carry::LastGrad));
+  if (!options_.keep_grads)
+    for (int g : grads) memory_.release(g);
+}
+
+// The next micro-step of gradient accumulation starts where the last one left off: with its
+// `out` and `loss` still bound (in a plain loop), and the gradients accumulated so far.
+void StepSimulator::next_micro_step(std::int64_t m) {
+  micro_ = m;
+  memory_.micro_step(m);
+  previous_outputs_.clear();
+  previous_loss_ = -1;
+  if (options_.loop == Loop::Plain) {
+    for (int v : graph_.outputs) previous_outputs_.push_back(block_of(v));
+    previous_loss_ = loss_block_;
+  }
+  std::vector<int> batch;  // the input keeps its blocks; every other storage is made anew
+  for (int v : graph_.inputs) batch.push_back(block_of(v));
+  std::fill(block_.begin(), block_.end(), -1);
+  for (std::size_t k = 0; k < graph_.inputs.size(); ++k) block_of(graph_.inputs[k]) = batch[k];
+  loss_kept_.clear();
+  checkpoint_.next_micro_step(options_.loop == Loop::Plain);
+}
+
+// What this step leaves for the next: `out` and `loss` (gradients are marked in backward);
+// a step written as a function has freed them as it returned.
+void StepSimulator::mark_carried_out() {
+  if (options_.loop == Loop::Function) return;
+  for (int v : graph_.outputs)
+    if (block_of(v) >= 0 && memory_.carry(block_of(v)) == Carry::None) memory_.mark(block_of(v), Carry::Output);
+  if (loss_block_ >= 0) memory_.mark(loss_block_, Carry::Loss);
+}
+
+void StepSimulator::loss_forward() {
+  memory_.at(Phase::Forward, "loss");
+  const int out = graph_.outputs.front();
+  const int input = loss_tensors_.cast ? memory_.alloc(MemoryKind::Activations, loss_tensors_.cast->bytes(), "output as float32", 1) : block_of(out);
+  for (const auto& t : loss_tensors_.kept) loss_kept_.push_back(memory_.alloc(MemoryKind::Activations, t.bytes(), "kept by the loss", 1));
+  if (loss_tensors_.keeps_input) {
+    memory_.hold(input);
+    loss_kept_.push_back(input);
+  }
+  loss_block_ = memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "loss");
+  if (options_.grad_accum > 1) {
+    // loss / K: K as a wrapped scalar (a CPU tensor, which DivBackward0 keeps), the quotient,
+    // and the undivided loss let go.
+    divisor_ = memory_.alloc(MemoryKind::Activations, graph_.options.device == Device::Cpu ? kWrappedNumberBytes : 0,
+                             "the loss's divisor K");
+    const int undivided = std::exchange(loss_block_, memory_.alloc(MemoryKind::Activations, loss_scalar_bytes(), "loss / K"));
+    memory_.release(undivided);
+  }
+  checkpoint_.release_previous();  // the previous step's graph dies as its loss is let go
+  if (previous_loss_ >= 0) memory_.release(previous_loss_);
+  if (loss_tensors_.cast) memory_.release(input);
+  if (graph_.options.amp) release_autocast_cache();
+}
+
+// The 0-dim loss's own size (torch 1.13's mse loss holds a larger storage).
+std::int64_t StepSimulator::loss_scalar_bytes() const {
+  return dtype_size(loss_tensors_.input(value(graph_.outputs.front()).type).dtype);
+}
+
+}  // namespace nnmem::detail

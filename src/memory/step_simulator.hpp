@@ -1,0 +1,92 @@
+// The step simulator's state, shared by simulate.cpp (forward and backward, tensor by tensor)
+// and simulate_loop.cpp (what lives across steps and micro-steps, and the loss). Private to the
+// memory stage; simulate_step() (step.hpp) is its interface.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "recompute.hpp"
+#include "step.hpp"
+
+namespace nnmem::detail {
+
+class StepSimulator {
+ public:
+  StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss, const CheckpointPlan& checkpoints);
+
+  StepResult run(const std::vector<TensorType>& params);
+
+ private:
+  const TensorValue& value(int v) const { return graph_.values[static_cast<std::size_t>(v)]; }
+  int& block_of(int v) { return block_[static_cast<std::size_t>(value(v).storage)]; }
+  bool is_output(int v) const { return returned_[static_cast<std::size_t>(v)]; }
+  // A node is part of the autograd graph when it has something to differentiate.
+  bool in_autograd(const Node& node) const {
+    return std::any_of(node.outputs.begin(), node.outputs.end(), [&](int v) { return value(v).requires_grad; });
+  }
+
+  // --- the loop around the step (simulate_loop.cpp): what lives across steps and micro-steps
+  int persist(MemoryKind kind, std::int64_t bytes, std::string what, Carry carry);
+  std::vector<std::string> param_names() const;
+  void persistent(const std::vector<TensorType>& params, bool training);
+  void next_micro_step(std::int64_t m);
+  void mark_carried_out();
+  void loss_forward();
+  std::int64_t loss_scalar_bytes() const;
+
+  // --- forward and backward (simulate.cpp)
+  // How a node's forward runs: as usual; inside a checkpointed segment, keeping nothing (what
+  // the op would keep is dropped, or never exists outside its call); or recomputed in backward,
+  // where `stop` marks the node whose last save ends 2.x's early-stopping recomputation.
+  enum class Pass { Forward, Checkpointed, Recompute };
+
+  void forward_node(std::size_t i, Pass pass, bool stop = false);
+  void hold_reads(int block, int reads);
+  void drop_read(int block);
+  void forward(bool training);
+  void release_autocast_cache();
+
+  // A layer's scratch tensors (layer.hpp): all allocated at once; those `now` says are
+  // released again at once, the others returned for the caller to release later.
+  template <typename Now>
+  std::vector<int> scratch(const std::vector<Scratch>& tensors, const std::string& layer, Now now) {
+    std::vector<int> blocks, later;
+    for (const Scratch& s : tensors) blocks.push_back(memory_.alloc(MemoryKind::Transients, s.type.bytes(), s.what + " of " + layer));
+    for (std::size_t k = 0; k < tensors.size(); ++k)
+      now(tensors[k]) ? memory_.release(blocks[k]) : later.push_back(blocks[k]);
+    return later;
+  }
+
+  int cast_back(int grad, std::int64_t bytes, const std::string& what);
+  void accumulate(int v, int contribution);
+  void add_into(int& existing, int contribution, std::int64_t whole);
+  int param_gradient(int param, int contribution);
+  void backward(const std::vector<TensorType>&);
+  void release_kept(std::size_t node);
+
+  const Graph& graph_;
+  const StepOptions& options_;
+  LossKind loss_;
+  LossTensors loss_tensors_ = loss_tensors(loss_, graph_.values[static_cast<std::size_t>(graph_.outputs.front())].type, {}, {},
+                                           graph_.options.amp.has_value(), graph_.float_dtype);
+  std::vector<int> cached_copies_;          // autocast's cache of parameter copies
+  MemoryTracker memory_;
+  std::vector<int> block_;                  // graph storage -> live block
+  std::vector<bool> returned_;              // value -> whether the model returns it
+  std::map<std::size_t, std::vector<int>> kept_;  // node -> blocks its backward keeps
+  std::vector<int> loss_kept_;
+  std::vector<int> previous_outputs_;
+  int previous_loss_ = -1;
+  int loss_block_ = -1;
+  int divisor_ = -1;                        // gradient accumulation: K, kept by DivBackward0
+  std::int64_t micro_ = 1;                  // which micro-step is simulated
+  std::map<int, int> grad_;                 // value -> block holding its gradient
+  std::map<int, std::pair<int, int>> param_grads_;  // shared parameter -> (summed gradient, contributions so far)
+  const CheckpointPlan& checkpoints_;
+  CheckpointRun checkpoint_;
+};
+
+}  // namespace nnmem::detail
