@@ -10,6 +10,13 @@ std::string spatial_layout(int rank) {
   return rank == 1 ? "[N, C, L]" : rank == 2 ? "[N, C, H, W]" : rank == 3 ? "[N, C, D, H, W]" : "[N, C, *]";
 }
 
+LayerResult view_of(const LayerCall& call, Shape shape) {
+  LayerResult res;
+  res.outputs.push_back({std::move(shape), call.input().dtype});
+  res.alias = Alias::View;
+  return res;
+}
+
 LayerResult pooled(const LayerCall& call, Shape out, bool keeps_indices) {
   LayerResult res;
   res.outputs.push_back({out, call.input().dtype});

@@ -23,6 +23,9 @@ std::string spatial_layout(int rank);
 /// pooling, the int64 indices of each maximum (output-shaped).
 LayerResult pooled(const LayerCall& call, Shape out, bool keeps_indices);
 
+/// One output of `shape`, the input's dtype, a view of the input's storage (keeping nothing).
+LayerResult view_of(const LayerCall& call, Shape shape);
+
 /// Throws unless input `i` is a floating-point tensor.
 void require_float(const LayerCall& call, std::size_t i = 0);
 

@@ -5,13 +5,6 @@
 namespace nnmem::layers {
 namespace {
 
-LayerResult view_of(const LayerCall& call, Shape shape) {
-  LayerResult res;
-  res.outputs.push_back({std::move(shape), call.input().dtype});
-  res.alias = Alias::View;
-  return res;
-}
-
 LayerResult infer_flatten(const LayerCall& call) {
   const Shape& in = call.shape();
   const std::size_t start = normalize_dim(call.attrs.integer("start_dim"), in.size(), "start_dim");

@@ -13,13 +13,6 @@
 namespace nnmem::layers {
 namespace {
 
-LayerResult view_of(const LayerCall& call, Shape shape) {
-  LayerResult res;
-  res.outputs.push_back({std::move(shape), call.input().dtype});
-  res.alias = Alias::View;
-  return res;
-}
-
 LayerResult infer_transpose(const LayerCall& call) {
   Shape out = call.shape();
   const std::size_t a = normalize_dim(call.attrs.integer("dim0"), out.size(), "dim0");
