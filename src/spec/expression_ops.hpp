@@ -1,0 +1,20 @@
+// The operations of `$expressions` on values, shared by evaluating while parsing and running a
+// compiled Program (expression.cpp): Python's arithmetic on checked 64-bit integers and doubles,
+// comparisons, and the checks that name what a value should have been.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "expression.hpp"
+
+namespace nnmem::expr {
+
+/// The value as a condition; ExprError at `offset` unless it is true or false.
+bool as_bool(const Scalar& v, std::size_t offset);
+/// `a op b` for the binary operators (+ - * / // % == != < > <= >= && ||).
+Scalar binary(const std::string& op, std::size_t offset, const Scalar& a, const Scalar& b);
+/// `-v`.
+Scalar negate(const Scalar& v, std::size_t offset);
+
+}  // namespace nnmem::expr
