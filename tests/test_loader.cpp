@@ -422,22 +422,3 @@ TEST_CASE("--input replaces an input's per-sample shape, sizes or $expressions o
   o.input_shapes = {{"mask", "[2]"}, {"mask", "[3]"}};
   CHECK(load_error(yaml, o) == "test.yaml:2:30: error: --input mask=[3]: input 'mask' is already given by --input; give each input once");
 }
-
-TEST_CASE("did you mean: the nearest name within a third of the word's letters, the first of the closest") {
-  CHECK(nearest_name("conv", {"conv1", "conv2", "fc"}) == "conv1");
-  CHECK(nearest_name("Conv1", {"xconv1", "conv1"}) == "conv1");  // case-insensitive, closest wins
-  CHECK(nearest_name("fc", {"fc1", "fx"}) == "fc1");              // ties: the first
-  CHECK(nearest_name("a", {"b", "ab"}).empty());                  // a one-letter word: exact matches only
-  CHECK(nearest_name("", {"a"}).empty());
-  CHECK(nearest_name("layer4.0.conv1", {"layer4.0.conv2", "layer4.0.conv1x"}) == "layer4.0.conv2");
-  CHECK(nearest_name("abcdefghij", {"abcxyzghij"}) == "abcxyzghij");  // 3 changes of 10: allowed
-  CHECK(nearest_name("abcdefghij", {"abwxyzghij"}).empty());          // 4: not
-  // A word far longer than every candidate is compared with none of them (once, 16 s here).
-  const std::vector<std::string> names(10000, "layer");
-  CHECK(nearest_name(std::string(100000, 'q'), names).empty());
-  // Long names: the distance is only computed within the band the best so far allows.
-  std::vector<std::string> long_names;
-  for (int i = 0; i < 100; ++i) long_names.push_back(std::string(995, 'n') + std::to_string(10000 + i));
-  CHECK(nearest_name(std::string(995, 'n') + "10042", long_names) == long_names[42]);
-  CHECK(nearest_name(std::string(990, 'n') + "zzzzzzzzzz", long_names) == long_names[0]);
-}
