@@ -303,6 +303,15 @@ class Expander {
       inherited.unit_is_block = e.block.has_value();
     }
     if (e.block) return instantiate_block(e, qualified, who, inputs, scope, vars, inherited);
+    return make_layer(e, qualified, who, inputs, scope, vars, inherited, instance);
+  }
+
+  // A layer entry made into a LayerSpec. Not inlined into instantiate(), which recurses once per
+  // level of nested blocks: its locals would sit in every level's frame (500 levels overflowed
+  // the stack under AddressSanitizer, whose frames are larger).
+  [[gnu::noinline]] std::string make_layer(const RawEntry& e, const std::string& qualified, const std::string& who,
+                                           const std::vector<std::string>& inputs, const NameScope& scope,
+                                           const VarScope& vars, const Inherited& inherited, const Instance* instance) {
     budget_.spend_layers(instance && e.repeat ? e.repeat->loc : e.loc, 1);  // a repeated layer: at its repeat
     LayerSpec layer;
     layer.name = qualified;
