@@ -191,6 +191,28 @@ struct ParamDecl {
   bool grad_summed = false;
 };
 
+/// One event of a backward PyTorch runs as several autograd nodes — a recurrent layer's layers,
+/// directions and steps, a cell's gates and states — in the order the engine runs them. A
+/// layer that gives such a program has its backward played event by event instead of as one
+/// node (input gradients, parameters' gradients, then everything it kept freed at once).
+struct BackwardEvent {
+  enum class Kind {
+    Temporary,       // a tensor of `type`, made now; `index` names it for its Free
+    Free,            // frees temporary `index`
+    InputGrad,       // input `index`'s gradient, when it needs one
+    ParamGrad,       // parameter `index`'s gradient (none when the layer is frozen)
+    ParamGradsDone,  // the parameters' gradients made so far go to .grad (AccumulateGrad)
+    ReleaseSaved,    // saved entry `index` is let go (its tensor freed when nothing else holds it)
+    ReleaseGradOut,  // output `index`'s gradient is freed
+  };
+  Kind kind;
+  int index = 0;
+  TensorType type = {};
+  std::string what = {};
+};
+/// Writes the program for the outputs that got a gradient (output_has_grad[k] for output k).
+using BackwardProgram = std::function<std::vector<BackwardEvent>(const std::vector<bool>& output_has_grad)>;
+
 struct LayerResult {
   std::vector<TensorType> outputs;
   Alias alias = Alias::None;
@@ -223,6 +245,7 @@ struct LayerResult {
   std::optional<TensorType> input_grad_storage;
   std::vector<Scratch> forward_scratch;   // training or not
   std::vector<Scratch> backward_scratch;  // when its backward runs
+  BackwardProgram backward_program;        // unset: backward runs as one node
 
   void save_input(int i, std::string what = "input");
   void save_output(int i, std::string what = "output");

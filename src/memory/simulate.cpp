@@ -59,14 +59,18 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
     if (!stop) hold_reads(block_of(v), pass == Pass::Recompute ? checkpoint_.reads(v) : static_cast<int>(value(v).readers.size()) + (is_output(v) ? 1 : 0));
   }
   if (keeps && pass != Pass::Checkpointed) {
-    for (const Saved& s : node.result.saved) {
+    for (std::size_t k = 0; k < node.result.saved.size(); ++k) {
+      const Saved& s = node.result.saved[k];
       if (no_output && !s.before_output()) continue;
       if (s.of == Saved::Of::Extra) {
         kept_[i].push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name + again, 1));
       } else if (const int v = node.saved_value(s); v >= 0) {
         memory_.hold(block_of(v));
         kept_[i].push_back(block_of(v));
+      } else {
+        continue;
       }
+      kept_saved_[i].push_back(static_cast<int>(k));
     }
   }
   if (!no_output) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
@@ -210,52 +214,81 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
     std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
     std::vector<std::pair<std::size_t, TensorType>> reductions;  // (position in contributions, reduced type)
     const TensorType& out_type = value(node.outputs.front()).type;
-    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
-      if (!value(node.inputs[k]).requires_grad) continue;
-      const TensorType& in_type = value(node.read(k)).type;
-      const bool broadcast = node.result.broadcasts && in_type.shape != out_type.shape;
-      // The engine casts a gradient to its input's dtype: one passed on to an input of
-      // another dtype (add's type promotion) is a new tensor, not the output's gradient.
-      if (passthrough && !broadcast && in_type.dtype == out_type.dtype) {
-        memory_.hold(grad_out);
-        contributions.emplace_back(k, grad_out);
-        continue;
+    const auto input_grads = [&](int only) {  // -1: every input's
+      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+        if (!value(node.inputs[k]).requires_grad || (only >= 0 && k != static_cast<std::size_t>(only))) continue;
+        const TensorType& in_type = value(node.read(k)).type;
+        const bool broadcast = node.result.broadcasts && in_type.shape != out_type.shape;
+        // The engine casts a gradient to its input's dtype: one passed on to an input of
+        // another dtype (add's type promotion) is a new tensor, not the output's gradient.
+        if (passthrough && !broadcast && in_type.dtype == out_type.dtype) {
+          memory_.hold(grad_out);
+          contributions.emplace_back(k, grad_out);
+          continue;
+        }
+        // A broadcast input's gradient is summed down from an output-shaped one: the output's
+        // gradient itself (add), or a product computed at the output's shape (mul) — which
+        // lives until the engine's validate_outputs sums it, after the node made every gradient.
+        if (broadcast && !passthrough) {
+          reductions.emplace_back(contributions.size(), in_type);
+          contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
+                                                      "grad of input of " + name + " before reduction"));
+          continue;
+        }
+        const std::int64_t bytes = k == 0 && node.result.input_grad_storage ? node.result.input_grad_storage->bytes() : in_type.bytes();
+        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, "grad of input of " + name));
       }
-      // A broadcast input's gradient is summed down from an output-shaped one: the output's
-      // gradient itself (add), or a product computed at the output's shape (mul) — which
-      // lives until the engine's validate_outputs sums it, after the node made every gradient.
-      if (broadcast && !passthrough) {
-        reductions.emplace_back(contributions.size(), in_type);
-        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
-                                                    "grad of input of " + name + " before reduction"));
-        continue;
+      for (const auto& [at, type] : reductions) {
+        const int full = contributions[at].second;
+        contributions[at].second = memory_.alloc(MemoryKind::Transients, type.bytes(), "grad of input of " + name);
+        memory_.release(full);
       }
-      const std::int64_t bytes = k == 0 && node.result.input_grad_storage ? node.result.input_grad_storage->bytes() : in_type.bytes();
-      contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, "grad of input of " + name));
-    }
-    for (const auto& [at, type] : reductions) {
-      const int full = contributions[at].second;
-      contributions[at].second = memory_.alloc(MemoryKind::Transients, type.bytes(), "grad of input of " + name);
-      memory_.release(full);
-    }
-    for (int b : zeros) memory_.release(b);
-    std::vector<int> late = scratch(node.result.backward_scratch, name, [](const Scratch& s) { return s.freed_before_param_grads; });
+      reductions.clear();
+      for (int b : zeros) memory_.release(b);
+      zeros.clear();
+    };
     // Parameters' gradients: the node's own, then those the engine sums down after it. A
     // tensor read as the parameter itself (Alias::Parameter): the output's gradient is .grad.
     const bool read_as_is = node.trainable && node.result.alias == Alias::Parameter;
     std::vector<int> param_grads(node.trainable ? node.result.params.size() : 0, -1);
-    if (read_as_is) memory_.hold(param_grads[0] = grad_out);
-    for (const bool summed : {false, true}) {
-      if (summed && checkpoint_.hands_over(i)) release_kept(i);  // the recomputed tensors die with the apply
+    const auto param_grad = [&](std::size_t k) {
+      const int copy = node.param_casts[k];
+      const ParamDecl& p = node.result.params[k];
+      const TensorType type = copy >= 0 ? value(copy).type : TensorType{p.shape, p.dtype};
+      param_grads[k] = memory_.alloc(MemoryKind::Gradients, type.bytes(), "grad of " + name + "." + p.name);
+    };
+    // The gradients made so far go to their parameters (AccumulateGrad runs as soon as its
+    // gradient is dispatched).
+    std::vector<bool> handed(param_grads.size(), false);
+    const auto hand_over = [&] {
       for (std::size_t k = 0; k < param_grads.size(); ++k) {
-        const int copy = node.param_casts[k];
-        const ParamDecl& p = node.result.params[k];
-        const TensorType type = copy >= 0 ? value(copy).type : TensorType{p.shape, p.dtype};
-        if (p.grad_summed == summed && !read_as_is)
-          param_grads[k] = memory_.alloc(MemoryKind::Gradients, type.bytes(), "grad of " + name + "." + p.name);
+        if (handed[k] || param_grads[k] < 0) continue;
+        handed[k] = true;
+        if (node.param_casts[k] >= 0)
+          param_grads[k] = cast_back(param_grads[k], TensorType{node.result.params[k].shape, node.result.params[k].dtype}.bytes(),
+                                     "grad of " + name + "." + node.result.params[k].name);
+        // .grad is made in the first micro-step (when set_to_none left none); later ones, and
+        // --keep-grads, have AccumulateGrad add into it and free the new gradient.
+        const int complete = param_gradient(node.params[k], param_grads[k]);
+        if (complete < 0) continue;  // a shared parameter's sum waits for its other uses
+        if (micro_ == 1) memory_.mark(complete, Carry::Grad);
+        if (options_.keep_grads || micro_ > 1) memory_.release(complete);
       }
+    };
+    if (node.result.backward_program) {
+      run_program(i, input_grads, param_grad, hand_over, !param_grads.empty());
+      if (checkpoint_.hands_over(i)) release_kept(i);
+    } else {
+      input_grads(-1);
+      std::vector<int> late = scratch(node.result.backward_scratch, name, [](const Scratch& s) { return s.freed_before_param_grads; });
+      if (read_as_is) memory_.hold(param_grads[0] = grad_out);
+      for (const bool summed : {false, true}) {
+        if (summed && checkpoint_.hands_over(i)) release_kept(i);  // the recomputed tensors die with the apply
+        for (std::size_t k = 0; k < param_grads.size(); ++k)
+          if (node.result.params[k].grad_summed == summed && !read_as_is) param_grad(k);
+      }
+      for (int b : late) memory_.release(b);
     }
-    for (int b : late) memory_.release(b);
     release_kept(i);
     for (int v : node.outputs)
       if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);
@@ -268,17 +301,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
     // runs first, then the weight's, then the bias's. Each casts a gradient back.
     for (auto [k, b] : contributions)
       if (node.input_casts[k] >= 0) accumulate(node.inputs[k], cast_back(b, value(node.inputs[k]).type.bytes(), "grad of input of " + name));
-    for (std::size_t k = 0; k < param_grads.size(); ++k) {
-      if (node.param_casts[k] >= 0)
-        param_grads[k] = cast_back(param_grads[k], TensorType{node.result.params[k].shape, node.result.params[k].dtype}.bytes(),
-                                   "grad of " + name + "." + node.result.params[k].name);
-      // .grad is made in the first micro-step (when set_to_none left none); later ones, and
-      // --keep-grads, have AccumulateGrad add into it and free the new gradient.
-      const int complete = param_gradient(node.params[k], param_grads[k]);
-      if (complete < 0) continue;  // a shared parameter's sum waits for its other uses
-      if (micro_ == 1) memory_.mark(complete, Carry::Grad);
-      if (options_.keep_grads || micro_ > 1) memory_.release(complete);
-    }
+    hand_over();
   }
   checkpoint_.backward_done(grad_);
   memory_.at(Phase::Backward, "");
@@ -286,8 +309,45 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
 }
 
 void StepSimulator::release_kept(std::size_t node) {
-  for (int b : kept_[node]) memory_.release(b);
+  for (int b : kept_[node])
+    if (b >= 0) memory_.release(b);
   kept_[node].clear();
+  kept_saved_[node].clear();
+}
+
+// A backward PyTorch runs as several nodes (layer.hpp's BackwardEvent), event by event.
+void StepSimulator::run_program(std::size_t i, const std::function<void(int)>& input_grads,
+                                const std::function<void(std::size_t)>& param_grad, const std::function<void()>& hand_over,
+                                bool trainable) {
+  const Node& node = graph_.nodes[i];
+  const std::string& name = graph_.layer(node).name;
+  std::vector<bool> with_grad;
+  for (int v : node.outputs) with_grad.push_back(grad_.count(v) > 0);
+  std::map<int, int> temporaries;  // the program's index -> block
+  for (const BackwardEvent& e : node.result.backward_program(with_grad)) {
+    switch (e.kind) {
+      case BackwardEvent::Kind::Temporary:
+        temporaries[e.index] = memory_.alloc(MemoryKind::Transients, e.type.bytes(), e.what + " of " + name);
+        break;
+      case BackwardEvent::Kind::Free: memory_.release(temporaries.at(e.index)); break;
+      case BackwardEvent::Kind::InputGrad: input_grads(e.index); break;
+      case BackwardEvent::Kind::ParamGrad:  // one the layer does not have (a bias) is skipped
+        if (trainable && static_cast<std::size_t>(e.index) < node.result.params.size()) param_grad(static_cast<std::size_t>(e.index));
+        break;
+      case BackwardEvent::Kind::ParamGradsDone: hand_over(); break;
+      case BackwardEvent::Kind::ReleaseSaved: {
+        std::vector<int>& saved = kept_saved_[i];
+        for (std::size_t k = 0; k < saved.size(); ++k)
+          if (saved[k] == e.index && kept_[i][k] >= 0) memory_.release(std::exchange(kept_[i][k], -1));
+        break;
+      }
+      case BackwardEvent::Kind::ReleaseGradOut: {
+        const int v = node.outputs.at(static_cast<std::size_t>(e.index));
+        if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);
+        break;
+      }
+    }
+  }
 }
 
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,

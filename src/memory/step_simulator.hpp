@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,6 +67,8 @@ class StepSimulator {
   int param_gradient(int param, int contribution);
   void backward(const std::vector<TensorType>&);
   void release_kept(std::size_t node);
+  void run_program(std::size_t node, const std::function<void(int)>& input_grads, const std::function<void(std::size_t)>& param_grad,
+                   const std::function<void()>& hand_over, bool trainable);
 
   const Graph& graph_;
   const StepOptions& options_;
@@ -76,7 +79,8 @@ class StepSimulator {
   MemoryTracker memory_;
   std::vector<int> block_;                  // graph storage -> live block
   std::vector<bool> returned_;              // value -> whether the model returns it
-  std::map<std::size_t, std::vector<int>> kept_;  // node -> blocks its backward keeps
+  std::map<std::size_t, std::vector<int>> kept_;  // node -> blocks its backward keeps (-1: freed)
+  std::map<std::size_t, std::vector<int>> kept_saved_;  // node -> the saved entry of each of kept_'s blocks
   std::vector<int> loss_kept_;
   std::vector<int> previous_outputs_;
   int previous_loss_ = -1;
