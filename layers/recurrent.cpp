@@ -17,9 +17,8 @@
 //   workspace, whose size is oneDNN's (rnn_utils.hpp: gates, h, states, diff states, each
 //   rounded up to a 4 KiB page), checked against 59 measured shapes.
 // On CUDA the same tensors are assumed (cuDNN's reserve space is not modelled yet).
-#include <utility>
-
 #include "common.hpp"
+#include "recurrent_backward.hpp"
 
 namespace nnmem::layers {
 namespace {
@@ -57,85 +56,10 @@ std::int64_t onednn_lstm_workspace(std::int64_t t, std::int64_t n, std::int64_t 
   return total;
 }
 
-// A backward program (layer.hpp's BackwardEvent), written event by event.
-class Program {
- public:
-  explicit Program(std::vector<BackwardEvent>& events) : events_(events) {}
-  int temporary(TensorType type, std::string what) {
-    events_.push_back({BackwardEvent::Kind::Temporary, next_, std::move(type), std::move(what)});
-    return next_++;
-  }
-  void free(int slot) { add(BackwardEvent::Kind::Free, slot); }
-  void input_grad(int k) { add(BackwardEvent::Kind::InputGrad, k); }
-  void param_grad(int k) { add(BackwardEvent::Kind::ParamGrad, k); }
-  void params_done() { add(BackwardEvent::Kind::ParamGradsDone, 0); }
-  void release(int saved) { add(BackwardEvent::Kind::ReleaseSaved, saved); }
-  void release_grad_out(int k) { add(BackwardEvent::Kind::ReleaseGradOut, k); }
-
- private:
-  void add(BackwardEvent::Kind kind, int index) { events_.push_back({kind, index}); }
-  std::vector<BackwardEvent>& events_;
-  int next_ = 0;
-};
-
 // Saves a tensor and returns its index in `saved`, for the program to free it.
 int saved_extra(LayerResult& res, TensorType type, const std::string& what) {
   res.save_extra(std::move(type), what);
   return static_cast<int>(res.saved.size()) - 1;
-}
-
-struct Dims {
-  std::int64_t t, n, input, hidden, layers, dirs, proj, out;  // out: proj_size, or hidden
-};
-
-// oneDNN's LSTM backward (measured on torch 2.13, ops_saved_recurrent.md): one
-// MkldnnRnnLayerBackward0 per layer and direction, the top layer first. Each makes its layer
-// input's gradient, h_0's and c_0's (freed at once: the module's zeros need none), then the
-// weights' and biases' gradients (the second bias's a copy of the first's); then frees the
-// incoming gradient (after the layer's last direction) and what it kept. Two directions'
-// gradients of a layer input are summed in place (2.x's InputBuffer); dropout's backward
-// multiplies the sum by its mask, a new tensor.
-std::vector<BackwardEvent> onednn_backward(const Dims& d, DType dtype, bool input_grad, const std::vector<std::vector<int>>& kept,
-                                           const std::vector<int>& masks, const std::vector<int>& first_param, std::int64_t groups) {
-  std::vector<BackwardEvent> events;
-  Program program(events);
-  int incoming = -1;  // -1: the output's gradient
-  for (std::int64_t l = d.layers; l-- > 0;) {
-    const std::int64_t layer_in = l == 0 ? d.input : checked_mul(d.dirs, d.hidden);
-    std::vector<int> grads;  // this layer's input's gradient, per direction
-    bool input_made = false;
-    for (std::int64_t dir = d.dirs; dir-- > 0;) {
-      const std::size_t at = static_cast<std::size_t>(l * d.dirs + dir);
-      int grad = -1;
-      if (l == 0 && input_grad && !input_made) {
-        program.input_grad(0);
-        input_made = true;
-      } else {
-        grad = program.temporary({{d.t, d.n, layer_in}, dtype}, "grad of layer " + std::to_string(l) + "'s input");
-      }
-      const int h0 = program.temporary({{d.n, d.hidden}, dtype}, "grad of h_0");
-      const int c0 = program.temporary({{d.n, d.hidden}, dtype}, "grad of c_0");
-      for (std::int64_t k = 0; k < groups; ++k) program.param_grad(first_param[at] + static_cast<int>(k));
-      if (l == 0 && !input_grad && grad >= 0) program.free(std::exchange(grad, -1));
-      program.free(h0);
-      program.free(c0);
-      if (dir == 0) incoming < 0 ? program.release_grad_out(0) : program.free(incoming);
-      for (int k : kept[at]) program.release(k);
-      program.params_done();
-      if (grad >= 0) grads.push_back(grad);
-    }
-    // A second direction's gradient is added into the first's (or into the input's gradient).
-    for (std::size_t k = l == 0 ? 0 : 1; k < grads.size(); ++k) program.free(grads[k]);
-    if (l == 0) break;
-    incoming = grads.front();
-    if (!masks.empty()) {  // dropout on layer l - 1's output
-      const int dropped = program.temporary({{d.t, d.n, layer_in}, dtype}, "grad through dropout");
-      program.free(incoming);
-      program.release(masks[static_cast<std::size_t>(l - 1)]);
-      incoming = dropped;
-    }
-  }
-  return events;
 }
 
 LayerResult infer_sequence(const LayerCall& call, Cell cell) {
@@ -252,137 +176,6 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
     };
   }
   return res;
-}
-
-// What a cell's backward program needs to know. Parameters: 0 weight_ih, 1 weight_hh, 2 bias_ih,
-// 3 bias_hh (without bias the program still names 2 and 3; the simulator skips them).
-struct CellBackward {
-  std::int64_t n, h;
-  DType dtype;
-  int saved_h;        // the saved h (the module's zeros, or input 1), -1: none
-  bool sum_in_place;  // TorchProfile::grad_sum_in_place
-  bool h_grad;        // input 1 (h) needs a gradient
-  TensorType nh(std::int64_t k = 1) const { return {{n, checked_mul(k, h)}, dtype}; }
-};
-
-// An addmm node's weight and bias gradients (parameters `weight` and `weight` + 2).
-void weight_grads(Program& p, int weight) {
-  p.param_grad(weight);
-  p.param_grad(weight + 2);
-}
-
-// GRUCell's backward as the engine runs it (measured, ops_saved_recurrent.md): h' = n + z·(h − n),
-// n = tanh(i_n + r·h_n). MulBackward0 (z and h − n's gradients), SubBackward0 (−n's; n's
-// gradient is it plus h''s, summed out of place in 1.13, in place in 2.x), TanhBackward0,
-// MulBackward0 (r's and h_n's), the two sigmoids, then h's gates split and addmm (h's gradient:
-// what came through h − n plus the addmm's), x's gates split and addmm.
-std::vector<BackwardEvent> gru_cell_backward(const CellBackward& b, int gates_kept, int tanh_kept, int diff_kept, int hn_kept) {
-  std::vector<BackwardEvent> events;
-  Program p(events);
-  const int gz = p.temporary(b.nh(), "grad of z");
-  const int gdiff = p.temporary(b.nh(), "grad of h - n");
-  p.release(diff_kept);
-  const int gneg = p.temporary(b.nh(), "grad of -n");
-  int gn = -1;  // n's gradient; -1: h''s, into which 2.x adds -n's
-  if (b.sum_in_place) {
-    p.free(gneg);
-  } else {
-    gn = p.temporary(b.nh(), "grad of n");
-    p.free(gneg);
-    p.release_grad_out(0);
-  }
-  const int gnp = p.temporary(b.nh(), "grad of n's pre-activation");
-  gn < 0 ? p.release_grad_out(0) : p.free(gn);
-  p.release(tanh_kept);
-  const int gr = p.temporary(b.nh(), "grad of r");
-  const int ghn = p.temporary(b.nh(), "grad of h_n");
-  p.release(hn_kept);
-  const int grp = p.temporary(b.nh(), "grad of r's pre-activation");
-  p.free(gr);
-  const int gzp = p.temporary(b.nh(), "grad of z's pre-activation");
-  p.free(gz);
-  p.release(gates_kept);
-  const int gates_h = p.temporary(b.nh(3), "grad of h's gates");  // h's gates split, then its addmm
-  p.free(ghn);
-  const int mm = b.h_grad ? p.temporary(b.nh(), "grad of h through weight_hh") : -1;
-  weight_grads(p, 1);
-  p.free(gates_h);
-  if (b.saved_h >= 0) p.release(b.saved_h);
-  if (!b.h_grad) {
-    p.free(gdiff);
-  } else if (b.sum_in_place) {  // added into h - n's gradient, which is h's
-    p.free(mm);
-    p.free(gdiff);
-    p.input_grad(1);
-  } else {
-    p.input_grad(1);
-    p.free(mm);
-    p.free(gdiff);
-  }
-  p.params_done();
-  const int gates_x = p.temporary(b.nh(3), "grad of x's gates");  // x's gates split, then its addmm
-  p.free(grp);
-  p.free(gzp);
-  p.free(gnp);
-  p.input_grad(0);
-  weight_grads(p, 0);
-  p.free(gates_x);
-  p.params_done();
-  return events;
-}
-
-// LSTMCell's backward as the engine runs it (measured, ops_saved_recurrent.md): h' = o·tanh(c'),
-// c' = f·c + i·g. MulBackward0 (o's and tanh(c')'s gradients), TanhBackward0 (its part of c''s
-// gradient, summed with c''s own when c' is read elsewhere: out of place in 1.13, in place in
-// 2.x), the two MulBackward0 of c' (f, c, i, g), the four gates' nodes, the split, then x's
-// addmm (made last) and h's; the gates' gradient and h are freed after both.
-std::vector<BackwardEvent> lstm_cell_backward(const CellBackward& b, const std::vector<bool>& with_grad, int saved_c, int gates_kept,
-                                              int tanh_kept, bool c_grad) {
-  std::vector<BackwardEvent> events;
-  Program p(events);
-  std::vector<int> gate_grads;
-  int gc = -1;  // c''s gradient; -1: output 1's (into which 2.x adds)
-  if (with_grad[0]) {
-    gate_grads.push_back(p.temporary(b.nh(), "grad of o"));
-    const int gt = p.temporary(b.nh(), "grad of tanh(c')");
-    p.release_grad_out(0);
-    gc = p.temporary(b.nh(), "grad of c' through tanh");
-    p.free(gt);
-    p.release(tanh_kept);
-    if (with_grad.size() > 1 && with_grad[1]) {
-      if (b.sum_in_place) {
-        p.free(std::exchange(gc, -1));
-      } else {
-        const int sum = p.temporary(b.nh(), "grad of c'");
-        p.free(gc);
-        p.release_grad_out(1);
-        gc = sum;
-      }
-    }
-  }
-  gate_grads.push_back(p.temporary(b.nh(), "grad of f"));
-  if (c_grad) p.input_grad(2);
-  gate_grads.push_back(p.temporary(b.nh(), "grad of i"));
-  gate_grads.push_back(p.temporary(b.nh(), "grad of g"));
-  gc < 0 ? p.release_grad_out(1) : p.free(gc);
-  if (saved_c >= 0) p.release(saved_c);
-  for (int& g : gate_grads) {  // each gate's node: its pre-activation's gradient
-    const int pre = p.temporary(b.nh(), "grad of a gate's pre-activation");
-    p.free(std::exchange(g, pre));
-  }
-  p.release(gates_kept);
-  if (!with_grad[0]) p.release(tanh_kept);
-  const int gates = p.temporary(b.nh(4), "grad of the gates");
-  for (int g : gate_grads) p.free(g);
-  p.input_grad(0);
-  weight_grads(p, 0);
-  p.params_done();
-  if (b.h_grad) p.input_grad(1);
-  weight_grads(p, 1);
-  p.free(gates);
-  if (b.saved_h >= 0) p.release(b.saved_h);
-  p.params_done();
-  return events;
 }
 
 // A cell: x [N, input_size] and optionally h [N, hidden_size] (LSTMCell: h and c, or neither).

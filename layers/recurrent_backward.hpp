@@ -1,0 +1,57 @@
+// The backward programs (layer.hpp's BackwardEvent) of the recurrent layers whose backward
+// PyTorch runs as several autograd nodes, node by node as measured (validation/
+// ops_saved_recurrent.md): oneDNN's LSTM (one node per layer and direction) and the cells.
+// Private to layers/recurrent*.cpp.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+
+namespace nnmem::layers {
+
+// A backward program (layer.hpp's BackwardEvent), written event by event.
+class Program {
+ public:
+  explicit Program(std::vector<BackwardEvent>& events) : events_(events) {}
+  int temporary(TensorType type, std::string what) {
+    events_.push_back({BackwardEvent::Kind::Temporary, next_, std::move(type), std::move(what)});
+    return next_++;
+  }
+  void free(int slot) { add(BackwardEvent::Kind::Free, slot); }
+  void input_grad(int k) { add(BackwardEvent::Kind::InputGrad, k); }
+  void param_grad(int k) { add(BackwardEvent::Kind::ParamGrad, k); }
+  void params_done() { add(BackwardEvent::Kind::ParamGradsDone, 0); }
+  void release(int saved) { add(BackwardEvent::Kind::ReleaseSaved, saved); }
+  void release_grad_out(int k) { add(BackwardEvent::Kind::ReleaseGradOut, k); }
+
+ private:
+  void add(BackwardEvent::Kind kind, int index) { events_.push_back({kind, index}); }
+  std::vector<BackwardEvent>& events_;
+  int next_ = 0;
+};
+
+struct Dims {
+  std::int64_t t, n, input, hidden, layers, dirs, proj, out;  // out: proj_size, or hidden
+};
+
+// What a cell's backward program needs to know. Parameters: 0 weight_ih, 1 weight_hh, 2 bias_ih,
+// 3 bias_hh (without bias the program still names 2 and 3; the simulator skips them).
+struct CellBackward {
+  std::int64_t n, h;
+  DType dtype;
+  int saved_h;        // the saved h (the module's zeros, or input 1), -1: none
+  bool sum_in_place;  // TorchProfile::grad_sum_in_place
+  bool h_grad;        // input 1 (h) needs a gradient
+  TensorType nh(std::int64_t k = 1) const { return {{n, checked_mul(k, h)}, dtype}; }
+};
+
+std::vector<BackwardEvent> onednn_backward(const Dims& d, DType dtype, bool input_grad, const std::vector<std::vector<int>>& kept,
+                                           const std::vector<int>& masks, const std::vector<int>& first_param, std::int64_t groups);
+std::vector<BackwardEvent> gru_cell_backward(const CellBackward& b, int gates_kept, int tanh_kept, int diff_kept, int hn_kept);
+std::vector<BackwardEvent> lstm_cell_backward(const CellBackward& b, const std::vector<bool>& with_grad, int saved_c, int gates_kept,
+                                              int tanh_kept, bool c_grad);
+
+}  // namespace nnmem::layers
