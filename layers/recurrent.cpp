@@ -115,17 +115,27 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
   // or alive while the module runs. With batch_first, a time-major copy of the input (the
   // generic path makes one per direction), kept, or freed inside the op (a workspace).
   const auto made = [&](TensorType type, const std::string& what, bool kept) {
-    kept ? res.save_extra(std::move(type), what) : res.forward_scratch.push_back({std::move(type), what});
+    if (kept) return saved_extra(res, std::move(type), what);
+    res.forward_scratch.push_back({std::move(type), what});
+    return -1;
   };
-  made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights);
-  if (cell == Cell::Lstm) made({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)", backward);
+  const double dropout = call.attrs.real("dropout");
+  // torch 1.13's generic LSTM, one direction, no dropout: its backward as the engine runs it.
+  const bool stepwise = cell == Cell::Lstm && !onednn && backward && call.trainable && d.proj == 0 && d.dirs == 1 && dropout == 0 &&
+                        !call.ctx.torch->grad_sum_in_place;
+  LstmSteps steps;
+  steps.zeros_h = made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights);
+  if (cell == Cell::Lstm) steps.zeros_c = made({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)", backward);
   if (batch_first && for_weights)
-    for (std::int64_t k = 0; k < (onednn ? 1 : d.dirs); ++k) res.save_extra({{d.t, d.n, d.input}, dtype}, "time-major copy of the input");
+    for (std::int64_t k = 0; k < (onednn ? 1 : d.dirs); ++k)
+      steps.layer_input.push_back(saved_extra(res, {{d.t, d.n, d.input}, dtype}, "time-major copy of the input"));
   if (!backward) return res;
-  if (!batch_first && for_weights) res.save_input(0);
+  if (!batch_first && for_weights) {
+    res.save_input(0);
+    steps.layer_input.push_back(static_cast<int>(res.saved.size()) - 1);
+  }
   std::vector<std::vector<int>> onednn_kept;  // per layer and direction: what its node keeps
   std::vector<int> dropout_masks;             // per layer but the last
-  const double dropout = call.attrs.real("dropout");
   const std::int64_t t1 = d.t - 1;
   for (std::int64_t l = 0; l < d.layers; ++l) {
     const std::string layer = "layer " + std::to_string(l);
@@ -152,6 +162,19 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
         case Cell::Rnn: keep_units(res, d.t, d.n, d.hidden, dtype, who + " step activations"); break;
         case Cell::Gru: keep_units(res, checked_add(t6, h_next), d.n, d.hidden, dtype, who + " step gates and states"); break;
         case Cell::Lstm:  // 4H gates, tanh(c_t), c_t for the next step (with proj_size, the h before projection too)
+          if (stepwise) {  // the same, step by step, for the program to free them as each step's nodes run
+            std::vector<LstmStep>& layer_steps = steps.steps.emplace_back();
+            for (std::int64_t t = 0; t < d.t; ++t) {
+              const std::string step = who + " step " + std::to_string(t);
+              LstmStep& k = layer_steps.emplace_back();
+              k.gates = saved_extra(res, {{d.n, checked_mul(4, d.hidden)}, dtype}, step + " gates");
+              k.tanh_c = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " tanh(c_t)");
+              if (t == t1) continue;
+              k.c = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " c_t");
+              k.h = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " h_t");
+            }
+            break;
+          }
           keep_units(res, checked_add(checked_add(checked_mul(d.proj > 0 ? 6 : 5, d.t), t1), d.proj > 0 ? 0 : h_next), d.n, d.hidden,
                      dtype, who + " step gates and states");
           if (d.proj > 0) keep_units(res, h_next, d.n, d.proj, dtype, who + " projected h_t");
@@ -165,9 +188,13 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
       dropout_masks.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " dropout mask"));
       if (for_weights) res.save_extra({{d.t, d.n, width}, dtype}, layer + " output after dropout");
     } else if (for_weights && !(onednn && d.dirs == 1)) {
-      res.save_extra({{d.t, d.n, width}, dtype}, layer + " output");
+      steps.layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " output"));
     }
   }
+  if (stepwise)
+    res.backward_program = [d, dtype, batch_first, bias, input_grad = call.input_requires_grad(), steps, first_param](const std::vector<bool>&) {
+      return lstm_steps_backward(d, dtype, batch_first, bias, input_grad, steps, first_param);
+    };
   if (onednn) {
     const std::int64_t groups = static_cast<std::int64_t>(res.params.size()) / checked_mul(d.layers, d.dirs);
     res.backward_program = [d, dtype, input_grad = call.input_requires_grad(), onednn_kept, dropout_masks, first_param,

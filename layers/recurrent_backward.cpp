@@ -64,6 +64,106 @@ std::vector<BackwardEvent> onednn_backward(const Dims& d, DType dtype, bool inpu
   return events;
 }
 
+// torch 1.13's generic LSTM (one direction, no dropout), as the engine runs it (measured,
+// ops_saved_recurrent.md), each layer from the top, its steps from the last: MulBackward0 (o,
+// tanh(c_t)), TanhBackward0 (c_t's gradient, plus what step t + 1 gave it, out of place), the
+// two MulBackward0 of c_t (f, c_(t-1), i, g), the gates' nodes, the split, then h's addmm:
+// h_(t-1)'s gradient (plus the output's slice, out of place: the last slice used frees the
+// incoming gradient), and weight_hh's and bias_hh's, each summed out of place with the steps'
+// before. Then the stacked gates' gradients [T, N, 4H] and the input projection's addmm (with
+// batch_first, layer 0's bias first): the layer input's gradient, weight_ih's and bias_ih's.
+std::vector<BackwardEvent> lstm_steps_backward(const Dims& d, DType dtype, bool batch_first, bool bias, bool input_grad, const LstmSteps& kept,
+                                               const std::vector<int>& first_param) {
+  std::vector<BackwardEvent> events;
+  Program p(events);
+  const TensorType nh{{d.n, d.hidden}, dtype};
+  const TensorType w_hh{{checked_mul(4, d.hidden), d.hidden}, dtype};
+  const TensorType b{{checked_mul(4, d.hidden)}, dtype};
+  int incoming = -1;  // the layer output's gradient; -1: the module output's
+  const auto release_incoming = [&] { incoming < 0 ? p.release_grad_out(0) : p.free(incoming); };
+  for (std::int64_t l = d.layers; l-- > 0;) {
+    const std::vector<LstmStep>& steps = kept.steps[static_cast<std::size_t>(l)];
+    const int fp = first_param[static_cast<std::size_t>(l)];
+    int h_grad = -1, c_carry = -1, w_sum = -1, b_sum = -1;
+    std::vector<int> step_gates;
+    for (std::int64_t t = d.t; t-- > 0;) {
+      const LstmStep& s = steps[static_cast<std::size_t>(t)];
+      std::vector<int> g = {p.temporary(nh, "grad of o")};
+      const int gtc = p.temporary(nh, "grad of tanh(c_t)");
+      if (h_grad >= 0) p.free(h_grad);
+      if (d.t == 1) release_incoming();
+      int gc = p.temporary(nh, "grad of c_t through tanh");
+      p.free(gtc);
+      p.release(s.tanh_c);
+      if (c_carry >= 0) {
+        const int sum = p.temporary(nh, "grad of c_t");
+        p.free(gc);
+        p.free(c_carry);
+        gc = sum;
+      }
+      g.push_back(p.temporary(nh, "grad of f"));
+      c_carry = t > 0 ? p.temporary(nh, "grad of c_(t-1)") : -1;
+      g.push_back(p.temporary(nh, "grad of i"));
+      g.push_back(p.temporary(nh, "grad of g"));
+      p.free(gc);
+      if (t > 0) p.release(steps[static_cast<std::size_t>(t - 1)].c);
+      else if (l == 0 && kept.zeros_c >= 0) p.release(kept.zeros_c);
+      for (int& gate : g) {
+        const int pre = p.temporary(nh, "grad of a gate's pre-activation");
+        p.free(std::exchange(gate, pre));
+      }
+      p.release(s.gates);
+      step_gates.push_back(p.temporary({{d.n, checked_mul(4, d.hidden)}, dtype}, "grad of a step's gates"));
+      for (int gate : g) p.free(gate);
+      const int mm = t > 0 ? p.temporary(nh, "grad of h_(t-1) through weight_hh") : -1;
+      const int w_new = p.temporary(w_hh, "grad of weight_hh at a step");
+      const int b_new = bias ? p.temporary(b, "grad of bias_hh at a step") : -1;
+      if (t > 0) p.release(steps[static_cast<std::size_t>(t - 1)].h);
+      else if (l == 0 && kept.zeros_h >= 0) p.release(kept.zeros_h);
+      const int b_next = b_sum >= 0 ? p.temporary(b, "grad of bias_hh, summed") : b_new;
+      if (b_sum >= 0) p.free(b_new);
+      if (mm >= 0) {
+        h_grad = p.temporary(nh, "grad of h_(t-1)");
+        if (t == 1) release_incoming();
+        p.free(mm);
+      }
+      if (b_sum >= 0) p.free(b_sum);
+      b_sum = b_next;
+      if (w_sum >= 0) {
+        const int sum = p.temporary(w_hh, "grad of weight_hh, summed");
+        p.free(w_sum);
+        p.free(w_new);
+        w_sum = sum;
+      } else {
+        w_sum = w_new;
+      }
+    }
+    p.free(w_sum);  // it becomes weight_hh's gradient, then bias_hh's its own
+    p.param_grad(fp + 1);
+    if (bias) {
+      p.free(b_sum);
+      p.param_grad(fp + 3);
+    }
+    p.params_done();
+    const int stacked = p.temporary({{d.t, d.n, checked_mul(4, d.hidden)}, dtype}, "grad of the stacked gates");
+    for (int g : step_gates) p.free(g);
+    int grad_in = -1;
+    if (l > 0)
+      grad_in = p.temporary({{d.t, d.n, checked_mul(d.dirs, d.hidden)}, dtype}, "grad of layer " + std::to_string(l) + "'s input");
+    else if (input_grad)
+      p.input_grad(0);
+    const bool bias_first = l == 0 && batch_first;  // AddBackward0, then MmBackward0
+    if (bias && bias_first) p.param_grad(fp + 2);
+    p.param_grad(fp);
+    if (bias && !bias_first) p.param_grad(fp + 2);
+    p.free(stacked);
+    p.release(kept.layer_input[static_cast<std::size_t>(l)]);
+    p.params_done();
+    incoming = grad_in;
+  }
+  return events;
+}
+
 // GRUCell's backward as the engine runs it (measured, ops_saved_recurrent.md): h' = n + z·(h − n),
 // n = tanh(i_n + r·h_n). MulBackward0 (z and h − n's gradients), SubBackward0 (−n's; n's
 // gradient is it plus h''s, summed out of place in 1.13, in place in 2.x), TanhBackward0,

@@ -48,6 +48,19 @@ struct CellBackward {
   TensorType nh(std::int64_t k = 1) const { return {{n, checked_mul(k, h)}, dtype}; }
 };
 
+// What the generic LSTM keeps, by saved index: per layer and step, its gates, tanh(c_t), and
+// c_t and h_t (read by the next step; -1 at the last); the zero h_0 and c_0; each layer's input.
+struct LstmStep {
+  int gates = -1, tanh_c = -1, c = -1, h = -1;
+};
+struct LstmSteps {
+  std::vector<std::vector<LstmStep>> steps;
+  int zeros_h = -1, zeros_c = -1;
+  std::vector<int> layer_input;
+};
+
+std::vector<BackwardEvent> lstm_steps_backward(const Dims& d, DType dtype, bool batch_first, bool bias, bool input_grad, const LstmSteps& kept,
+                                               const std::vector<int>& first_param);
 std::vector<BackwardEvent> onednn_backward(const Dims& d, DType dtype, bool input_grad, const std::vector<std::vector<int>>& kept,
                                            const std::vector<int>& masks, const std::vector<int>& first_param, std::int64_t groups);
 std::vector<BackwardEvent> gru_cell_backward(const CellBackward& b, int gates_kept, int tanh_kept, int diff_kept, int hn_kept);
