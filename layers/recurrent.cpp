@@ -123,16 +123,20 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
   // torch 1.13's generic LSTM, one direction, no dropout: its backward as the engine runs it.
   const bool stepwise = cell == Cell::Lstm && !onednn && backward && call.trainable && d.proj == 0 && d.dirs == 1 && dropout == 0 &&
                         !call.ctx.torch->grad_sum_in_place;
+  // The generic GRU likewise, in both versions (any directions, layers and dropout).
+  const bool gru_stepwise = cell == Cell::Gru && backward && call.trainable;
   LstmSteps steps;
-  steps.zeros_h = made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights);
+  GruSteps gru;
+  steps.zeros_h = gru.zeros_h = made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights);
   if (cell == Cell::Lstm) steps.zeros_c = made({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)", backward);
+  std::vector<int> layer_input;  // what each layer's input projection keeps (layer 0: per direction with batch_first)
   if (batch_first && for_weights)
     for (std::int64_t k = 0; k < (onednn ? 1 : d.dirs); ++k)
-      steps.layer_input.push_back(saved_extra(res, {{d.t, d.n, d.input}, dtype}, "time-major copy of the input"));
+      layer_input.push_back(saved_extra(res, {{d.t, d.n, d.input}, dtype}, "time-major copy of the input"));
   if (!backward) return res;
   if (!batch_first && for_weights) {
     res.save_input(0);
-    steps.layer_input.push_back(static_cast<int>(res.saved.size()) - 1);
+    layer_input.push_back(static_cast<int>(res.saved.size()) - 1);
   }
   std::vector<std::vector<int>> onednn_kept;  // per layer and direction: what its node keeps
   std::vector<int> dropout_masks;             // per layer but the last
@@ -160,7 +164,22 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
       const std::int64_t t6 = checked_mul(6, d.t);
       switch (cell) {
         case Cell::Rnn: keep_units(res, d.t, d.n, d.hidden, dtype, who + " step activations"); break;
-        case Cell::Gru: keep_units(res, checked_add(t6, h_next), d.n, d.hidden, dtype, who + " step gates and states"); break;
+        case Cell::Gru:
+          if (gru_stepwise) {  // the same, step by step, for the program to free them as each step's nodes run
+            std::vector<GruStep>& layer_steps = gru.steps.emplace_back();
+            for (std::int64_t t = 0; t < d.t; ++t) {
+              const std::string step = who + " step " + std::to_string(t);
+              GruStep& k = layer_steps.emplace_back();
+              k.gates = saved_extra(res, {{d.n, checked_mul(3, d.hidden)}, dtype}, step + " gates");
+              k.tanh = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " tanh of the new gate");
+              k.diff = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " h - n (an in-place op's clone)");
+              k.hn = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " h_n (an in-place op's clone)");
+              if (t < t1) k.h = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " h_t");
+            }
+            break;
+          }
+          keep_units(res, checked_add(t6, h_next), d.n, d.hidden, dtype, who + " step gates and states");
+          break;
         case Cell::Lstm:  // 4H gates, tanh(c_t), c_t for the next step (with proj_size, the h before projection too)
           if (stepwise) {  // the same, step by step, for the program to free them as each step's nodes run
             std::vector<LstmStep>& layer_steps = steps.steps.emplace_back();
@@ -186,11 +205,17 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
     // (oneDNN with one direction: its kept output, already counted).
     if (dropout > 0) {
       dropout_masks.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " dropout mask"));
-      if (for_weights) res.save_extra({{d.t, d.n, width}, dtype}, layer + " output after dropout");
+      if (for_weights) layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " output after dropout"));
     } else if (for_weights && !(onednn && d.dirs == 1)) {
-      steps.layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " output"));
+      layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " output"));
     }
   }
+  steps.layer_input = gru.layer_input = layer_input;
+  if (gru_stepwise)
+    res.backward_program = [d, dtype, batch_first, bias, input_grad = call.input_requires_grad(), in_place = call.ctx.torch->grad_sum_in_place,
+                            gru, first_param, dropout_masks](const std::vector<bool>&) {
+      return gru_steps_backward(d, dtype, batch_first, bias, input_grad, in_place, gru, first_param, dropout_masks);
+    };
   if (stepwise)
     res.backward_program = [d, dtype, batch_first, bias, input_grad = call.input_requires_grad(), steps, first_param](const std::vector<bool>&) {
       return lstm_steps_backward(d, dtype, batch_first, bias, input_grad, steps, first_param);

@@ -59,6 +59,19 @@ struct LstmSteps {
   std::vector<int> layer_input;
 };
 
+// The same for the generic GRU, per layer and direction: each step's gates (3H), tanh's
+// result, the clones of h − n and h_n, and h_t (-1 at the last); the zero h_0; the inputs.
+struct GruStep {
+  int gates = -1, tanh = -1, diff = -1, hn = -1, h = -1;
+};
+struct GruSteps {
+  std::vector<std::vector<GruStep>> steps;
+  int zeros_h = -1;
+  std::vector<int> layer_input;
+};
+
+std::vector<BackwardEvent> gru_steps_backward(const Dims& d, DType dtype, bool batch_first, bool bias, bool input_grad, bool in_place,
+                                              const GruSteps& kept, const std::vector<int>& first_param, const std::vector<int>& masks);
 std::vector<BackwardEvent> lstm_steps_backward(const Dims& d, DType dtype, bool batch_first, bool bias, bool input_grad, const LstmSteps& kept,
                                                const std::vector<int>& first_param);
 std::vector<BackwardEvent> onednn_backward(const Dims& d, DType dtype, bool input_grad, const std::vector<std::vector<int>>& kept,

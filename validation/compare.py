@@ -277,7 +277,7 @@ def summary_lines(version, rows, modelled):
     ]
     unmodelled = [abs(rel(*r["peak"])) for r in est if not r["peak_modelled"]]
     if unmodelled:
-        lines.append("| %s: peak of the step, recurrent networks (not modelled yet: `validation/peak_not_modelled.json`) "
+        lines.append("| %s: peak of the step, networks not modelled yet (`validation/peak_not_modelled.json`) "
                      "| %d | %d | %.2f%% | %.2f%% |" % (label, len(unmodelled), sum(1 for e in unmodelled if e == 0),
                                                        100 * statistics.median(unmodelled), 100 * max(unmodelled)))
     if len(est) < len(rows):
