@@ -16,7 +16,8 @@
 //   per layer and direction its input and output, h and c at the last step, and a uint8
 //   workspace, whose size is oneDNN's (rnn_utils.hpp: gates, h, states, diff states, each
 //   rounded up to a 4 KiB page), checked against 59 measured shapes.
-// On CUDA the same tensors are assumed (cuDNN's reserve space is not modelled yet).
+// Backward on the CPU runs as PyTorch's engine runs it, node by node (recurrent_backward.cpp).
+// On CUDA the same tensors are assumed, and one node (cuDNN's reserve space is not modelled yet).
 #include "common.hpp"
 #include "recurrent_backward.hpp"
 
@@ -121,10 +122,12 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
   };
   const double dropout = call.attrs.real("dropout");
   // torch 1.13's generic LSTM, one direction, no dropout: its backward as the engine runs it.
-  const bool stepwise = cell == Cell::Lstm && !onednn && backward && call.trainable && d.proj == 0 && d.dirs == 1 && dropout == 0 &&
-                        !call.ctx.torch->grad_sum_in_place;
+  // (On CUDA, cuDNN runs the layer as one node: there it stays one node.)
+  const bool cpu = call.ctx.device == Device::Cpu;
+  const bool stepwise = cpu && cell == Cell::Lstm && !onednn && backward && call.trainable && d.proj == 0 && d.dirs == 1 &&
+                        dropout == 0 && !call.ctx.torch->grad_sum_in_place;
   // The generic GRU likewise, in both versions (any directions, layers and dropout).
-  const bool gru_stepwise = cell == Cell::Gru && backward && call.trainable;
+  const bool gru_stepwise = cpu && cell == Cell::Gru && backward && call.trainable;
   LstmSteps steps;
   GruSteps gru;
   steps.zeros_h = gru.zeros_h = made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights);
@@ -269,6 +272,7 @@ LayerResult infer_cell(const LayerCall& call, Cell cell) {
     saved_h = static_cast<int>(res.saved.size()) - 1;
   }
   const CellBackward b{n, h, dtype, saved_h, call.ctx.torch->grad_sum_in_place, call.inputs.size() > 1 && call.input_requires_grad(1)};
+  const bool cpu = call.ctx.device == Device::Cpu;  // CUDA's fused cell kernels: one node
   switch (cell) {
     case Cell::Rnn: res.save_output(0); break;  // one TanhBackward0 and two addmm: run as one node
     case Cell::Gru: {
@@ -276,9 +280,10 @@ LayerResult infer_cell(const LayerCall& call, Cell cell) {
       const int tanh_kept = saved_extra(res, {{n, h}, dtype}, "tanh of the new gate");
       const int diff_kept = saved_extra(res, {{n, h}, dtype}, "h - n (an in-place op's clone)");
       const int hn_kept = saved_extra(res, {{n, h}, dtype}, "h_n (an in-place op's clone)");
-      res.backward_program = [b, gates_kept, tanh_kept, diff_kept, hn_kept](const std::vector<bool>&) {
-        return gru_cell_backward(b, gates_kept, tanh_kept, diff_kept, hn_kept);
-      };
+      if (cpu)
+        res.backward_program = [b, gates_kept, tanh_kept, diff_kept, hn_kept](const std::vector<bool>&) {
+          return gru_cell_backward(b, gates_kept, tanh_kept, diff_kept, hn_kept);
+        };
       break;
     }
     case Cell::Lstm: {
@@ -290,9 +295,10 @@ LayerResult infer_cell(const LayerCall& call, Cell cell) {
       const int gates_kept = saved_extra(res, {{n, gates}, dtype}, "gates");
       const int tanh_kept = saved_extra(res, {{n, h}, dtype}, "tanh(c')");
       const bool c_grad = call.inputs.size() == 3 && call.input_requires_grad(2);
-      res.backward_program = [b, saved_c, gates_kept, tanh_kept, c_grad](const std::vector<bool>& with_grad) {
-        return lstm_cell_backward(b, with_grad, saved_c, gates_kept, tanh_kept, c_grad);
-      };
+      if (cpu)
+        res.backward_program = [b, saved_c, gates_kept, tanh_kept, c_grad](const std::vector<bool>& with_grad) {
+          return lstm_cell_backward(b, with_grad, saved_c, gates_kept, tanh_kept, c_grad);
+        };
       break;
     }
   }

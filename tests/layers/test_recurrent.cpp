@@ -3,6 +3,7 @@
 // validation/probe_recurrent.py measured it (validation/ops_saved_recurrent.md). T = 3 steps,
 // N = 2 sequences, 4 input features, 5 hidden units unless said otherwise; float32.
 #include <algorithm>
+#include <map>
 
 #include "../helpers.hpp"
 #include "checks.hpp"
@@ -158,4 +159,56 @@ TEST_CASE("A batch_first RNN's output is a transposed view: a Linear copies it, 
   // in eval, or frozen, the copy is freed inside aten::linear: nothing
   CHECK(run_rule("{type: Linear, out_features: 8}", {strided}, kEval).saved.empty());
   CHECK(run_rule("{type: Linear, out_features: 8}", {strided}, kEval).forward_scratch.empty());
+}
+
+namespace {
+// A backward program (layer.hpp) is well formed: every temporary freed once after it is made,
+// every saved entry it lets go exists, each parameter's gradient made once, every input's and
+// output's index in range.
+void check_program(const LayerResult& r, std::size_t inputs, const std::vector<bool>& with_grad) {
+  REQUIRE(r.backward_program);
+  std::map<int, int> temporaries;  // index -> 1 made, 2 freed
+  std::map<int, int> param_grads;
+  for (const BackwardEvent& e : r.backward_program(with_grad)) {
+    switch (e.kind) {
+      case BackwardEvent::Kind::Temporary:
+        CHECK(temporaries.count(e.index) == 0);
+        CHECK(e.type.bytes() > 0);
+        temporaries[e.index] = 1;
+        break;
+      case BackwardEvent::Kind::Free:
+        CHECK(temporaries[e.index] == 1);
+        temporaries[e.index] = 2;
+        break;
+      case BackwardEvent::Kind::InputGrad: CHECK(static_cast<std::size_t>(e.index) < inputs); break;
+      case BackwardEvent::Kind::ParamGrad: ++param_grads[e.index]; break;
+      case BackwardEvent::Kind::ParamGradsDone: break;
+      case BackwardEvent::Kind::ReleaseSaved: CHECK(static_cast<std::size_t>(e.index) < r.saved.size()); break;
+      case BackwardEvent::Kind::ReleaseGradOut: CHECK(static_cast<std::size_t>(e.index) < r.outputs.size()); break;
+    }
+  }
+  for (const auto& [index, state] : temporaries) CHECK(state == 2);
+  for (std::size_t k = 0; k < r.params.size(); ++k) CHECK(param_grads[static_cast<int>(k)] == 1);
+}
+}  // namespace
+
+TEST_CASE("Recurrent layers' backward programs on the CPU: node by node, well formed") {
+  // torch 1.13's generic path (GRU in both versions), oneDNN's LSTM (2.13), the cells.
+  check_program(run_rule("{type: GRU, hidden_size: 5, num_layers: 2, bidirectional: true, dropout: 0.5, batch_first: true}",
+                         {tensor({2, 3, 4})}), 1, {true, false});
+  check_program(run_rule("{type: GRU, hidden_size: 5, num_layers: 3}", {tensor({3, 2, 4})}, kCpu113), 1, {true, false});
+  check_program(run_rule("{type: GRU, hidden_size: 5, bias: false}", {tensor({1, 2, 4})}), 1, {true, false});
+  check_program(run_rule("{type: LSTM, hidden_size: 5, num_layers: 2, batch_first: true}", {tensor({2, 3, 4})}, kCpu113), 1,
+                {true, false, false});
+  check_program(run_rule("{type: LSTM, hidden_size: 5, num_layers: 2, bidirectional: true, dropout: 0.5}", {tensor({3, 2, 4})}), 1,
+                {true, false, false});
+  check_program(run_rule("{type: LSTMCell, hidden_size: 5}", {tensor({2, 4})}), 1, {true, true});
+  check_program(run_rule("{type: LSTMCell, hidden_size: 5}", {tensor({2, 4}), tensor({2, 5}), tensor({2, 5})}, kCpu113), 3, {true, false});
+  check_program(run_rule("{type: GRUCell, hidden_size: 5}", {tensor({2, 4}), tensor({2, 5})}), 2, {true});
+  // Still one node: RNN, the generic LSTM with two directions or proj_size, and CUDA's kernels.
+  CHECK_FALSE(run_rule("{type: RNN, hidden_size: 5}", {tensor({3, 2, 4})}).backward_program);
+  CHECK_FALSE(run_rule("{type: LSTM, hidden_size: 5, bidirectional: true}", {tensor({3, 2, 4})}, kCpu113).backward_program);
+  CHECK_FALSE(run_rule("{type: LSTM, hidden_size: 5, proj_size: 3}", {tensor({3, 2, 4})}).backward_program);
+  CHECK_FALSE(run_rule("{type: GRU, hidden_size: 5}", {tensor({3, 2, 4})}, kCuda).backward_program);
+  CHECK_FALSE(run_rule("{type: GRUCell, hidden_size: 5}", {tensor({2, 4})}, kCuda).backward_program);
 }
