@@ -157,7 +157,9 @@ void ShardRun::reshard(int unit) {
 
 void ShardRun::forward(std::size_t node) {
   const int u = plan_.unit_of[node];
-  if (u >= 0 && (node == 0 || plan_.unit_of[node - 1] != u)) unshard(u, false);
+  if (u < 0 || (node > 0 && plan_.unit_of[node - 1] == u)) return;
+  unshard(u, false);
+  if (s_.per_layer) all_gather(u + 1);  // ZeRO-3 prefetches the next layer's parameters
 }
 
 void ShardRun::forward_done(std::size_t node) {

@@ -53,7 +53,8 @@ void per_rank_totals(Estimate& e, const ShardPlan& plan, const StepOptions& opti
 ///   entering its backward, the same (the all-gather buffer freed after the copy-out) and the
 ///   next unit's all-gather prefetched; leaving it, the unsharded parameters are freed, the
 ///   previous unit's reduce-scatter input is let go, the gradients copied into a new one of N
-///   shards and freed, and this rank's shard of them becomes .grad.
+///   shards and freed, and this rank's shard of them becomes .grad. ZeRO-3 also prefetches the
+///   next layer's parameters in forward.
 class ShardRun {
  public:
   ShardRun(const Graph& graph, const Sharding& s, ShardPlan plan, MemoryTracker& memory)

@@ -33,8 +33,13 @@ StepResult StepSimulator::run(const std::vector<TensorType>& params) {
     if (!training) break;
     loss_forward();
     backward(params);
-    if (m == k && !options_.parallel.sharding.offload_optimizer)  // offloaded: the CPU steps it
+    if (m == k && !options_.parallel.sharding.offload_optimizer) {  // offloaded: the CPU steps it
+      // ZeRO on 16-bit parameters: the gradient partition in float32, the master weights' .grad for the step.
+      const std::int64_t master = shard_.plan().master_bytes;
+      const int fp32_grads = master > 0 ? memory_.alloc(MemoryKind::Transients, master, "float32 gradient partition") : -1;
       simulate_optimizer_step(memory_, options_, graph_.options.device, *graph_.options.torch, shard_.plan().optimizer_params);
+      if (fp32_grads >= 0) memory_.release(fp32_grads);
+    }
     if (options_.loop == Loop::Function) {
       memory_.at(m == k ? Phase::Optimizer : Phase::Backward, "return loss.item()");
       for (int v : graph_.outputs) memory_.release(block_of(v));
