@@ -3,7 +3,9 @@
 #include "sharding.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <iterator>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -54,7 +56,7 @@ ShardPlan plan_sharding(const Graph& graph, const Sharding& s, const std::vector
   }
   // ZeRO's float32 master partition of 16-bit parameters (float32 ones are their own).
   for (std::size_t k = 0; s.optimizer && k < p.optimizer_params.size(); ++k)
-    if (p.optimizer_params[k].dtype != (s.split == Sharding::Split::FlatAll ? std::next(flat.begin(), static_cast<long>(k))->first
+    if (p.optimizer_params[k].dtype != (s.split == Sharding::Split::FlatAll ? std::next(flat.begin(), static_cast<std::ptrdiff_t>(k))->first
                                                                              : trainable[k].dtype))
       p.master_bytes = checked_add(p.master_bytes, p.optimizer_params[k].bytes());
   for (const TensorType& t : trainable)
@@ -84,17 +86,15 @@ ShardPlan plan_sharding(const Graph& graph, const Sharding& s, const std::vector
       u.params.push_back(param);
       const Parameter& decl = graph.parameters[static_cast<std::size_t>(param)];
       if (decl.trainable) u.grad_bytes = checked_add(u.grad_bytes, shard_bytes(s, decl.type));
-      if (s.parameters)
-        u.gathered_bytes = checked_add(u.gathered_bytes,
-                                       checked_mul(shard_bytes(s, graph.parameters[static_cast<std::size_t>(param)].type), s.group));
+      if (s.parameters) u.gathered_bytes = checked_add(u.gathered_bytes, checked_mul(shard_bytes(s, decl.type), s.group));
     }
   }
   // FSDP: the nodes of an entry without parameters of their own (its activations, views) are in it too.
-  if (!s.per_layer)
-    for (std::size_t i = 0; i < graph.nodes.size(); ++i)
-      if (p.unit_of[i] < 0)
-        for (std::size_t u = 0; u < p.units.size(); ++u)
-          if (p.units[u].name == graph.layer(graph.nodes[i]).unit) p.unit_of[i] = static_cast<int>(u);
+  if (s.per_layer) return p;
+  std::map<std::string, int> by_name;
+  for (std::size_t u = 0; u < p.units.size(); ++u) by_name[p.units[u].name] = static_cast<int>(u);
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i)
+    if (const auto it = by_name.find(graph.layer(graph.nodes[i]).unit); p.unit_of[i] < 0 && it != by_name.end()) p.unit_of[i] = it->second;
   return p;
 }
 
