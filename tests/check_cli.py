@@ -158,6 +158,19 @@ with tempfile.TemporaryDirectory() as folder:
     code, _, err = run("inspect", path)
     check("inspect: a truncated file is a located error", code == 1 and err.startswith(path + ":1:1: error: the header is"))
 
+# ZeRO and FSDP: per-rank figures, the strategy in the JSON; sharding over one GPU is warned about.
+code, out, err = run("estimate", "examples/mlp.yaml", "--gpus", "4", "--zero", "3", "--format", "json", "--no-timeline")
+j = json.loads(out) if code == 0 else {}
+check("estimate --zero 3: the JSON says which strategy, over how many ranks",
+      code == 0 and j["options"]["parallel"]["strategy"] == "zero3" and j["options"]["parallel"]["world_size"] == 4
+      and j["options"]["parallel"]["sharding"]["parameters"] and err == "")
+code, out, err = run("estimate", "examples/mlp.yaml", "--zero", "3", "--summary")
+check("estimate --zero 3 on one GPU warns that it shards nothing",
+      code == 0 and err.startswith("nnmem: warning: --zero 3 over one GPU") and "shards nothing" in err)
+code, out, err = run("estimate", "examples/mlp.yaml", "--gpus", "8", "--fsdp", "full", "--summary")
+check("estimate --fsdp full: the table's shards and gathered parameters",
+      code == 0 and "this rank's shard of 1/8 (fsdp_full, modelled)" in out and "all-gathered parameters" in out)
+
 # --help shows every default.
 code, out, _ = run("estimate", "--help")
 for default in ["--micro-batch INT:INT in [1 - 1099511627776]=1\n", "}=adam\n", "}=train\n", "}=cuda\n", "--overhead TEXT=0 ",

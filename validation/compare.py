@@ -118,6 +118,8 @@ def scaling_args(run):
         args += ["--gpus", str(run["world_size"])]
         if run.get("bucket_cap_mb") is not None:
             args += ["--bucket-cap-mb", repr(run["bucket_cap_mb"])]
+    elif run.get("parallel") in ("fsdp2", "fsdp2-grad-op"):  # fully_shard on each unit: FULL_SHARD, SHARD_GRAD_OP
+        args += ["--gpus", str(run["world_size"]), "--fsdp", "full" if run["parallel"] == "fsdp2" else "shard_grad_op"]
     if run.get("checkpoint"):
         args += ["--checkpoint", run["checkpoint"], "--checkpoint-impl", run["checkpoint_impl"]]
     if run.get("grad_accum", 1) > 1:

@@ -7,6 +7,8 @@ its own training step, the model wrapped as nnmem's --gpus/--fsdp options descri
   fsdp-grad-op        units: block instances and layers with parameters) wrapped, SHARD_GRAD_OP,
   fsdp-no-shard       NO_SHARD; the root wraps the rest
   fsdp2               torch.distributed.fsdp.fully_shard on each unit with parameters, then the root
+                      (FULL_SHARD: nnmem's --fsdp full)
+  fsdp2-grad-op       the same with reshard_after_forward=False (SHARD_GRAD_OP: --fsdp shard_grad_op)
 
 Under torch 2.13 (the CPU build runs FSDP with gloo; torch 1.13's FSDP needs CUDA).
 """
@@ -16,7 +18,7 @@ import os
 import torch
 import torch.distributed as dist
 
-STRATEGIES = ("ddp", "fsdp-full", "fsdp-grad-op", "fsdp-no-shard", "fsdp2")
+STRATEGIES = ("ddp", "fsdp-full", "fsdp-grad-op", "fsdp-no-shard", "fsdp2", "fsdp2-grad-op")
 
 
 def setup():
@@ -35,11 +37,12 @@ def wrap(model, strategy, bucket_cap_mb=None):
     if strategy == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
         return DDP(model) if bucket_cap_mb is None else DDP(model, bucket_cap_mb=bucket_cap_mb)
-    if strategy == "fsdp2":
+    if strategy in ("fsdp2", "fsdp2-grad-op"):
         from torch.distributed.fsdp import fully_shard
+        reshard = strategy == "fsdp2"
         for unit in _units_with_params(model):
-            fully_shard(unit)
-        fully_shard(model)
+            fully_shard(unit, reshard_after_forward=reshard)
+        fully_shard(model, reshard_after_forward=reshard)
         return model
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy  # noqa: F401
@@ -94,6 +97,22 @@ def ddp_workspace(rebuilt):
             return True
         return (e.outer_op == "DistributedDataParallel.forward" and e.marker("module::") is None
                 and e.phase == "forward" and e.size not in rebuilt)
+    return workspace
+
+
+def shard_storages(model):
+    """The data pointers of the parameters' shards, right after wrapping (later, SHARD_GRAD_OP's
+    parameters may be unsharded)."""
+    return {local(p).untyped_storage().data_ptr() for p in model.parameters()}
+
+
+def fsdp_workspace(shards):
+    """What FSDP allocates itself in its constructor (nnmem::wrap) that is not a parameter's
+    shard (`shards`: shard_storages): its device mesh and process-group bookkeeping, CPU
+    tensors that live for ever (on a GPU they are not device memory). A predicate for
+    memtrace.analyse."""
+    def workspace(e):
+        return "nnmem::wrap" in e.markers and e.ptr not in shards
     return workspace
 
 

@@ -127,6 +127,7 @@ def run(args):
             if args.parallel:
                 with Marker("nnmem::wrap"):
                     model = data_parallel.wrap(model, args.parallel, args.bucket_cap_mb)
+                shards = data_parallel.shard_storages(model)
             if net.loss in ("cross_entropy", "nll"):
                 y = torch.randint(0, oshape[-1], (oshape[0],))  # [B], or [B * T] for a language model
             elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
@@ -232,6 +233,8 @@ def run(args):
         res["bucket_bytes"] = data_parallel.ddp_bucket_bytes(model)
         res["bucket_params"] = data_parallel.ddp_bucket_params(model)
         workspace = data_parallel.ddp_workspace(res["bucket_bytes"])
+    elif args.parallel:
+        workspace = data_parallel.fsdp_workspace(shards)
     tr = memtrace.analyse(prof, workspace)
     w = memtrace.window(tr, "nnmem::iter2")
     if args.grad_accum > 1:

@@ -83,6 +83,14 @@ PARALLEL_VARIANTS = [
     ("sgd", True, ("--nproc", "3", "--parallel", "ddp", "--bucket-cap-mb", "0.05")),
     ("momentum", False, ("--nproc", "2", "--parallel", "ddp", "--bucket-cap-mb", "0.4", "--grad-accum", "2")),
 ]
+# FSDP2 (torch 2.13 only: 1.13's FSDP needs CUDA): fully_shard on each unit, FULL_SHARD over two
+# and three ranks (three: shards padded unevenly), SHARD_GRAD_OP, with accumulation.
+PARALLEL_VARIANTS_2 = [
+    ("adam", True, ("--nproc", "2", "--parallel", "fsdp2")),
+    ("sgd", True, ("--nproc", "3", "--parallel", "fsdp2")),
+    ("adam", True, ("--nproc", "2", "--parallel", "fsdp2-grad-op")),
+    ("momentum", True, ("--nproc", "2", "--parallel", "fsdp2", "--grad-accum", "2")),
+]
 # Where each torch version's interpreter lives (--torch V runs measure.py with it).
 TORCH_PYTHON = {"1.13": "/usr/bin/python3", "2.13": "/work/venv213/bin/python"}
 # Per-run fields that depend on the batch only: stored once per batch.
@@ -156,7 +164,8 @@ def combos(network, extra_only=False, parallel_only=False):
     """(batch, optimizer, set_to_none, amp, impl, extra) of every run of a network under VERSION."""
     net = NETWORKS[network]
     b0 = net.batches[0]
-    parallel = [(b0, o, s, None, None, x) for o, s, x in PARALLEL_VARIANTS] if network in SCALING_NETWORKS else []
+    dist_variants = PARALLEL_VARIANTS + (PARALLEL_VARIANTS_2 if VERSION != "1.13" else [])
+    parallel = [(b0, o, s, None, None, x) for o, s, x in dist_variants] if network in SCALING_NETWORKS else []
     if parallel_only:
         return parallel
     plain = [] if extra_only else [(b, o, s, None, None, ()) for b in net.batches for o in OPTIMIZERS for s in MODES]

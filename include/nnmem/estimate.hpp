@@ -33,9 +33,10 @@ enum class MemoryKind : std::uint8_t {
   Activations,     // layer outputs and what backward keeps (masks, indices, statistics, …)
   WeightCopies,    // autocast's low-precision copies of parameters
   Transients,      // activations' gradients and optimizer temporaries
-  CommBuffers,     // data parallelism's own: DDP's gradient buckets
+  CommBuffers,     // data parallelism's own: DDP's gradient buckets, ZeRO's reduce bucket
+  Gathered,        // ZeRO-3 and FSDP: parameters all-gathered for a layer (and the next one, prefetched)
 };
-inline constexpr std::size_t kMemoryKinds = 9;
+inline constexpr std::size_t kMemoryKinds = 10;
 std::string_view name_of(MemoryKind kind);
 
 std::string_view name_of(OptimizerKind kind);
@@ -88,10 +89,29 @@ bool parse_checkpoint_segments(std::string_view text, RecomputeOptions& options)
 /// The same words back: "blocks", "every:2".
 std::string checkpoint_segments_name(const RecomputeOptions& options);
 
+/// ZeRO's and FSDP's sharding, as a rank's simulated step sees it (docs/parallel.md): what each
+/// rank keeps a shard of, over how many ranks, and when the parameters are gathered. Modelled.
+struct Sharding {
+  /// How a tensor is cut: FSDP2's dim-0 chunks of each parameter (ceil(rows / N) rows, padded),
+  /// ZeRO-3's flat partition of each parameter (ceil(numel / N)), ZeRO-1/2's one flat partition
+  /// of all parameters (ceil(total / N)).
+  enum class Split { Dim0, FlatEach, FlatAll };
+  bool optimizer = false, gradients = false, parameters = false;
+  bool reshard_after_forward = true;    // FULL_SHARD, ZeRO-3; SHARD_GRAD_OP keeps them until backward
+  bool per_layer = false;               // ZeRO gathers and reduces layer by layer; FSDP per top-level entry
+  Split split = Split::Dim0;
+  bool master_weights = false;          // ZeRO: a float32 partition of 16-bit parameters for the optimizer
+  std::int64_t group = 1;               // ranks each tensor is sharded over
+  std::int64_t reduce_bucket_elements = 0;  // ZeRO-2/3: reduce_bucket_size, a buffer of the gradients' dtype
+  bool offload_optimizer = false;       // the optimizer's state (and master weights) in CPU memory
+  bool offload_params = false;          // the parameters' shards in CPU memory (ZeRO-3, FSDP full)
+  bool active() const { return optimizer || gradients || parameters; }
+};
+
 /// A rank's share of data parallelism, as the simulated step sees it: what the wrapper holds
 /// besides the model (computed by the parallel stage, nnmem/parallel.hpp). Empty: one device.
 struct DataParallelStep {
-  std::string strategy;              // "" (one device) or "ddp"
+  std::string strategy;              // "" (one device), "ddp", "zero1".."zero3", "fsdp_full", …
   std::int64_t world_size = 1;       // ranks in all (--gpus × --nodes)
   std::int64_t nodes = 1;
   std::int64_t bucket_cap_bytes = 0; // DDP: bucket_cap_mb in bytes
@@ -101,6 +121,7 @@ struct DataParallelStep {
   };
   /// Allocated as the wrapper is built, after the model, and held throughout: DDP's buckets.
   std::vector<Buffer> buffers;
+  Sharding sharding;                 // ZeRO, FSDP
 };
 
 struct StepOptions {
@@ -181,6 +202,7 @@ struct Totals {
   std::int64_t max_allocated_bytes = 0;  // CUDA: max_memory_allocated(), modelled
   std::int64_t overhead_bytes = 0;    // CUDA: the framework overhead asked for
   std::int64_t device_bytes = 0;      // CUDA: reserved + overhead, the total on the device
+  std::int64_t cpu_offload_bytes = 0; // ZeRO/FSDP offload: what each node's CPU memory holds for its ranks
 };
 
 /// PyTorch's CUDA caching allocator replaying the training loop's allocations: the model built,

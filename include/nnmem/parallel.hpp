@@ -13,12 +13,20 @@
 
 namespace nnmem {
 
-/// --gpus, --nodes and DDP's bucket_cap_mb.
+/// FSDP's sharding strategies (FSDP2's per-parameter sharding for all but NO_SHARD).
+enum class FsdpStrategy { None, Full, ShardGradOp, Hybrid, NoShard };
+
+/// --gpus, --nodes, DDP's bucket_cap_mb, and ZeRO's or FSDP's sharding.
 struct ParallelOptions {
   std::int64_t gpus = 1;                 // per node
   std::int64_t nodes = 1;
   std::optional<double> bucket_cap_mb;   // nullopt: DDP's default (25, and a first bucket of 1 MiB)
+  int zero = 0;                          // DeepSpeed's ZeRO stage 1, 2 or 3; 0: none
+  FsdpStrategy fsdp = FsdpStrategy::None;
+  bool offload_optimizer = false;        // ZeRO's offload_optimizer: device cpu
+  bool offload_params = false;           // ZeRO-3's offload_param: device cpu
   std::int64_t world_size() const;       // gpus × nodes (checked)
+  bool sharded() const { return zero > 0 || fsdp != FsdpStrategy::None; }
 };
 
 /// One of DDP's gradient buckets: a flat tensor its parameters' gradients are copied into and
@@ -45,6 +53,16 @@ DataParallelStep ddp_step(const Graph& graph, const ParallelOptions& options, co
 /// StepOptions::plan_parallel for DDP under these options (ddp_step on each graph's own model and
 /// profile); empty for a single device.
 std::function<DataParallelStep(const Graph&)> ddp_planner(const ParallelOptions& options);
+
+/// What ZeRO (stage 1: optimizer state sharded; 2: gradients too, reduce-scattered through a
+/// bucket; 3: parameters too, gathered layer by layer) or FSDP (FULL_SHARD, SHARD_GRAD_OP,
+/// HYBRID_SHARD within a node, NO_SHARD) makes of a rank's step: DataParallelStep::sharding.
+/// Modelled (docs/parallel.md). Throws nnmem::Error for --offload without what it offloads.
+DataParallelStep sharded_step(const ParallelOptions& options);
+/// The planner for these options: sharded_step's when sharding, else ddp_planner's.
+std::function<DataParallelStep(const Graph&)> parallel_planner(const ParallelOptions& options);
+std::string_view name_of(FsdpStrategy strategy);
+std::optional<FsdpStrategy> parse_fsdp(std::string_view name);
 
 // --- DeepSpeed's estimators (deepspeed/runtime/zero/stage_1_and_2.py and stage3.py), as its code
 // computes them: model states only (parameters, gradients, optimizer state, with fixed bytes per

@@ -143,6 +143,8 @@ EstimateOptions StepArgs::options() const {
     o.step.allocator.capacity_bytes = total - o.step.overhead_bytes;
   }
   scale.apply(o.step);
+  if (o.graph.mode == Mode::Eval && (scale.zero || !scale.fsdp.empty()))
+    throw CLI::ValidationError(scale.zero ? "--zero" : "--fsdp", "shards a training step; --mode eval estimates one device's inference: drop one of them");
   if (o.graph.mode == Mode::Eval && o.step.plan_parallel)
     throw CLI::ValidationError("--gpus", "data parallelism (--gpus " + std::to_string(scale.gpus) + ", --nodes " +
                                              std::to_string(scale.nodes) +

@@ -1,5 +1,7 @@
 #include "scale_args.hpp"
 
+#include <iostream>
+
 #include "cli_support.hpp"
 
 namespace nnmem::cli {
@@ -24,6 +26,18 @@ void ScaleArgs::add_to(CLI::App& app) {
   app.add_option("--bucket-cap-mb", bucket_cap_mb, "DDP's bucket_cap_mb: gradient buckets of this many MiB")
       ->check(CLI::Range(1.0 / (1 << 20), 1.0e6))
       ->default_str("25, and a first bucket of 1");
+  app.add_option("--zero", zero,
+                 "DeepSpeed's ZeRO stage (modelled): 1 shards the optimizer state over the ranks, 2 the gradients too, "
+                 "3 the parameters too (gathered layer by layer)")
+      ->check(integer_between(1, 3));
+  app.add_option("--fsdp", fsdp,
+                 "FSDP's sharding strategy (FSDP2, per parameter; modelled): full (FULL_SHARD), shard_grad_op, "
+                 "hybrid (sharded within a node), no_shard")
+      ->check(one_of({"full", "shard_grad_op", "hybrid", "no_shard"}));
+  app.add_option("--offload", offload, "ZeRO's CPU offload: optimizer (state and master weights) and/or params (ZeRO-3); "
+                                       "reported as CPU memory per node")
+      ->check(one_of({"optimizer", "params"}))
+      ->delimiter(',');
 }
 
 ParallelOptions ScaleArgs::parallel() const {
@@ -31,6 +45,9 @@ ParallelOptions ScaleArgs::parallel() const {
   p.gpus = gpus;
   p.nodes = nodes;
   if (bucket_cap_mb > 0) p.bucket_cap_mb = bucket_cap_mb;
+  p.zero = zero;
+  if (!fsdp.empty()) p.fsdp = *parse_fsdp(fsdp);
+  for (const std::string& o : offload) (o == "params" ? p.offload_params : p.offload_optimizer) = true;
   return p;
 }
 
@@ -39,11 +56,30 @@ void ScaleArgs::apply(StepOptions& step) const {
   const ParallelOptions parallel = this->parallel();
   if (bucket_cap_mb > 0 && parallel.world_size() == 1)
     throw CLI::ValidationError("--bucket-cap-mb", "sizes DDP's buckets: it needs --gpus or --nodes above 1");
-  step.plan_parallel = ddp_planner(parallel);
-  if (step.plan_parallel) {  // what the step is before a graph plans its buffers (fit's and sweep's headlines)
-    step.parallel.strategy = "ddp";
-    step.parallel.world_size = parallel.world_size();
-    step.parallel.nodes = parallel.nodes;
+  if (bucket_cap_mb > 0 && parallel.sharded())
+    throw CLI::ValidationError("--bucket-cap-mb", "sizes DDP's buckets; " + std::string(zero ? "--zero" : "--fsdp") +
+                                                      " shards instead: drop one of them");
+  if (!offload.empty() && !parallel.sharded())
+    throw CLI::ValidationError("--offload", "offloads what ZeRO shards: it needs --zero");
+  if (parallel.sharded()) {
+    try {
+      step.parallel = sharded_step(parallel);
+    } catch (const Error& e) {
+      throw CLI::ValidationError(zero && !fsdp.empty() ? "--fsdp" : "--offload", e.message());
+    }
+    const Sharding& s = step.parallel.sharding;
+    if (s.active() && s.group == 1)
+      std::cerr << "nnmem: warning: " << (zero ? "--zero " + std::to_string(zero) : "--fsdp " + fsdp) << " over "
+                << (parallel.fsdp == FsdpStrategy::Hybrid ? "--gpus 1 per node" : "one GPU (--gpus 1, --nodes 1)")
+                << " shards nothing: every rank still holds everything" << (s.parameters ? ", and gathers it again" : "") << "\n";
+    step.plan_parallel = parallel_planner(parallel);
+  } else {
+    step.plan_parallel = ddp_planner(parallel);
+    if (step.plan_parallel) {  // what the step is before a graph plans its buffers (fit's and sweep's headlines)
+      step.parallel.strategy = "ddp";
+      step.parallel.world_size = parallel.world_size();
+      step.parallel.nodes = parallel.nodes;
+    }
   }
   step.checkpoint.impl = *parse_checkpoint_impl(checkpoint_impl);
   if (parse_checkpoint_segments(checkpoint, step.checkpoint)) return;

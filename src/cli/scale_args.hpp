@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nnmem/estimate.hpp"
 #include "nnmem/parallel.hpp"
@@ -20,6 +21,9 @@ struct ScaleArgs {
   std::int64_t gpus = 1;
   std::int64_t nodes = 1;
   double bucket_cap_mb = 0;  // 0: DDP's default
+  int zero = 0;              // 0: no ZeRO
+  std::string fsdp;          // "": no FSDP
+  std::vector<std::string> offload;  // "optimizer", "params"
 
   void add_to(CLI::App& app);
   ParallelOptions parallel() const;

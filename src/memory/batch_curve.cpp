@@ -86,7 +86,7 @@ bool same_but_batch(const Graph& small, const Graph& big) {
 bool batch_independent(MemoryKind kind, Phase phase) {
   return phase == Phase::Optimizer || kind == MemoryKind::Parameters || kind == MemoryKind::Buffers ||
          kind == MemoryKind::OptimizerState || kind == MemoryKind::Gradients || kind == MemoryKind::WeightCopies ||
-         kind == MemoryKind::CommBuffers;
+         kind == MemoryKind::CommBuffers || kind == MemoryKind::Gathered;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "recompute.hpp"
+#include "sharding.hpp"
 #include "cuda_allocator.hpp"
 #include "step.hpp"
 
@@ -105,7 +106,7 @@ std::string_view name_of(Loop loop) { return kLoops.name(loop); }
 std::string_view name_of(CheckpointImpl impl) { return kCheckpointImpls.name(impl); }
 std::string_view name_of(MemoryKind kind) {
   static constexpr std::array<std::string_view, kMemoryKinds> names = {
-      "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients", "comm_buffers"};
+      "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients", "comm_buffers", "gathered"};
   return names[static_cast<std::size_t>(kind)];
 }
 std::optional<OptimizerKind> parse_optimizer(std::string_view name) { return kOptimizers.parse(name); }
@@ -264,7 +265,9 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
     if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, t.grad_bytes);
 
-    step = detail::simulate_step(graph, options, e.loss, trainable_params, checkpoints);
+    const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, trainable_params);
+    if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);
+    step = detail::simulate_step(graph, options, e.loss, trainable_params, checkpoints, shards);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
     t.peak_layer = step.peak_layer;

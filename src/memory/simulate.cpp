@@ -97,9 +97,12 @@ void StepSimulator::forward(bool training) {
   for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
     const Segment* s = checkpoints_.of(i);
     if (s && i == s->first) checkpoint_.begin_segment(*s);
+    shard_.forward(i);  // ZeRO-3, FSDP: the unit's parameters gathered
     forward_node(i, !training ? Pass::Forward : s ? Pass::Checkpointed : Pass::Forward);
+    shard_.forward_done(i);
     if (s && i == s->last && s->keepers.empty()) checkpoint_.end_frame(*s);  // nothing refers to its frame
   }
+  shard_.forward_end();
   if (training) {
     memory_.at(Phase::Forward, "out = model(x)");
     for (int b : previous_outputs_) memory_.release(b);
@@ -191,7 +194,9 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
   if (loss_tensors_.cast) grad_in = cast_back(grad_in, value(out).type.bytes(), "grad of output");
   grad_[out] = grad_in;
 
+  const bool add_into = options_.keep_grads || micro_ > 1;  // .grad exists: gradients are added into it
   for (std::size_t i = graph_.nodes.size(); i-- > 0;) {
+    shard_.backward(i, add_into);  // ZeRO, FSDP: the unit left reduce-scatters, the one entered is gathered
     checkpoint_.entering(i, grad_);
     const Node& node = graph_.nodes[i];
     if (!in_autograd(node)) continue;
@@ -271,6 +276,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
         // --keep-grads, have AccumulateGrad add into it and free the new gradient.
         const int complete = param_gradient(node.params[k], param_grads[k]);
         if (complete < 0) continue;  // a shared parameter's sum waits for its other uses
+        if (shard_.take_gradient(node.params[k], complete)) continue;  // reduce-scattered as its unit ends
         if (micro_ == 1) memory_.mark(complete, Carry::Grad);
         if (options_.keep_grads || micro_ > 1) memory_.release(complete);
       }
@@ -303,6 +309,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
       if (node.input_casts[k] >= 0) accumulate(node.inputs[k], cast_back(b, value(node.inputs[k]).type.bytes(), "grad of input of " + name));
     hand_over();
   }
+  shard_.backward_done(add_into);
   checkpoint_.backward_done(grad_);
   memory_.at(Phase::Backward, "");
   memory_.release(root);
@@ -351,8 +358,9 @@ void StepSimulator::run_program(std::size_t i, const std::function<void(int)>& i
 }
 
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
-                         const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints) {
-  return StepSimulator(graph, options, loss, checkpoints).run(trainable_params);
+                         const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints,
+                         const ShardPlan& shards) {
+  return StepSimulator(graph, options, loss, checkpoints, shards).run(trainable_params);
 }
 
 }  // namespace nnmem::detail

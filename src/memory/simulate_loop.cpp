@@ -7,12 +7,14 @@
 
 namespace nnmem::detail {
 
-StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss, const CheckpointPlan& checkpoints)
+StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss, const CheckpointPlan& checkpoints,
+                             const ShardPlan& shards)
     : graph_(graph), options_(options), loss_(loss), block_(graph.storages.size(), -1), returned_(graph.values.size()),
       checkpoints_(checkpoints),
       checkpoint_(graph, checkpoints, memory_,
                   {[this](int v) -> int& { return block_of(v); },
-                   [this](std::size_t node, bool stop) { forward_node(node, Pass::Recompute, stop); }}) {
+                   [this](std::size_t node, bool stop) { forward_node(node, Pass::Recompute, stop); }}),
+      shard_(graph, options.parallel.sharding, shards, memory_) {
   for (int v : graph.outputs) returned_[static_cast<std::size_t>(v)] = true;
 }
 
@@ -31,7 +33,13 @@ StepResult StepSimulator::run(const std::vector<TensorType>& params) {
     if (!training) break;
     loss_forward();
     backward(params);
-    if (m == k) simulate_optimizer_step(memory_, options_, graph_.options.device, *graph_.options.torch, params);
+    if (m == k && !options_.parallel.sharding.offload_optimizer) {  // offloaded: the CPU steps it
+      // ZeRO on 16-bit parameters: the gradient partition in float32, the master weights' .grad for the step.
+      const std::int64_t master = shard_.plan().master_bytes;
+      const int fp32_grads = master > 0 ? memory_.alloc(MemoryKind::Transients, master, "float32 gradient partition") : -1;
+      simulate_optimizer_step(memory_, options_, graph_.options.device, *graph_.options.torch, shard_.plan().optimizer_params);
+      if (fp32_grads >= 0) memory_.release(fp32_grads);
+    }
     if (options_.loop == Loop::Function) {
       memory_.at(m == k ? Phase::Optimizer : Phase::Backward, "return loss.item()");
       for (int v : graph_.outputs) memory_.release(block_of(v));
@@ -71,22 +79,34 @@ std::vector<std::string> StepSimulator::param_names() const {
 void StepSimulator::persistent(const std::vector<TensorType>& params, bool training) {
   memory_.at(Phase::Forward, "");
   // Parameters and buffers layer by layer, as model.to(device) moves them.
+  // ZeRO-3 and FSDP keep a shard of each (none when offloaded).
+  const Sharding& sharding = options_.parallel.sharding;
+  const ShardPlan& shards = shard_.plan();
   for (const Node& n : graph_.nodes) {
     const std::string& name = graph_.layer(n).name;
-    for (const ParamDecl& p : n.result.params)
-      persist(MemoryKind::Parameters, TensorType{p.shape, p.dtype}.bytes(), "parameter " + name + "." + p.name, Carry::Model);
+    for (std::size_t k = 0; k < n.result.params.size(); ++k) {
+      const ParamDecl& p = n.result.params[k];
+      const std::int64_t bytes = sharding.parameters ? shards.param_bytes.at(static_cast<std::size_t>(n.params[k])) : TensorType{p.shape, p.dtype}.bytes();
+      if (bytes > 0) persist(MemoryKind::Parameters, bytes, (sharding.parameters ? "parameter shard " : "parameter ") + name + "." + p.name, Carry::Model);
+    }
     for (const ParamDecl& b : n.result.buffers)
       persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + "." + b.name, Carry::Model);
   }
   // The data-parallel wrapper, built around the model: DDP's gradient buckets.
   if (training)
     for (const DataParallelStep::Buffer& b : options_.parallel.buffers) persist(MemoryKind::CommBuffers, b.bytes, b.what, Carry::Model);
+  if (training && shards.reduce_bucket_bytes > 0)
+    persist(MemoryKind::CommBuffers, shards.reduce_bucket_bytes, "ZeRO's reduce bucket", Carry::Model);
   const std::vector<std::string> names = training ? param_names() : std::vector<std::string>{};
-  if (training)
-    for (const StateTensor& t : optimizer_state_tensors(options_, graph_.options.device, params))
+  const std::vector<std::string>& state_names = shards.optimizer_names.empty() ? names : shards.optimizer_names;
+  if (training && !sharding.offload_optimizer) {
+    if (shards.master_bytes > 0)
+      persist(MemoryKind::OptimizerState, shards.master_bytes, "optimizer state: float32 master weights (partition)", Carry::State);
+    for (const StateTensor& t : optimizer_state_tensors(options_, graph_.options.device, shards.optimizer_params))
       persist(MemoryKind::OptimizerState, t.bytes,
-              "optimizer state: " + t.slot + (t.param >= 0 ? " of " + names.at(static_cast<std::size_t>(t.param)) : ""),
+              "optimizer state: " + t.slot + (t.param >= 0 ? " of " + state_names.at(static_cast<std::size_t>(t.param)) : ""),
               Carry::State);
+  }
   for (int v : graph_.inputs) {
     block_of(v) = persist(MemoryKind::Inputs, value(v).type.bytes(), "input '" + value(v).name + "'", Carry::Batch);
   }
@@ -103,9 +123,17 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
   checkpoint_.previous_step(options_.loop == Loop::Plain);
   // zero_grad(): set_to_none frees last step's gradients; otherwise they are zeroed in place.
   std::vector<int> grads;
-  for (std::size_t k = 0; k < params.size(); ++k)
-    grads.push_back(persist(MemoryKind::Gradients, params[k].bytes(), "grad of " + names.at(k) + " (from the previous step)",
-                            Carry::LastGrad));
+  if (sharding.gradients && sharding.split == Sharding::Split::FlatAll)  // ZeRO-2: one flat partition
+    grads.push_back(persist(MemoryKind::Gradients, shards.grad_bytes, "gradient partition (from the previous step)", Carry::LastGrad));
+  else if (sharding.gradients)  // ZeRO-3, FSDP: each unit's shards, reduce-scattered together
+    for (const ShardPlan::Unit& u : shards.units) {
+      if (u.grad_bytes > 0)
+        grads.push_back(persist(MemoryKind::Gradients, u.grad_bytes, "grad shards of " + u.name + " (from the previous step)", Carry::LastGrad));
+    }
+  else
+    for (std::size_t k = 0; k < params.size(); ++k)
+      grads.push_back(persist(MemoryKind::Gradients, sharding.gradients ? shard_bytes(sharding, params[k]) : params[k].bytes(),
+                              "grad of " + names.at(k) + " (from the previous step)", Carry::LastGrad));
   if (!options_.keep_grads)
     for (int g : grads) memory_.release(g);
 }

@@ -68,8 +68,10 @@ struct StepResult {
   AllocationTrace trace;  // for the CUDA allocator replay
 };
 struct CheckpointPlan;
+struct ShardPlan;
 StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
-                         const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints);
+                         const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints,
+                         const ShardPlan& shards);
 
 /// estimate(graph, options), handing the step it simulated (its timeline and the trace of its
 /// blocks) to the caller instead of putting the timeline in the Estimate. Without

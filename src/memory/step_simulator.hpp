@@ -10,13 +10,15 @@
 #include <vector>
 
 #include "recompute.hpp"
+#include "sharding.hpp"
 #include "step.hpp"
 
 namespace nnmem::detail {
 
 class StepSimulator {
  public:
-  StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss, const CheckpointPlan& checkpoints);
+  StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss, const CheckpointPlan& checkpoints,
+                const ShardPlan& shards);
 
   StepResult run(const std::vector<TensorType>& params);
 
@@ -91,6 +93,7 @@ class StepSimulator {
   std::map<int, std::pair<int, int>> param_grads_;  // shared parameter -> (summed gradient, contributions so far)
   const CheckpointPlan& checkpoints_;
   CheckpointRun checkpoint_;
+  ShardRun shard_;
 };
 
 }  // namespace nnmem::detail

@@ -30,11 +30,20 @@ ordered_json allocator_settings(const CudaAllocatorConfig& c) {
 ordered_json parallel_settings(const DataParallelStep& p) {
   ordered_json buffers = ordered_json::array();
   for (const auto& b : p.buffers) buffers.push_back({{"what", b.what}, {"bytes", b.bytes}});
-  return {{"strategy", p.strategy.empty() ? "single" : p.strategy},
-          {"world_size", p.world_size},
-          {"nodes", p.nodes},
-          {"bucket_cap_bytes", p.bucket_cap_bytes},
-          {"buffers", buffers}};
+  ordered_json j = {{"strategy", p.strategy.empty() ? "single" : p.strategy},
+                    {"world_size", p.world_size},
+                    {"nodes", p.nodes},
+                    {"bucket_cap_bytes", p.bucket_cap_bytes},
+                    {"buffers", buffers}};
+  if (!p.strategy.empty() && p.strategy != "ddp") {  // ZeRO, FSDP: what is sharded, over how many ranks (modelled)
+    const Sharding& s = p.sharding;
+    j["sharding"] = {{"optimizer_state", s.optimizer}, {"gradients", s.gradients}, {"parameters", s.parameters},
+                     {"group", s.group}, {"reshard_after_forward", s.parameters && s.reshard_after_forward},
+                     {"unit", s.per_layer ? "layer" : "top-level entry"},
+                     {"offload_optimizer", s.offload_optimizer}, {"offload_params", s.offload_params},
+                     {"modelled", true}};
+  }
+  return j;
 }
 
 ordered_json checkpoint_settings(const RecomputeOptions& c) {
@@ -152,6 +161,7 @@ ordered_json head_json(const Estimate& e, const ReportOptions& options) {
       {"max_allocated_bytes", t.max_allocated_bytes},
       {"overhead_bytes", t.overhead_bytes},
       {"device_bytes", t.device_bytes},
+      {"cpu_offload_bytes_per_node", t.cpu_offload_bytes},
   };
   // What the memory live at the peak is made of (the values add up to peak_bytes).
   ordered_json breakdown = ordered_json::object();

@@ -151,10 +151,10 @@ std::string render_json(const Sweep& s, const ReportOptions& r, int indent) {
 
 std::string render_sweep_svg(const Sweep& s, const ReportOptions& r) {
   static constexpr std::array<const char*, kMemoryKinds> colors = {"#4e79a7", "#a0cbe8", "#f28e2b", "#e15759",
-                                                                  "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"};
+                                                                  "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#ff9da7"};
   static constexpr std::array<const char*, kMemoryKinds> labels = {"parameters", "buffers", "optimizer state", "gradients",
                                                                   "input + target", "activations kept", "autocast weight copies",
-                                                                  "activation gradients, temporaries", "gradient buckets (DDP)"};
+                                                                  "activation gradients, temporaries", "gradient buckets (DDP)", "all-gathered parameters"};
   report::StackedChart c;
   c.title = "Peak of a " + std::string(s.options.graph.mode == Mode::Train ? "training step" : "forward pass") + ", what it is made of";
   c.subtitle = heading(s) + (s.fit ? "; peak ≈ " + formula(*s.fit, true) : "");

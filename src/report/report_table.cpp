@@ -115,16 +115,20 @@ void cuda_rows(std::vector<MemoryRow>& rows, const CudaAllocatorFigures& f, cons
 std::vector<MemoryRow> memory_rows(const Estimate& e) {
   const Totals& t = e.totals;
   const auto& o = e.options;
-  std::vector<MemoryRow> rows = {{"parameters", t.param_bytes, ""}, {"buffers", t.buffer_bytes, ""}};
+  const Sharding& sharding = o.step.parallel.sharding;
+  const std::string shard = "this rank's shard of 1/" + std::to_string(sharding.group) + " (" + o.step.parallel.strategy + ", modelled)";
+  std::vector<MemoryRow> rows = {{"parameters", t.param_bytes, sharding.parameters ? shard : ""}, {"buffers", t.buffer_bytes, ""}};
   if (training(e)) {
-    rows.push_back({"gradients", t.grad_bytes, o.step.keep_grads ? "kept between steps (--keep-grads)" : ""});
+    rows.push_back({"gradients", t.grad_bytes,
+                    o.step.keep_grads ? "kept between steps (--keep-grads)" : sharding.gradients ? shard : ""});
     if (!o.step.parallel.buffers.empty()) {
       std::int64_t buckets = 0;
       for (const auto& b : o.step.parallel.buffers) buckets = checked_add(buckets, b.bytes);
       rows.push_back({"gradient buckets (" + o.step.parallel.strategy + ")", buckets,
                       std::to_string(o.step.parallel.buffers.size()) + " bucket" + (o.step.parallel.buffers.size() == 1 ? "" : "s")});
     }
-    rows.push_back({"optimizer state (" + std::string(name_of(o.step.optimizer)) + ")", t.optimizer_state_bytes, ""});
+    rows.push_back({"optimizer state (" + std::string(name_of(o.step.optimizer)) + ")", t.optimizer_state_bytes,
+                    sharding.offload_optimizer ? "offloaded to the CPU" : sharding.optimizer ? shard : ""});
     for (const auto& s : e.optimizer_slots) rows.push_back({"  " + s.name, s.bytes, ""});
     // Cannot overflow: estimate() checked the larger persistent_bytes, which includes both.
     rows.push_back({"weights + optimizer state", t.param_bytes + t.optimizer_state_bytes, ""});
@@ -144,10 +148,14 @@ std::vector<MemoryRow> memory_rows(const Estimate& e) {
   static const char* const labels[kMemoryKinds] = {"parameters",     "buffers",          "optimizer state",
                                                    "gradients",      "input + target",   "activations kept",
                                                    "autocast weight copies", "gradients of activations, temporaries",
-                                                   "gradient buckets (DDP)"};
+                                                   "gradient buckets (DDP), reduce bucket (ZeRO)",
+                                                   "all-gathered parameters (ZeRO-3, FSDP)"};
   for (std::size_t k = 0; k < kMemoryKinds; ++k)
     if (t.peak_breakdown[k] > 0) rows.push_back({std::string("  ") + labels[k], t.peak_breakdown[k], ""});
   if (e.cuda_allocator) cuda_rows(rows, *e.cuda_allocator, t);
+  if (t.cpu_offload_bytes > 0)
+    rows.push_back({"CPU memory per node (--offload)", t.cpu_offload_bytes,
+                    "its " + std::to_string(o.step.parallel.world_size / o.step.parallel.nodes) + " ranks' offloaded state, modelled"});
   return rows;
 }
 

@@ -17,10 +17,10 @@ namespace {
 using report::StackedChart;
 
 constexpr std::array<const char*, kMemoryKinds> kColors = {"#4e79a7", "#a0cbe8", "#f28e2b", "#e15759",
-                                                          "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"};
+                                                          "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#ff9da7"};
 constexpr std::array<const char*, kMemoryKinds> kLabels = {"parameters", "buffers", "optimizer state", "gradients",
                                                           "input + target", "activations kept", "autocast weight copies",
-                                                          "activation gradients, temporaries", "gradient buckets (DDP)"};
+                                                          "activation gradients, temporaries", "gradient buckets (DDP)", "all-gathered parameters"};
 
 // The timeline reduced to at most `columns` moments: each the moment of most memory among a run
 // of consecutive events, so that no peak is lost. Per kind, the bytes live then.
