@@ -332,6 +332,9 @@ std::vector<AttrDef> cell_attrs(Cell cell) {
 }
 
 const char* const kGeneric = "the same in 1.13 and 2.x on the CPU: the generic path's per-step tensors";
+const char* const kGruVersions =
+    "the same per-step tensors in 1.13 and 2.x on the CPU; backward, step by step, sums n's and h's gradients and (from the "
+    "third step) the hidden weights' in place in 2.x, out of place in 1.13";
 
 const bool registered = [] {
   const struct {
@@ -351,7 +354,7 @@ const bool registered = [] {
         .infer = [cell](const LayerCall& call) { return infer_sequence(call, cell); },
         .versions = cell == Cell::Lstm ? "on the CPU 2.x runs oneDNN's LSTM (without proj_size), keeping each layer's input, "
                                          "output, last h and c and a workspace; 1.13 the generic path's per-step tensors"
-                                       : kGeneric,
+                                       : cell == Cell::Gru ? kGruVersions : kGeneric,
     });
     register_layer({
         .type = k.cell_type,
@@ -360,7 +363,9 @@ const bool registered = [] {
         .attrs = cell_attrs(cell),
         .max_inputs = cell == Cell::Lstm ? 3 : 2,
         .infer = [cell](const LayerCall& call) { return infer_cell(call, cell); },
-        .versions = "the same in 1.13 and 2.x",
+        .versions = cell == Cell::Rnn ? "the same in 1.13 and 2.x"
+                                      : "the same tensors in 1.13 and 2.x; backward, node by node on the CPU, sums a state's "
+                                        "two gradients out of place in 1.13, in place in 2.x",
     });
   }
   return true;

@@ -1,7 +1,9 @@
 // The backward programs (layer.hpp's BackwardEvent) of the recurrent layers whose backward
 // PyTorch runs as several autograd nodes, node by node as measured (validation/
-// ops_saved_recurrent.md): oneDNN's LSTM (one node per layer and direction) and the cells.
-// Private to layers/recurrent*.cpp.
+// ops_saved_recurrent.md): oneDNN's LSTM (one node per layer and direction), the generic GRU
+// and LSTM (step by step) and the cells.
+// Private to layers/recurrent*.cpp (the sequences' programs in recurrent_backward.cpp, the cells' in
+// recurrent_cells_backward.cpp).
 #pragma once
 
 #include <functional>

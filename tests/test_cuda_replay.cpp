@@ -192,6 +192,7 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"vit_b16", {2, 53}},
       {"gru_tagger", {}},
       {"lenet5", {256}},
+      {"lstm_lm", {}},
       {"lstm_seq", {}},
       {"mlp", {}},
       {"residual_net", {}},

@@ -113,7 +113,9 @@ std::size_t check_version(const std::string& version) {
       // is a functional layer named inside it (features.7.0.block.2.scale).
       const std::string phase = run["peak_phase"];
       CHECK(std::string(name_of(t.peak_phase)) == (phase == "step" ? "optimizer" : phase));
-      const std::string module = run["peak_module"].is_string() ? run["peak_module"].get<std::string>() : "";
+      // The harness names the loss's code "<loss>", nnmem the loss's step "loss".
+      std::string module = run["peak_module"].is_string() ? run["peak_module"].get<std::string>() : "";
+      if (module == "<loss>") module = "loss";
       // No module: FSDP's own hooks (gathering a unit before its backward) run outside any.
       if (phase == "backward" && module != "<functional>" && !module.empty()) {
         const auto layer = std::find_if(e.layers.begin(), e.layers.end(), [&](const auto& l) { return l.name == t.peak_layer; });

@@ -256,9 +256,16 @@ def run(args):
     res.update({"eval_start_bytes": ev["start_bytes"], "eval_peak_bytes": ev["peak_bytes"],
                 "eval_peak_op_outer": ev["peak_op_outer"], "eval_peak_module": ev["peak_module"]})
     res.update(summarise_saved(rec.records, graph_map))
+    # A module's own parameters, each tensor counted once, for the module that registered it
+    # first (model.parameters()' order): a tied weight (a decoder's tied to the embedding) is
+    # the embedding's.
+    first_owner = {}
+    for m in model.modules():
+        for p in m.parameters(recurse=False):
+            first_owner.setdefault(id(p), m)
     res["layers"] = [{"name": n, "type": type(m).__name__,
                       "output_shapes": tracker.shapes.get(n, []),
-                      "params": sum(p.numel() for p in m.parameters(recurse=False))}
+                      "params": sum(p.numel() for p in m.parameters(recurse=False) if first_owner[id(p)] is m)}
                      for n, m in tracker.leaves.items()]
     if args.trace:
         memtrace.write_trace(tr, "nnmem::iter2", args.trace.format(rank=res.get("rank", 0)))

@@ -873,6 +873,25 @@ class RnnCells(nn.Module):
         return self.fc(self.gru(x, self.cell1(x, self.cell0(x))[0]))
 
 
+LM_VOCAB = 200
+
+
+class LstmLM(nn.Module):
+    """examples/lstm_lm.yaml: embed (Embedding 200 -> 32) lstm (LSTM 32 -> 32, 2 layers, batch_first)
+    decoder (Linear 32 -> 200, its weight the embedding's: tied) on every step; the logits viewed as
+    [N·T, 200]; loss cross_entropy against the next ids [N·T]."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(LM_VOCAB, 32)
+        self.lstm = nn.LSTM(32, 32, num_layers=2, batch_first=True)
+        self.decoder = nn.Linear(32, LM_VOCAB)
+        self.decoder.weight = self.embed.weight
+
+    def forward(self, ids):
+        return self.decoder(self.lstm(self.embed(ids))[0]).view(-1, LM_VOCAB)
+
+
 # --------------------------------------------------------------------------
 
 @dataclass
@@ -959,6 +978,7 @@ NETWORKS = {
     "rnn_cells": Net(RnnCells, (16,), "float32", "cross_entropy", [8]),
     "gru_tagger": Net(GruTagger, (12, 16), "float32", "mse", [4]),
     "lstm_seq": Net(LstmSeq, (12, 16), "float32", "mse", [4]),
+    "lstm_lm": Net(LstmLM, (12,), "int64", "cross_entropy", [4], vocab=LM_VOCAB),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa",)})

@@ -68,24 +68,28 @@ int StepSimulator::persist(MemoryKind kind, std::int64_t bytes, std::string what
 }
 
 // The trainable parameters' names, in the order of `params` (node by node).
+// The trainable parameters' names, each tensor once (a tied or shared one under its owner's
+// name), in the order of the list the optimizer's state follows (estimate.cpp).
 std::vector<std::string> StepSimulator::param_names() const {
   std::vector<std::string> names;
-  for (const Node& n : graph_.nodes)
-    if (n.trainable)
-      for (const ParamDecl& p : n.result.params) names.push_back(graph_.layer(n).name + "." + p.name);
+  for (const Parameter& p : graph_.parameters)
+    if (p.trainable) names.push_back(p.name);
   return names;
 }
 
 void StepSimulator::persistent(const std::vector<TensorType>& params, bool training) {
   memory_.at(Phase::Forward, "");
   // Parameters and buffers layer by layer, as model.to(device) moves them.
-  // ZeRO-3 and FSDP keep a shard of each (none when offloaded).
+  // ZeRO-3 and FSDP keep a shard of each (none when offloaded). A tied or shared parameter is
+  // one tensor, made by the layer that declares it.
   const Sharding& sharding = options_.parallel.sharding;
   const ShardPlan& shards = shard_.plan();
-  for (const Node& n : graph_.nodes) {
+  for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+    const Node& n = graph_.nodes[i];
     const std::string& name = graph_.layer(n).name;
     for (std::size_t k = 0; k < n.result.params.size(); ++k) {
       const ParamDecl& p = n.result.params[k];
+      if (k < n.params.size() && graph_.parameters[static_cast<std::size_t>(n.params[k])].owner != static_cast<int>(i)) continue;
       const std::int64_t bytes = sharding.parameters ? shards.param_bytes.at(static_cast<std::size_t>(n.params[k])) : TensorType{p.shape, p.dtype}.bytes();
       if (bytes > 0) persist(MemoryKind::Parameters, bytes, (sharding.parameters ? "parameter shard " : "parameter ") + name + "." + p.name, Carry::Model);
     }
