@@ -190,6 +190,7 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"gpt2_medium", {}},
       {"torch_decoder", {}},
       {"torch_encoder", {}},
+      {"torch_encoder_long", {33}},
       {"torch_encoder_prenorm", {}},
       {"bert_base", {}},
       {"llama", {}},

@@ -988,6 +988,7 @@ NETWORKS = {
     "torch_encoder": Net(TorchEncoder, (8, 32), "float32", "mean", [4]),
     "torch_encoder_prenorm": Net(lambda: TorchEncoder(norm_first=True), (8, 32), "float32", "mean", [4]),
     "torch_decoder": Net(TorchDecoder, (8, 32), "float32", "mean", [4]),
+    "torch_encoder_long": Net(TorchEncoder, (128, 32), "float32", "mean", [2]),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa",)})
