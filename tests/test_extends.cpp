@@ -104,3 +104,13 @@ TEST_CASE("extends: a chain of files, each relative to the one that names it; th
   o.graph.mode = Mode::Eval;
   CHECK(estimate(spec, o).totals.params == 2 * (16 * 16 + 16) + 16 * 10 + 10);
 }
+
+TEST_CASE("extends: from standard input, the base is relative to the working directory") {
+  try {
+    parse_spec("extends: no_such_base.yaml\n", "/dev/stdin");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.message() == "extends 'no_such_base.yaml' (no_such_base.yaml): cannot open the file: No such file or directory");
+    CHECK(e.loc().file == "/dev/stdin");
+  }
+}

@@ -84,7 +84,10 @@ RawSpec read_chain(const std::string& text, const std::string& file, const LoadO
   RawSpec spec = read(text, file, options);
   if (!spec.extends) return spec;
   const Named& ext = *spec.extends;
-  const fs::path base_path = fs::path(file).parent_path() / ext.name;
+  // Relative to the extending file; to the working directory for standard input (/dev/stdin,
+  // /dev/fd/0), which has no directory of its own.
+  const bool device = file.rfind("/dev/", 0) == 0;
+  const fs::path base_path = (device ? fs::path() : fs::path(file).parent_path()) / ext.name;
   const std::string base_file = display(base_path);
   std::error_code ec;
   fs::path key = fs::weakly_canonical(base_path, ec);
