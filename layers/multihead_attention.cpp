@@ -246,6 +246,8 @@ const bool registered = register_layer({
     .min_inputs = 1,
     .max_inputs = 3,
     .infer = infer_mha,
+    .versions = "2.x packs q, k, v in one contiguous copy and, with need_weights false, calls scaled_dot_product_attention; "
+                "1.13 copies q, k, v one by one and always runs bmm, softmax, bmm (validation/ops_saved_mha.md)",
 });
 
 }  // namespace
