@@ -20,6 +20,7 @@ constexpr std::array kProfiles = {
         .grad_sum_in_place = true,
         .prelu_weight_grad_elementwise = true,
         .lstm_onednn_on_cpu = true,
+        .mha_forward_2x = true,
         .checkpoint_early_stop = true,
         .checkpoint_unpack_hands_over = true,
         .foreach_adam_one_list = true,

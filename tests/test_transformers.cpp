@@ -22,6 +22,7 @@ std::int64_t params(const std::string& file, std::vector<std::pair<std::string, 
 TEST_CASE("the four examples give Hugging Face's parameter counts, and their --set variants too") {
   CHECK(params("examples/gpt2.yaml") == 124'439'808);
   CHECK(params("examples/gpt2.yaml", {{"n_embd", "1024"}, {"n_layer", "24"}, {"n_head", "16"}}) == 354'823'168);
+  CHECK(params("examples/gpt2_medium.yaml") == 354'823'168);  // the same, as a file that extends gpt2.yaml
   CHECK(params("examples/gpt2.yaml", {{"n_embd", "1600"}, {"n_layer", "48"}, {"n_head", "25"}}) == 1'557'611'200);
   CHECK(params("examples/llama.yaml") == 6'738'415'616);
   CHECK(params("examples/llama.yaml", {{"hidden_size", "5120"}, {"intermediate_size", "13824"}, {"num_hidden_layers", "40"},

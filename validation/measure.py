@@ -115,11 +115,13 @@ def run(args):
                 x = torch.randn(args.batch, *net.input_shape, dtype=getattr(torch, net.input_dtype))
             forward = (lambda: net.call(model, x)) if net.call else (lambda: model(x))
             tracker = ModuleTracker(model)
-            # A no-grad eval-mode forward (no BN stat update) to learn the
-            # output shape for the target and each layer's output shape.
+            # An eval-mode forward (no BN stat update) to learn the output shape
+            # for the target and each layer's output shape. With grad enabled: under
+            # no_grad, 1.13's nn.TransformerEncoderLayer takes its fast path (one
+            # fused op) and calls none of its modules.
             model.eval()
             tracker.record_shapes = True
-            with torch.no_grad():
+            with torch.enable_grad():
                 oshape = list(forward().shape)
             tracker.record_shapes = False
             model.train()

@@ -942,6 +942,32 @@ def _vit_logits(model, pixels):
     return model(pixel_values=pixels).logits
 
 
+class TorchEncoder(nn.Module):
+    """PyTorch's own nn.TransformerEncoder: two nn.TransformerEncoderLayer(32, 4, 64, dropout
+    0.1, batch_first) in a row; norm_first=True also with GELU and a final LayerNorm."""
+
+    def __init__(self, norm_first=False):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.1, batch_first=True,
+                                           norm_first=norm_first, activation="gelu" if norm_first else "relu")
+        self.encoder = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(32) if norm_first else None,
+                                             enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+class TorchDecoder(nn.Module):
+    """One nn.TransformerDecoderLayer(32, 4, 64, batch_first), its memory the input itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerDecoderLayer(32, 4, dim_feedforward=64, dropout=0.1, batch_first=True)
+
+    def forward(self, x):
+        return self.layer(x, x)
+
+
 def _hf_net(kind, impl):
     if kind == "vit":
         return Net(_hf(kind, impl), (3, 32, 32), "float32", "cross_entropy", [2], _vit_logits)
@@ -979,6 +1005,10 @@ NETWORKS = {
     "gru_tagger": Net(GruTagger, (12, 16), "float32", "mse", [4]),
     "lstm_seq": Net(LstmSeq, (12, 16), "float32", "mse", [4]),
     "lstm_lm": Net(LstmLM, (12,), "int64", "cross_entropy", [4], vocab=LM_VOCAB),
+    "torch_encoder": Net(TorchEncoder, (8, 32), "float32", "mean", [4]),
+    "torch_encoder_prenorm": Net(lambda: TorchEncoder(norm_first=True), (8, 32), "float32", "mean", [4]),
+    "torch_decoder": Net(TorchDecoder, (8, 32), "float32", "mean", [4]),
+    "torch_encoder_long": Net(TorchEncoder, (128, 32), "float32", "mean", [2]),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa",)})

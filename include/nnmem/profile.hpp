@@ -53,6 +53,11 @@ struct TorchProfile {
   // each step's gates and states. RNN, GRU, the cells and an LSTM with proj_size take the
   // generic path in both (validation/probe_recurrent.py).
   bool lstm_onednn_on_cpu = false;
+  // nn.MultiheadAttention (F.multi_head_attention_forward): 2.x makes the packed q/k/v
+  // projection contiguous in one copy and, with need_weights=False, calls
+  // scaled_dot_product_attention; 1.13 copies q, k and v one by one and always runs the explicit
+  // bmm/softmax/bmm, dividing q by sqrt(head size) (validation/ops_saved_mha.md).
+  bool mha_forward_2x = false;
 
   // --- which dtypes kernels take
   // Reflection and replication padding's kernels: 1.13's take floating point only, and on the

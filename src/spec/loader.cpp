@@ -19,8 +19,8 @@ namespace nnmem {
 namespace raw {
 namespace {
 
-const std::vector<std::string> kTopLevelKeys = {"nnmem", "name",   "description", "dtype", "variables",
-                                                "inputs", "blocks", "layers",      "outputs", "loss"};
+const std::vector<std::string> kTopLevelKeys = {"nnmem",  "name",   "description", "dtype",   "variables", "inputs",
+                                                "blocks", "layers", "outputs",     "loss",    "extends"};
 const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
@@ -236,8 +236,11 @@ class Reader {
     }, who);
     if (e.type && e.block)
       fail(e.block->loc, who + "give either 'type' (a layer type) or 'block' (a block name), not both");
-    if (!e.type && !e.block)
+    if (overrides_ && block.empty()) {  // an extending spec's layer changes the base's layer of its name
+      if (!e.name) fail(e.loc, who + "an extending spec's layers override the base's by name; give this one a 'name'");
+    } else if (!e.type && !e.block) {
       fail(e.loc, who + "has no 'type'; give a layer type (type: Conv2d) or a block (block: MyBlock)");
+    }
     return e;
   }
 
@@ -329,6 +332,7 @@ class Reader {
     if (!root.IsMap())
       fail(loc(root, spec.loc), "a spec must be a mapping with 'inputs' and 'layers', found " + kind(root));
     bool has_inputs = false, has_layers = false;
+    overrides_ = static_cast<bool>(root["extends"]);  // known before `layers`, wherever the key stands
     each_key(root, spec.loc, "the spec", [&](const std::string& key, const YAML::Node& v, const SourceLoc& key_loc) {
       check_known(key, key_loc, kTopLevelKeys, "the spec");
       if (key == "nnmem") {
@@ -365,8 +369,11 @@ class Reader {
         spec.outputs = names(v, key_loc, "'outputs'");
       } else if (key == "loss") {
         spec.loss = name(v, key_loc, "loss");
+      } else if (key == "extends") {
+        spec.extends = name(v, key_loc, "extends (the file this spec extends)");
       }
     });
+    if (spec.extends) return spec;  // inputs and layers may all come from the base
     if (!has_inputs) fail(spec.loc, "the spec has no 'inputs'; add e.g.  inputs: {image: [3, 224, 224]}");
     if (!has_layers) fail(spec.loc, "the spec has no 'layers'");
     return spec;
@@ -379,6 +386,7 @@ class Reader {
   const SourceText& src_;
   const AliasItems& alias_items_;
   std::int64_t values_left_;  // value nodes value() may still copy
+  bool overrides_ = false;    // the document extends another: its top-level layers are overrides
 };
 
 }  // namespace

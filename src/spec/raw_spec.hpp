@@ -95,10 +95,14 @@ struct RawSpec {
   std::vector<RawEntry> layers;
   std::optional<std::vector<Named>> outputs;
   std::optional<Named> loss;
+  std::optional<Named> extends;       // `extends: base.yaml`, relative to this file
 };
 
 /// YAML text -> RawSpec (syntax and structure only). loader.cpp.
 RawSpec read(const std::string& text, const std::string& file, const LoadOptions& options);
+/// YAML text -> RawSpec with its `extends:` chain read and merged (extends.cpp): the base's
+/// variables, inputs, blocks and layers, overridden by name by the extending file's.
+RawSpec read_extended(const std::string& text, const std::string& file, const LoadOptions& options);
 /// RawSpec -> ModelSpec (variables, blocks, repeat, when, name resolution). expand.cpp.
 ModelSpec expand(const RawSpec& spec, const LoadOptions& options);
 

@@ -113,9 +113,9 @@ const Attribute* LayerSpec::find_attr(std::string_view attr) const {
   return nullptr;
 }
 
-// The two stages of loading: the YAML reader (loader.cpp) and the expander (expand.cpp).
+// The two stages of loading: the YAML reader (loader.cpp, extends.cpp) and the expander (expand.cpp).
 ModelSpec parse_spec(const std::string& text, const std::string& file, const LoadOptions& options) {
-  return raw::expand(raw::read(text, file, options), options);
+  return raw::expand(raw::read_extended(text, file, options), options);
 }
 
 ModelSpec load_spec_file(const std::string& path, const LoadOptions& options) {

@@ -38,6 +38,7 @@ const std::vector<std::string> kBuiltins = {
     "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",               // norm.cpp
     "ScaledDotProductAttention",                                                                             // attention.cpp
     "MatMul",                                                                                                // matmul.cpp
+    "MultiheadAttention",                                                                                    // multihead_attention.cpp
     "Transpose", "Permute", "Contiguous", "Expand", "Slice", "Select", "Split", "Chunk", "RepeatInterleave", // tensor_ops.cpp
     "Mean", "Sum", "Amax", "Scale", "MaskedFill",                                                            // reduce.cpp
     "NewGELU",                                                                                               // hf_activation.cpp
@@ -45,7 +46,7 @@ const std::vector<std::string> kBuiltins = {
 }  // namespace
 
 TEST_CASE("Registry: every built-in layer type is registered") {
-  CHECK(kBuiltins.size() == 115);
+  CHECK(kBuiltins.size() == 116);
   const auto types = layer_types();
   for (const auto& type : kBuiltins) {
     CAPTURE(type);
@@ -155,6 +156,9 @@ TEST_CASE("Registry: input counts and autocast policies") {
     } else if (type == "ScaledDotProductAttention") {  // query, key, value[, attn_mask]
       CHECK(def->min_inputs == 3);
       CHECK(def->max_inputs == 4);
+    } else if (type == "MultiheadAttention") {  // query[, key[, value]]: self-attention, key is value, all three
+      CHECK(def->min_inputs == 1);
+      CHECK(def->max_inputs == 3);
     } else if (type == "RNNCell" || type == "GRUCell" || type == "LSTMCell") {
       CHECK(def->min_inputs == 1);  // x, and optionally h (LSTMCell: h and c)
       CHECK(def->max_inputs == (type == "LSTMCell" ? 3 : 2));

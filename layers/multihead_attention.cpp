@@ -1,0 +1,254 @@
+// MultiheadAttention: nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, add_bias_kv,
+// add_zero_attn, kdim, vdim, batch_first) called as attn(query, key, value, need_weights=...,
+// average_attn_weights=...). One input is self-attention (query is key is value), two are
+// query and a key that is also the value (a decoder's cross-attention: attn(x, mem, mem)),
+// three are all different. Outputs as PyTorch returns them: the attention output, then (with
+// need_weights) the attention weights, `NAME:1` — [N, L, S] averaged over the heads, else
+// [N, heads, L, S].
+//
+// Parameters as the module holds them: in_proj_weight [3E, E] when kdim and vdim equal
+// embed_dim, else q_proj_weight [E, E], k_proj_weight [E, kdim], v_proj_weight [E, vdim];
+// in_proj_bias [3E]; bias_k and bias_v [1, 1, E]; out_proj.weight [E, E] and out_proj.bias.
+//
+// What backward keeps, F.multi_head_attention_forward op by op (CPU, saved_tensors_hooks,
+// validation/probe_mha.py; findings in validation/ops_saved_mha.md):
+// - each projection's input (the input itself, or with batch_first its transpose copied into
+//   rows by the linear), and the output projection's input: the attention output made
+//   contiguous, [L*N, E];
+// - 2.x (TorchProfile::mha_forward_2x): q, k and v are the packed projection made contiguous
+//   ([3, L, N, E] for self-attention, q and [2, S, N, E] for a shared key/value) or three
+//   projections; need_weights=false runs scaled_dot_product_attention on them (the CPU's flash
+//   kernel without dropout: q, k, v, its output and a log-sum-exp; with dropout the math
+//   composite: q and k scaled, three L x S tensors per head, v), need_weights=true the explicit
+//   path: q scaled, k, the softmax (with dropout its mask and the dropped weights), v;
+// - 1.13: always the explicit path, on q, k and v each made contiguous (q divided by sqrt(head
+//   size), a saved wrapped number); the averaged weights are a sum divided by num_heads.
+// add_bias_kv and add_zero_attn concatenate one row each to k and v: new tensors.
+// The temporaries inside one call are not followed one by one. Backward is taken as its
+// largest temporary, the attention weights' gradient, beside the input's gradient: the step's
+// peak is an upper bound where it falls inside this layer's backward
+// (validation/peak_not_modelled.json). Forward's (the projection before it is made contiguous,
+// the attention output before its copy) are left out: a peak inside this layer's forward, as
+// evaluation of an attention-only model could have, is not covered yet.
+#include "common.hpp"
+
+namespace nnmem::layers {
+namespace {
+
+struct Dims {
+  std::int64_t l, s, n, e, heads, head, kdim, vdim;
+  int distinct;  // 1: self-attention; 2: key is value; 3: all different
+  bool packed;   // kdim == vdim == embed_dim: one in_proj_weight
+};
+
+void check_input(const LayerCall& call, std::size_t i, const char* what, std::int64_t width, const std::string& attr,
+                 bool batch_first) {
+  require_float(call, i);
+  const Shape& s = call.shape(i);
+  if (s.size() != 3)
+    throw LayerError(std::string("expected a ") + what + " of 3 dimensions " +
+                     (batch_first ? "[N, L, E] (batch_first)" : "[L, N, E]") + ", found " + to_string(s));
+  if (s.back() != width)
+    throw LayerError(std::string("the ") + what + "'s last dimension is " + std::to_string(s.back()) + " (" + to_string(s) +
+                         "), but " + attr + " is " + std::to_string(width),
+                     attr);
+  if (call.input(i).dtype != call.input(0).dtype)
+    throw LayerError(std::string("the ") + what + " is " + std::string(dtype_name(call.input(i).dtype)) + ", the query " +
+                     std::string(dtype_name(call.input(0).dtype)) + "; they must have one dtype");
+}
+
+Dims check(const LayerCall& call) {
+  const bool bf = call.attrs.flag("batch_first");
+  Dims d{};
+  d.e = call.attrs.integer("embed_dim");
+  d.heads = call.attrs.integer("num_heads");
+  if (d.e % d.heads != 0)
+    throw LayerError("embed_dim " + std::to_string(d.e) + " is not divisible by num_heads " + std::to_string(d.heads) +
+                         " (PyTorch: embed_dim must be divisible by num_heads)",
+                     "num_heads");
+  d.head = d.e / d.heads;
+  d.kdim = call.attrs.given("kdim") ? call.attrs.integer("kdim") : d.e;
+  d.vdim = call.attrs.given("vdim") ? call.attrs.integer("vdim") : d.e;
+  d.packed = d.kdim == d.e && d.vdim == d.e;
+  d.distinct = static_cast<int>(call.inputs.size());
+  check_input(call, 0, "query", d.e, "embed_dim", bf);
+  if (d.distinct == 1 && !d.packed)
+    throw LayerError("one input is self-attention (query, key and value the same tensor), but kdim " + std::to_string(d.kdim) +
+                         " and vdim " + std::to_string(d.vdim) + " are not both embed_dim " + std::to_string(d.e) +
+                         "; give the key and value as inputs 1 and 2",
+                     call.attrs.given("kdim") ? "kdim" : "vdim");
+  if (d.distinct == 2 && d.kdim != d.vdim)
+    throw LayerError("two inputs are a query and a key that is also the value, but kdim " + std::to_string(d.kdim) +
+                         " differs from vdim " + std::to_string(d.vdim) + "; give the value as input 2",
+                     "vdim");
+  if (d.distinct >= 2) check_input(call, 1, "key", d.kdim, call.attrs.given("kdim") ? "kdim" : "embed_dim", bf);
+  if (d.distinct == 3) check_input(call, 2, "value", d.vdim, call.attrs.given("vdim") ? "vdim" : "embed_dim", bf);
+  const Shape& q = call.shape(0);
+  const Shape& k = call.shape(d.distinct >= 2 ? 1 : 0);
+  const Shape& v = call.shape(d.distinct - 1);
+  const std::size_t nd = bf ? 0 : 1, ld = bf ? 1 : 0;
+  if (k[nd] != q[nd] || v[nd] != q[nd])
+    throw LayerError("query " + to_string(q) + ", key " + to_string(k) + " and value " + to_string(v) +
+                     " must have one batch size (dimension " + std::to_string(nd) + ")");
+  if (k[ld] != v[ld])
+    throw LayerError("the key " + to_string(k) + " and the value " + to_string(v) + " must have one length (dimension " +
+                     std::to_string(ld) + ")");
+  d.n = q[nd];
+  d.l = q[ld];
+  d.s = k[ld] + (call.attrs.flag("add_bias_kv") ? 1 : 0) + (call.attrs.flag("add_zero_attn") ? 1 : 0);
+  return d;
+}
+
+void declare_params(LayerResult& res, const LayerCall& call, const Dims& d) {
+  if (d.packed) {
+    res.params.push_back({"in_proj_weight", {checked_mul(3, d.e), d.e}});
+  } else {
+    res.params.push_back({"q_proj_weight", {d.e, d.e}});
+    res.params.push_back({"k_proj_weight", {d.e, d.kdim}});
+    res.params.push_back({"v_proj_weight", {d.e, d.vdim}});
+  }
+  const bool bias = call.attrs.flag("bias");
+  if (bias) res.params.push_back({"in_proj_bias", {checked_mul(3, d.e)}});
+  if (call.attrs.flag("add_bias_kv")) {
+    res.params.push_back({"bias_k", {1, 1, d.e}});
+    res.params.push_back({"bias_v", {1, 1, d.e}});
+  }
+  res.params.push_back({"out_proj.weight", {d.e, d.e}});
+  if (bias) res.params.push_back({.name = "out_proj.bias", .shape = {d.e}, .grad_summed = true});
+}
+
+enum class Sdpa { Flash, Efficient, Math };
+
+// scaled_dot_product_attention's choice for MHA's call (4-D, no mask, equal head sizes), as
+// ScaledDotProductAttention's `auto` makes it (the CPU measured; CUDA sdp_utils.cpp's order).
+Sdpa choose(const LayerCall& call, const Dims& d, double dropout) {
+  if (call.ctx.device == Device::Cpu) return dropout == 0.0 ? Sdpa::Flash : Sdpa::Math;
+  const bool half = dtype_size(call.input(0).dtype) == 2;
+  if (half && d.head <= 256 && d.head % 8 == 0) return Sdpa::Flash;
+  return d.head % 8 == 0 ? Sdpa::Efficient : Sdpa::Math;
+}
+
+// Adds kept tensors of the call's dtype (or another).
+struct Kept {
+  LayerResult& res;
+  DType dtype;
+  void extra(Shape s, const std::string& what, DType t) { res.save_extra({std::move(s), t}, what); }
+  void extra(Shape s, const std::string& what) { extra(std::move(s), what, dtype); }
+};
+
+LayerResult infer_mha(const LayerCall& call) {
+  const Dims d = check(call);
+  // Under autocast the projections run in 16-bit and the softmax in float32: not measured yet,
+  // so refused rather than estimated with the wrong dtypes.
+  if (call.ctx.amp)
+    throw LayerError("mixed precision (autocast) is not modelled for MultiheadAttention yet; estimate it without --amp");
+  const bool bf = call.attrs.flag("batch_first");
+  const bool need_weights = call.attrs.flag("need_weights");
+  const bool average = call.attrs.flag("average_attn_weights");
+  const bool extra_rows = call.attrs.flag("add_bias_kv") || call.attrs.flag("add_zero_attn");
+  const std::int64_t src = call.shape(d.distinct >= 2 ? 1 : 0)[bf ? 1 : 0];  // the key's length as given
+  const DType dtype = call.input(0).dtype;
+  LayerResult res;
+  res.outputs.push_back({bf ? Shape{d.n, d.l, d.e} : Shape{d.l, d.n, d.e}, dtype});
+  if (need_weights)
+    res.outputs.push_back({average ? Shape{d.n, d.l, d.s} : Shape{d.n, d.heads, d.l, d.s}, dtype});
+  declare_params(res, call, d);
+  const std::int64_t ln = checked_mul(d.l, d.n), src_rows = checked_mul(src, d.n);
+  const std::int64_t projections = checked_add(checked_mul(checked_mul(2, ln), checked_mul(d.e, d.e)),
+                                               checked_mul(src_rows, checked_mul(d.e, checked_add(d.kdim, d.vdim))));
+  res.macs = checked_add(projections, checked_mul(checked_mul(checked_mul(2, d.n), checked_mul(d.heads, d.l)),
+                                                  checked_mul(d.s, d.head)));
+  if (!call.training() || !(call.any_input_requires_grad() || call.trainable)) return res;
+
+  const TorchProfile& torch = *call.ctx.torch;
+  const bool cpu = call.ctx.device == Device::Cpu;
+  const double dropout = call.attrs.real("dropout");
+  Kept kept{res, dtype};
+  // The projections' inputs, for their weights' gradients.
+  if (call.trainable)
+    for (int i = 0; i < d.distinct; ++i) {
+      if (bf) kept.extra({i == 0 ? ln : src_rows, call.shape(i).back()}, "input made rows (batch_first)");
+      else res.save_input(i, i == 0 ? "query" : i == 1 ? "key" : "value");
+    }
+  const Shape heads_l{d.n, d.heads, d.l, d.head}, heads_s{d.n, d.heads, d.s, d.head}, scores{d.n, d.heads, d.l, d.s};
+  const bool sdpa = torch.mha_forward_2x && !need_weights;
+  const Sdpa kernel = sdpa ? choose(call, d, dropout) : Sdpa::Math;
+  const bool fused = sdpa && kernel != Sdpa::Math;
+  // Which storages q, k and v live in. 2.x packs the projections that share an input and
+  // makes them contiguous at once; 1.13 copies q, k and v one by one; added rows make k and v
+  // new tensors.
+  const bool packed_q = torch.mha_forward_2x && d.distinct == 1;
+  const bool packed_kv = torch.mha_forward_2x && d.packed && d.distinct <= 2 && !extra_rows;
+  // [3, L, N, E] and [2, S, N, E], written with the input's dimension 0 first (the batch, to nnmem)
+  const Shape& key = call.shape(d.distinct >= 2 ? 1 : 0);
+  if (packed_q && (fused || packed_kv))
+    kept.extra({call.shape(0)[0], 3, call.shape(0)[1], d.e}, "q, k, v (in_proj's output made contiguous)");
+  else if (packed_kv && d.distinct == 2)
+    kept.extra({key[0], 2, key[1], d.e}, "k, v (the key's projection made contiguous)");
+  const bool own_q = !packed_q, own_kv = !packed_kv;
+  if (fused) {
+    if (own_q) kept.extra(heads_l, "q");
+    if (own_kv) {
+      kept.extra(heads_s, "k");
+      kept.extra(heads_s, "v");
+    }
+    kept.extra(heads_l, "attention output");
+    const Shape lse{d.n, d.heads, kernel == Sdpa::Flash ? d.l : checked_mul((d.l + 31) / 32, 32)};
+    kept.extra(lse, "logsumexp", cpu && dtype == DType::Float64 ? dtype : DType::Float32);
+    if (!cpu && dropout > 0.0) {
+      kept.extra(Shape{}, "philox_seed", DType::Int64);
+      kept.extra(Shape{}, "philox_offset", DType::Int64);
+    }
+  } else {
+    // The explicit path, or scaled_dot_product_attention's math composite: q scaled, k (the
+    // composite scales it too), the softmax, dropout's mask and result, v.
+    const DType math = sdpa && cpu && dtype_size(dtype) == 2 ? DType::Float32 : dtype;
+    const bool weights_out = need_weights && !average;  // the weights returned are the kept tensor
+    kept.extra(heads_l, "q scaled", math);
+    if (sdpa) kept.extra(heads_s, "k scaled", math);
+    else if (own_kv) kept.extra(heads_s, "k");
+    if (!torch.mha_forward_2x && cpu && torch.hooks_see_wrapped_numbers)
+      kept.extra(Shape{}, "sqrt(head size), a wrapped number", DType::Float64);
+    if (weights_out && dropout == 0.0) res.save_output(1, "attention weights (softmax)");
+    else kept.extra(scores, "attention weights (softmax)", math);
+    if (dropout > 0.0) {
+      kept.extra(scores, "dropout's mask", cpu ? math : DType::Bool);
+      if (weights_out) res.save_output(1, "attention weights (dropped)");
+      else kept.extra(scores, "dropped attention weights", math);
+    }
+    if (own_kv) kept.extra(heads_s, "v");
+    if (need_weights && average && !torch.mha_forward_2x && cpu && torch.hooks_see_wrapped_numbers)
+      kept.extra(Shape{}, "num_heads, a wrapped number", DType::Int64);
+    // Backward's largest temporary: the attention weights' gradient (bmm's), L x S per head,
+    // made before the parameters' gradients of in_proj. The ops' other gradients, and the
+    // kept tensors freed as each op's backward ends, are not followed: an upper bound, 0.6-0.7%
+    // above the measured peak where it decides it (torch_encoder_long, both versions).
+    res.backward_scratch.push_back({{scores, math}, "gradient of the attention weights", true});
+  }
+  if (call.trainable) kept.extra({ln, d.e}, "attention output made contiguous (out_proj's input)");
+  return res;
+}
+
+const bool registered = register_layer({
+    .type = "MultiheadAttention",
+    .summary = "nn.MultiheadAttention: inputs query (self-attention), query and key=value, or query, key, value",
+    .attrs = {AttrDef::integer("embed_dim", "the model's width E; the query's last dimension").needed().at_least(1),
+              AttrDef::integer("num_heads", "heads; must divide embed_dim").needed().at_least(1),
+              AttrDef::real("dropout", "dropout on the attention weights (training only)").or_else_real(0.0).between(0.0, 1.0),
+              AttrDef::flag("bias", true, "in_proj_bias and out_proj.bias"),
+              AttrDef::flag("add_bias_kv", false, "bias_k and bias_v, a row added to key and value"),
+              AttrDef::flag("add_zero_attn", false, "a row of zeros added to key and value"),
+              AttrDef::integer("kdim", "the key's width; default embed_dim").optional().at_least(1),
+              AttrDef::integer("vdim", "the value's width; default embed_dim").optional().at_least(1),
+              AttrDef::flag("batch_first", false, "inputs and output are [N, L, E] rather than [L, N, E]"),
+              AttrDef::flag("need_weights", true, "forward's need_weights: also return the attention weights (NAME:1)"),
+              AttrDef::flag("average_attn_weights", true, "forward's average_attn_weights: weights averaged over heads")},
+    .min_inputs = 1,
+    .max_inputs = 3,
+    .infer = infer_mha,
+    .versions = "2.x packs q, k, v in one contiguous copy and, with need_weights false, calls scaled_dot_product_attention; "
+                "1.13 copies q, k, v one by one and always runs bmm, softmax, bmm (validation/ops_saved_mha.md)",
+});
+
+}  // namespace
+}  // namespace nnmem::layers

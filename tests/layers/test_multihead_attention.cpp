@@ -1,0 +1,107 @@
+// MultiheadAttention (layers/multihead_attention.cpp) against PyTorch 2.13 and 1.13 on the CPU:
+// parameters, outputs, and what backward keeps, storage by storage, as validation/probe_mha.py
+// measured it (validation/ops_saved_mha.md). N = 2, L = 5, S = 7, E = 16, 4 heads; float32.
+#include "../helpers.hpp"
+#include "checks.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+namespace {
+// Bytes backward keeps beyond the inputs and parameters: new tensors and kept outputs.
+std::int64_t kept_new(const LayerResult& r) {
+  std::int64_t b = 0;
+  for (const auto& s : r.saved) {
+    if (s.of == Saved::Of::Extra) b += s.type.bytes();
+    if (s.of == Saved::Of::Output) b += r.outputs.at(s.index).bytes();
+  }
+  return b;
+}
+bool keeps_input(const LayerResult& r, int i) {
+  for (const auto& s : r.saved)
+    if (s.of == Saved::Of::Input && s.index == i) return true;
+  return false;
+}
+const std::string kMha = "{type: MultiheadAttention, embed_dim: 16, num_heads: 4";
+LayerResult mha(const std::string& attrs, std::vector<InputTensor> in, const Context& ctx = kCpu) {
+  return run_rule(kMha + attrs + "}", in, ctx);
+}
+}  // namespace
+
+TEST_CASE("MultiheadAttention: parameters and outputs as nn.MultiheadAttention's") {
+  auto r = mha("", {tensor({5, 2, 16})});
+  CHECK(params_of(r) == "in_proj_weight[48, 16] in_proj_bias[48] out_proj.weight[16, 16] out_proj.bias[16]");
+  CHECK(param_count(r) == 1088);
+  REQUIRE(r.outputs.size() == 2);  // need_weights defaults to true, as forward's
+  CHECK(out_shape(r, 0) == "[5, 2, 16]");
+  CHECK(out_shape(r, 1) == "[2, 5, 5]");
+  r = mha(", average_attn_weights: false", {tensor({5, 2, 16}), tensor({7, 2, 16}), tensor({7, 2, 16})});
+  CHECK(out_shape(r, 1) == "[2, 4, 5, 7]");
+  r = mha(", need_weights: false, batch_first: true", {tensor({2, 5, 16})});
+  CHECK(r.outputs.size() == 1);
+  CHECK(out_shape(r, 0) == "[2, 5, 16]");
+  // kdim/vdim differ: three projection weights (896); add_bias_kv: bias_k, bias_v (1120); bias=False: 1024
+  r = mha(", kdim: 8, vdim: 12", {tensor({5, 2, 16}), tensor({7, 2, 8}), tensor({7, 2, 12})});
+  CHECK(params_of(r) == "q_proj_weight[16, 16] k_proj_weight[16, 8] v_proj_weight[16, 12] in_proj_bias[48] "
+                        "out_proj.weight[16, 16] out_proj.bias[16]");
+  CHECK(param_count(r) == 896);
+  CHECK(param_count(mha(", add_bias_kv: true, add_zero_attn: true", {tensor({5, 2, 16})})) == 1120);
+  CHECK(out_shape(mha(", add_bias_kv: true, add_zero_attn: true", {tensor({5, 2, 16})}), 1) == "[2, 5, 7]");
+  CHECK(param_count(mha(", bias: false", {tensor({5, 2, 16})})) == 1024);
+}
+
+TEST_CASE("MultiheadAttention: what backward keeps, torch 2.13 (sdpa without weights) and 1.13") {
+  const auto x = tensor({5, 2, 16}), k = tensor({7, 2, 16}), v = tensor({7, 2, 16});
+  struct Case {
+    std::string attrs;
+    std::vector<InputTensor> in;
+    std::int64_t kept213, kept113;  // probe_mha.py: distinct storages kept less inputs and parameters
+  };
+  const Case cases[] = {
+      {"", {x}, 4000, 3376},                                            // mha_self_weights
+      {", need_weights: false", {x}, 3360, 3368},                       // mha_self_noweights
+      {", average_attn_weights: false", {x}, 4000, 3368},               // mha_self_noavg
+      {", dropout: 0.1, need_weights: false", {x}, 6240, 4968},         // mha_self_dropout
+      {", dropout: 0.1", {x}, 5600, 4976},                              // mha_self_dropout_weights
+      {", need_weights: false", {x, k, v}, 3872, 4200},                 // mha_cross
+      {"", {x, k, v}, 4192, 4208},                                      // mha_cross_weights
+      {", kdim: 8, vdim: 12, need_weights: false", {x, tensor({7, 2, 8}), tensor({7, 2, 12})}, 3872, 4200},  // mha_kvdim
+      {", add_bias_kv: true, add_zero_attn: true, need_weights: false", {x}, 5152, 4200},                    // mha_bias_kv
+      {", bias: false, need_weights: false", {x}, 3360, 3368},          // mha_nobias
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.attrs);
+    CHECK(kept_new(mha(c.attrs, c.in)) == c.kept213);
+    CHECK(kept_new(mha(c.attrs, c.in, kCpu113)) == c.kept113);
+    CHECK(keeps_input(mha(c.attrs, c.in), 0));
+  }
+  // batch_first: the linear copies the transposed query into rows (640 B) instead of keeping it
+  const auto bf = mha(", batch_first: true, need_weights: false", {tensor({2, 5, 16})});
+  CHECK(kept_new(bf) == 640 + 3360);
+  CHECK(!keeps_input(bf, 0));
+  CHECK(kept_new(mha(", batch_first: true, need_weights: false", {tensor({2, 5, 16})}, kCpu113)) == 640 + 3368);
+  // evaluation keeps nothing
+  CHECK(mha("", {x}, Context{Mode::Eval, Device::Cpu, DType::Float32, std::nullopt}).saved.empty());
+}
+
+TEST_CASE("MultiheadAttention: located errors name expected and found values") {
+  const auto x = tensor({5, 2, 16});
+  CHECK(rule_error("{type: MultiheadAttention, embed_dim: 16, num_heads: 3}", {x}) ==
+        "embed_dim 16 is not divisible by num_heads 3 (PyTorch: embed_dim must be divisible by num_heads)");
+  CHECK(rule_error(kMha + ", kdim: 8}", {x, tensor({7, 2, 16}), tensor({7, 2, 16})}) ==
+        "the key's last dimension is 16 ([7, 2, 16]), but kdim is 8");
+  CHECK(rule_error(kMha + ", kdim: 8}", {x}) ==
+        "one input is self-attention (query, key and value the same tensor), but kdim 8 and vdim 16 are not both "
+        "embed_dim 16; give the key and value as inputs 1 and 2");
+  CHECK(rule_error(kMha + "}", {tensor({5, 16})}) == "expected a query of 3 dimensions [L, N, E], found [5, 16]");
+  CHECK(rule_error(kMha + ", batch_first: true}", {tensor({2, 5, 4, 16})}) ==
+        "expected a query of 3 dimensions [N, L, E] (batch_first), found [2, 5, 4, 16]");
+  CHECK(rule_error(kMha + "}", {tensor({5, 2, 12})}) == "the query's last dimension is 12 ([5, 2, 12]), but embed_dim is 16");
+  CHECK(rule_error(kMha + "}", {x, tensor({7, 3, 16}), tensor({7, 3, 16})}) ==
+        "query [5, 2, 16], key [7, 3, 16] and value [7, 3, 16] must have one batch size (dimension 1)");
+  const Context amp{Mode::Train, Device::Cpu, DType::Float32, DType::BFloat16};
+  CHECK(rule_error_in(amp, kMha + "}", {x}) ==
+        "mixed precision (autocast) is not modelled for MultiheadAttention yet; estimate it without --amp");
+  CHECK(rule_error(kMha + "}", {x, tensor({7, 2, 16}), tensor({6, 2, 16})}) ==
+        "the key [7, 2, 16] and the value [6, 2, 16] must have one length (dimension 0)");
+}
