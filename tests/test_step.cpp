@@ -105,7 +105,8 @@ std::size_t check_version(const std::string& version) {
       // is a functional layer named inside it (features.7.0.block.2.scale).
       const std::string phase = run["peak_phase"];
       CHECK(std::string(name_of(t.peak_phase)) == (phase == "step" ? "optimizer" : phase));
-      const std::string module = run["peak_module"].is_string() ? run["peak_module"].get<std::string>() : "";
+      std::string module = run["peak_module"].is_string() ? run["peak_module"].get<std::string>() : "";
+      if (module == "<loss>") module = "loss";  // nnmem's name for the loss
       if (phase == "backward" && module != "<functional>") {
         const auto layer = std::find_if(e.layers.begin(), e.layers.end(), [&](const auto& l) { return l.name == t.peak_layer; });
         const bool inside = layer != e.layers.end() && layer->functional && t.peak_layer.rfind(module + ".", 0) == 0 &&

@@ -961,7 +961,7 @@ NETWORKS = {
     "lstm_seq": Net(LstmSeq, (12, 16), "float32", "mse", [4]),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
-                 for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa",)})
+                 for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa", "eager")})
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
 
 from networks_scaling import SCALING_NETWORKS  # noqa: E402  (checkpointing, accumulation, DDP)

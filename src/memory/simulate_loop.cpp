@@ -59,24 +59,28 @@ int StepSimulator::persist(MemoryKind kind, std::int64_t bytes, std::string what
   return block;
 }
 
-// The trainable parameters' names, in the order of `params` (node by node).
+// The trainable parameters' names, in the order of `params` (each tensor once, as declared).
 std::vector<std::string> StepSimulator::param_names() const {
   std::vector<std::string> names;
-  for (const Node& n : graph_.nodes)
-    if (n.trainable)
-      for (const ParamDecl& p : n.result.params) names.push_back(graph_.layer(n).name + "." + p.name);
+  for (const Parameter& p : graph_.parameters)
+    if (p.trainable) names.push_back(p.name);
   return names;
 }
 
 void StepSimulator::persistent(const std::vector<TensorType>& params, bool training) {
   memory_.at(Phase::Forward, "");
   // Parameters and buffers layer by layer, as model.to(device) moves them.
-  for (const Node& n : graph_.nodes) {
+  // A shared module's or a tied parameter is its owner's tensor: made once, by the owner.
+  for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+    const Node& n = graph_.nodes[i];
     const std::string& name = graph_.layer(n).name;
-    for (const ParamDecl& p : n.result.params)
-      persist(MemoryKind::Parameters, TensorType{p.shape, p.dtype}.bytes(), "parameter " + name + "." + p.name, Carry::Model);
-    for (const ParamDecl& b : n.result.buffers)
-      persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + "." + b.name, Carry::Model);
+    for (std::size_t k = 0; k < n.result.params.size(); ++k)
+      if (graph_.parameters[static_cast<std::size_t>(n.params[k])].owner == static_cast<int>(i))
+        persist(MemoryKind::Parameters, TensorType{n.result.params[k].shape, n.result.params[k].dtype}.bytes(),
+                "parameter " + name + "." + n.result.params[k].name, Carry::Model);
+    if (graph_.layer(n).shares.empty())
+      for (const ParamDecl& b : n.result.buffers)
+        persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + "." + b.name, Carry::Model);
   }
   // The data-parallel wrapper, built around the model: DDP's gradient buckets.
   if (training)
