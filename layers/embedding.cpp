@@ -1,8 +1,12 @@
 // Tensors a model reads without an input: Embedding (a lookup of int64 ids), Parameter (a
-// learnable tensor used as it is: a class token, a learned positional table) and Constant (a
-// tensor made in forward without a gradient: positions, a causal mask, rotary cos/sin tables).
-// Parameter and Constant read nothing (`inputs: []`) and take their full shape, dimension 0
-// included: a leading 1 broadcasts over the batch. What 2.13 keeps (saved_tensors_hooks,
+// learnable tensor used as it is: a class token, a learned positional table), Buffer (a
+// module's registered buffer: BERT's position_ids, LLaMA's rotary inv_freq) and Constant (a
+// tensor made in forward without a gradient: positions, a causal mask, rotary cos/sin tables,
+// made from nothing or from tensors that need no gradient, as BERT's token_type_ids gathered
+// from its buffer). They take their full shape, dimension 0 included: a leading 1 broadcasts
+// over the batch. Parameter and Buffer read nothing (`inputs: []`); a Buffer is persistent
+// memory (buffer_bytes), reading it allocates nothing, and forward need not read it at all
+// (LLaMA's original_inv_freq). What 2.13 keeps (saved_tensors_hooks,
 // validation/probe_transformer_ops.py): embedding keeps only the ids; the others keep nothing.
 #include "common.hpp"
 
@@ -51,11 +55,33 @@ LayerResult infer_parameter(const LayerCall& call) {
   return res;
 }
 
-LayerResult infer_constant(const LayerCall& call) {
-  LayerResult res;
+DType dtype_attr(const LayerCall& call) {
   const std::string& word = call.attrs.text("dtype");
-  res.outputs.push_back({full_shape(call), word == "float" ? call.ctx.float_dtype : *parse_dtype(word)});
+  return word == "float" ? call.ctx.float_dtype : *parse_dtype(word);
+}
+
+LayerResult infer_buffer(const LayerCall& call) {
+  LayerResult res;
+  Shape shape = full_shape(call);
+  res.outputs.push_back({shape, dtype_attr(call)});
+  res.buffers.push_back({"value", std::move(shape), dtype_attr(call)});
+  res.alias = Alias::Buffer;
   return res;
+}
+
+LayerResult infer_constant(const LayerCall& call) {
+  for (std::size_t i = 0; i < call.inputs.size(); ++i)
+    if (call.inputs[i].requires_grad)
+      throw LayerError("a Constant is made without a gradient, but its input " + std::to_string(i) +
+                       " needs one (detach it first, or use a layer that differentiates)");
+  LayerResult res;
+  res.outputs.push_back({full_shape(call), dtype_attr(call)});
+  return res;
+}
+
+AttrDef dtype_word() {
+  return AttrDef::word("dtype", {"float", "float32", "float16", "bfloat16", "float64", "int64", "int32", "bool"},
+                       "float: the model's dtype");
 }
 
 const bool registered = [] {
@@ -73,13 +99,18 @@ const bool registered = [] {
                   .max_inputs = 0,
                   .infer = infer_parameter});
   register_layer({.type = "Constant",
-                  .summary = "a tensor made in forward with no gradient (inputs: []): positions, masks, cos/sin",
-                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(),
-                            AttrDef::word("dtype", {"float", "float32", "float16", "bfloat16", "float64", "int64", "int32", "bool"},
-                                          "float: the model's dtype")},
+                  .summary = "a tensor made in forward with no gradient, from nothing (inputs: []) or from its inputs: "
+                             "positions, masks, cos/sin",
+                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(), dtype_word()},
+                  .min_inputs = 0,
+                  .max_inputs = -1,
+                  .infer = infer_constant});
+  register_layer({.type = "Buffer",
+                  .summary = "a module's registered buffer, read as it is (inputs: []): persistent, unread allowed",
+                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(), dtype_word()},
                   .min_inputs = 0,
                   .max_inputs = 0,
-                  .infer = infer_constant});
+                  .infer = infer_buffer});
   return true;
 }();
 

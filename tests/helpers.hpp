@@ -16,8 +16,8 @@ namespace nnmem::test {
 /// An absolute path for a file of the source tree: "examples/resnet18.yaml".
 std::string source_path(const std::string& relative);
 
-/// The spec of a validation network (validation/networks.py's name): examples/NAME.yaml, and
-/// seed_conv_256 is examples/seed_conv.yaml with size=256.
+/// The spec of a validation network (validation/networks.py's name): examples/NAME.yaml, or the
+/// spec and --set values validation/specs.json gives it (seed_conv_256, the Hugging Face models).
 ModelSpec validation_network(const std::string& name);
 
 Graph graph_from(const std::string& yaml, const GraphOptions& options = {});

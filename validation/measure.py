@@ -271,6 +271,8 @@ def run(args):
                      for n, m in tracker.leaves.items()]
     if args.trace:
         memtrace.write_trace(tr, "nnmem::iter2", args.trace.format(rank=res.get("rank", 0)))
+    if args.trace_eval:
+        memtrace.write_trace(tr, "nnmem::eval", args.trace_eval)
     return res
 
 
@@ -299,6 +301,7 @@ def main():
     ap.add_argument("--bucket-cap-mb", type=float, help="DDP's bucket_cap_mb (default: DDP's own, 25 with a first bucket of 1)")
     ap.add_argument("--out", help="write the JSON here instead of stdout ({rank}: the rank)")
     ap.add_argument("--trace", help="write iteration 2's filtered allocator events here")
+    ap.add_argument("--trace-eval", help="write the eval forward's filtered allocator events here")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = ap.parse_args()
     res = run(args)

@@ -1011,7 +1011,7 @@ NETWORKS = {
     "torch_encoder_long": Net(TorchEncoder, (128, 32), "float32", "mean", [2]),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
-                 for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa",)})
+                 for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa", "eager")})
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
 
 from networks_scaling import SCALING_NETWORKS  # noqa: E402  (checkpointing, accumulation, DDP)

@@ -38,8 +38,14 @@ NNMEM_PHASE = {"forward": "forward", "backward": "backward", "optimizer": "step"
 
 
 def measured_events(args):
-    with tempfile.NamedTemporaryFile(suffix=".tsv", delete=False) as f:
-        path = f.name
+    if args.keep_trace and os.path.exists(args.keep_trace + ".json"):   # measured before: read it again
+        with open(args.keep_trace + ".json") as f:
+            return parse_trace(json.load(f), args.keep_trace)
+    if args.keep_trace:
+        path = args.keep_trace
+    else:
+        with tempfile.NamedTemporaryFile(suffix=".tsv", delete=False) as f:
+            path = f.name
     cmd = [PYTHON[args.torch], os.path.join(HERE, "measure.py"), args.network, "--batch", str(args.batch),
            "--optimizer", args.optimizer, "--keep-grads" if args.keep_grads else "--set-to-none", "--trace", path]
     if args.amp:
@@ -52,6 +58,17 @@ def measured_events(args):
     if p.returncode != 0:
         sys.exit(p.stderr)
     res = json.loads(p.stdout)
+    if args.keep_trace:
+        with open(path + ".json", "w") as f:
+            f.write(p.stdout)
+    measured = parse_trace(res, path)
+    if not args.keep_trace:
+        os.unlink(path)
+    return measured
+
+
+def parse_trace(res, path):
+    """(measure.py's result, the trace's events: (phase, signed bytes, "module: op", running total))."""
     events, zero = [], 0
     with open(path) as f:
         for line in f:
@@ -68,7 +85,6 @@ def measured_events(args):
                 zero = 0
             op = inner if inner == outer or not outer else "%s > %s" % (outer.replace("autograd::engine::evaluate_function: ", ""), inner)
             events.append((phase, int(size), "%s: %s" % (module, op), int(total)))
-    os.unlink(path)
     return res, events
 
 
@@ -178,12 +194,12 @@ def print_segments(meas, mine):
             for e in lev:
                 k = next((k for k, f in enumerate(rev) if not used[k] and f[1] == e[1]), None)
                 if k is None:
-                    print("   <  %+12d  %s" % (e[1], e[2].split(": ", 1)[1][:100]))
+                    print("   <  %+12d  %s" % (e[1], e[2].partition(": ")[2][:100]))
                 else:
                     used[k] = True
             for k, f in enumerate(rev):
                 if not used[k]:
-                    print("    > %+12d  %s" % (f[1], f[2].split(": ", 1)[1]))
+                    print("    > %+12d  %s" % (f[1], f[2].partition(": ")[2]))
     print("   (%d segments alike, %d more that differ only by 8-byte wrapped scalars, same peak)" % (same, scalars))
 
 
@@ -219,6 +235,9 @@ def main():
     ap.add_argument("--torch", default="2.13", choices=sorted(PYTHON))
     ap.add_argument("--nnmem", default=os.path.join(ROOT, "build", "nnmem"))
     ap.add_argument("--all", action="store_true", help="print matching events too")
+    ap.add_argument("--keep-trace", metavar="PATH",
+                    help="keep the measured trace in PATH (and its result in PATH.json); if they exist, "
+                         "compare with them instead of measuring again")
     ap.add_argument("--segments", action="store_true", help="compare layer by layer")
     args = ap.parse_args()
     res, meas = measured_events(args)

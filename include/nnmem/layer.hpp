@@ -141,12 +141,14 @@ struct LayerCall {
   bool training() const { return ctx.mode == Mode::Train; }
 };
 
-/// How output 0 relates to input 0's memory (or, for Alias::Parameter, to parameter 0).
+/// How output 0 relates to input 0's memory (or, for Alias::Parameter and Buffer, to parameter
+/// or buffer 0).
 enum class Alias {
   None,     // a fresh tensor
   InPlace,  // the same storage, modified (ReLU(inplace=True), x += y)
   View,     // the same storage, reinterpreted (view, flatten, squeeze)
   Parameter,  // parameter 0 itself (an nn.Parameter read in forward): no memory of its own
+  Buffer,     // buffer 0 itself (a registered buffer read in forward): no memory of its own
 };
 
 /// A tensor an op keeps alive for its backward pass.
@@ -167,6 +169,10 @@ struct Saved {
   TensorType type;          // for Extra: a tensor the op creates (indices, mask, statistics)
   std::string what;         // for reports: "indices", "save_mean", …
   Made made = Made::Result;  // for Extra
+  /// An Extra that is a wrapped Python number (`0.5 * x`: the 0.5 made a 0-dim float64 CPU
+  /// tensor, which MulBackward0 keeps): memory on the CPU only, and counted as saved only
+  /// where the profile's saved_tensors_hooks see it (TorchProfile::hooks_see_wrapped_numbers).
+  bool wrapped_number = false;
 
   /// Autograd packs it before the op's output exists (inputs, parameters, operands).
   bool before_output() const { return of == Of::Input || of == Of::Param || (of == Of::Extra && made != Made::Result); }
@@ -251,6 +257,8 @@ struct LayerResult {
   void save_output(int i, std::string what = "output");
   void save_extra(TensorType type, std::string what, Saved::Made made = Saved::Made::Result);
   void save_param(int i, std::string what = "weight");
+  /// A Python number the op multiplies by and keeps (`x * 0.5`): 8 bytes on the CPU, none on a GPU.
+  void save_wrapped_number(const Context& ctx, std::string what);
 };
 
 /// A rule's complaint about its inputs or attributes. `attribute` (if not empty) names the

@@ -286,5 +286,9 @@ void LayerResult::save_param(int i, std::string what) { saved.push_back({Saved::
 void LayerResult::save_extra(TensorType type, std::string what, Saved::Made made) {
   saved.push_back({Saved::Of::Extra, 0, std::move(type), std::move(what), made});
 }
+void LayerResult::save_wrapped_number(const Context& ctx, std::string what) {
+  if (ctx.device != Device::Cpu) return;  // a CPU tensor: no device memory on a GPU
+  saved.push_back({Saved::Of::Extra, 0, TensorType{{}, DType::Float64}, std::move(what), Saved::Made::Separate, true});
+}
 
 }  // namespace nnmem

@@ -226,7 +226,8 @@ class Builder {
       const bool aliased = node.result.alias == Alias::View || (k == 0 && node.result.alias == Alias::InPlace);
       graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage
                                  : new_storage(v, k == 0 ? node.result.output_storage_bytes : 0);
-      if (k == 0 && node.result.alias == Alias::Parameter) graph_.storages[graph_.values[v].storage].bytes = 0;  // counted as a parameter
+      if (k == 0 && (node.result.alias == Alias::Parameter || node.result.alias == Alias::Buffer))
+        graph_.storages[graph_.values[v].storage].bytes = 0;  // counted as a parameter or buffer
       node.outputs.push_back(v);
     }
     if (node.result.alias == Alias::InPlace && ctx_.mode == Mode::Train) check_inplace(layer, node);
@@ -289,6 +290,7 @@ class Builder {
         throw Error(in.loc, "input '" + in.name + "' is never read by any layer");
       }
     for (const Node& node : graph_.nodes) {
+      if (node.result.alias == Alias::Buffer) continue;  // a module's buffer forward need not read
       const bool used = std::any_of(node.outputs.begin(), node.outputs.end(),
                                     [&](int v) { return !graph_.values[v].readers.empty() || returned[v]; });
       if (!used) {

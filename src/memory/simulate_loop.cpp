@@ -67,7 +67,6 @@ int StepSimulator::persist(MemoryKind kind, std::int64_t bytes, std::string what
   return block;
 }
 
-// The trainable parameters' names, in the order of `params` (node by node).
 // The trainable parameters' names, each tensor once (a tied or shared one under its owner's
 // name), in the order of the list the optimizer's state follows (estimate.cpp).
 std::vector<std::string> StepSimulator::param_names() const {
@@ -80,8 +79,8 @@ std::vector<std::string> StepSimulator::param_names() const {
 void StepSimulator::persistent(const std::vector<TensorType>& params, bool training) {
   memory_.at(Phase::Forward, "");
   // Parameters and buffers layer by layer, as model.to(device) moves them.
-  // ZeRO-3 and FSDP keep a shard of each (none when offloaded). A tied or shared parameter is
-  // one tensor, made by the layer that declares it.
+  // ZeRO-3 and FSDP keep a shard of each (none when offloaded). A shared module's or a tied
+  // parameter is its owner's tensor: made once, by the owner.
   const Sharding& sharding = options_.parallel.sharding;
   const ShardPlan& shards = shard_.plan();
   for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
@@ -93,8 +92,9 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
       const std::int64_t bytes = sharding.parameters ? shards.param_bytes.at(static_cast<std::size_t>(n.params[k])) : TensorType{p.shape, p.dtype}.bytes();
       if (bytes > 0) persist(MemoryKind::Parameters, bytes, (sharding.parameters ? "parameter shard " : "parameter ") + name + "." + p.name, Carry::Model);
     }
-    for (const ParamDecl& b : n.result.buffers)
-      persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + "." + b.name, Carry::Model);
+    if (graph_.layer(n).shares.empty())
+      for (const ParamDecl& b : n.result.buffers)
+        persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + "." + b.name, Carry::Model);
   }
   // The data-parallel wrapper, built around the model: DDP's gradient buckets.
   if (training)

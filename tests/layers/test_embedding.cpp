@@ -1,4 +1,4 @@
-// Embedding, Parameter and Constant (layers/embedding.cpp); torch 2.13.0+cpu, saved_tensors_hooks.
+// Embedding, Parameter, Constant and Buffer (layers/embedding.cpp); torch 2.13.0+cpu, saved_tensors_hooks.
 #include "../helpers.hpp"
 #include "checks.hpp"
 
@@ -35,4 +35,20 @@ TEST_CASE("Parameter and Constant read nothing") {
   CHECK(c.params.empty());
   CHECK(run_rule("{type: Constant, shape: [1, 16]}", {}).outputs[0].dtype == DType::Float32);
   CHECK(rule_error("{type: Constant, shape: [1, 0]}", {}) == "shape sizes must be positive, found [1, 0]");
+  // made from tensors without a gradient (BERT's token_type_ids gathered from its buffer)
+  CHECK(out_shape(run_rule("{type: Constant, shape: [1, 16], dtype: int64}", {tensor({1, 64}, false, DType::Int64)})) ==
+        "[1, 16]");
+  CHECK(rule_error("{type: Constant, shape: [1, 16]}", {tensor({2, 16}, true)}) ==
+        "a Constant is made without a gradient, but its input 0 needs one (detach it first, or use a layer that "
+        "differentiates)");
+}
+
+TEST_CASE("Buffer: a module's registered buffer, persistent, read as it is") {
+  const auto b = run_rule("{type: Buffer, shape: [1, 512], dtype: int64}", {});
+  CHECK(out_shape(b) == "[1, 512]");
+  CHECK(b.alias == Alias::Buffer);
+  CHECK(b.params.empty());
+  REQUIRE(b.buffers.size() == 1);
+  CHECK(b.buffers[0].shape == Shape{1, 512});
+  CHECK(b.buffers[0].dtype == DType::Int64);
 }

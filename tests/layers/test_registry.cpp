@@ -34,7 +34,7 @@ const std::vector<std::string> kBuiltins = {
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",                                                  // recurrent.cpp
     "Flatten", "Reshape", "View", "Unsqueeze", "Squeeze", "Identity",                                        // reshape.cpp
     "Add", "Mul", "Concat",                                                                                  // merge.cpp
-    "Embedding", "Parameter", "Constant",                                                                    // embedding.cpp
+    "Embedding", "Parameter", "Constant", "Buffer",                                                          // embedding.cpp
     "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",               // norm.cpp
     "ScaledDotProductAttention",                                                                             // attention.cpp
     "MatMul",                                                                                                // matmul.cpp
@@ -46,7 +46,7 @@ const std::vector<std::string> kBuiltins = {
 }  // namespace
 
 TEST_CASE("Registry: every built-in layer type is registered") {
-  CHECK(kBuiltins.size() == 116);
+  CHECK(kBuiltins.size() == 117);
   const auto types = layer_types();
   for (const auto& type : kBuiltins) {
     CAPTURE(type);
@@ -150,9 +150,12 @@ TEST_CASE("Registry: input counts and autocast policies") {
     } else if (type == "Mul" || type == "MatMul" || type == "MaskedFill") {
       CHECK(def->min_inputs == 2);
       CHECK(def->max_inputs == 2);
-    } else if (type == "Parameter" || type == "Constant") {  // they read nothing (inputs: [])
+    } else if (type == "Parameter" || type == "Buffer") {  // they read nothing (inputs: [])
       CHECK(def->min_inputs == 0);
       CHECK(def->max_inputs == 0);
+    } else if (type == "Constant") {  // made from nothing, or from inputs without a gradient
+      CHECK(def->min_inputs == 0);
+      CHECK(def->max_inputs == -1);
     } else if (type == "ScaledDotProductAttention") {  // query, key, value[, attn_mask]
       CHECK(def->min_inputs == 3);
       CHECK(def->max_inputs == 4);
