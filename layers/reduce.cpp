@@ -41,6 +41,13 @@ LayerResult infer_scale(const LayerCall& call) {
   LayerResult res;
   res.outputs.push_back(call.input());
   res.alias = call.attrs.flag("inplace") ? Alias::InPlace : Alias::None;
+  // `by` is a Python number, which mul/div take as a wrapped number, a 0-dim double; their
+  // backward keeps it (MulBackward0 and DivBackward0's _saved_other, torch 1.13 and 2.13). It
+  // is a CPU tensor: device memory only on the CPU.
+  if (call.training() && call.input_requires_grad() && call.ctx.device == Device::Cpu) {
+    res.save_extra(TensorType{{}, DType::Float64}, "the scalar", Saved::Made::Separate);
+    res.saved.back().wrapped_number = true;
+  }
   return res;
 }
 

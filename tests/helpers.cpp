@@ -1,16 +1,20 @@
 #include "helpers.hpp"
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 namespace nnmem::test {
 
 std::string source_path(const std::string& relative) { return std::string(NNMEM_SOURCE_DIR) + "/" + relative; }
 
 ModelSpec validation_network(const std::string& name) {
+  // validation/specs.json: the networks whose spec is another file, or takes --set values
+  const nlohmann::json specs = nlohmann::json::parse(std::ifstream(source_path("validation/specs.json")));
   LoadOptions load;
-  if (name == "seed_conv_256") {
-    load.overrides = {{"size", "256"}};
-    return load_spec_file(source_path("examples/seed_conv.yaml"), load);
-  }
-  return load_spec_file(source_path("examples/" + name + ".yaml"), load);
+  if (!specs.contains(name)) return load_spec_file(source_path("examples/" + name + ".yaml"), load);
+  for (const auto& [variable, value] : specs[name]["set"].items()) load.overrides.emplace_back(variable, value.get<std::string>());
+  return load_spec_file(source_path(specs[name]["spec"].get<std::string>()), load);
 }
 
 Graph graph_from(const std::string& yaml, const GraphOptions& options) {

@@ -17,7 +17,8 @@ namespace nnmem::test {
 std::string source_path(const std::string& relative);
 
 /// The spec of a validation network (validation/networks.py's name): examples/NAME.yaml, and
-/// seed_conv_256 is examples/seed_conv.yaml with size=256.
+/// Its spec: examples/NAME.yaml, or as validation/specs.json says (seed_conv_256 is
+/// examples/seed_conv.yaml with size=256).
 ModelSpec validation_network(const std::string& name);
 
 Graph graph_from(const std::string& yaml, const GraphOptions& options = {});

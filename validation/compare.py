@@ -32,7 +32,9 @@ FIXTURES = os.path.join(ROOT, "validation", "fixtures")
 BASE_VERSION = "1.13"   # what nnmem models without --torch
 
 # network -> (spec, extra nnmem arguments)
-SPECS = {"seed_conv_256": ("examples/seed_conv.yaml", ["--set", "size=256"])}
+with open(os.path.join(ROOT, "validation", "specs.json")) as _f:
+    SPECS = {k: (v["spec"], [a for name, value in v["set"].items() for a in ("--set", "%s=%s" % (name, value))])
+             for k, v in json.load(_f).items() if not k.startswith("_")}
 
 # network -> why its peak is not modelled exactly yet: reported, never below the measured peak,
 # but not part of the pass/fail of the peak (tests/test_step.cpp reads the same file).

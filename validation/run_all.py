@@ -49,8 +49,9 @@ OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"
                     ("adam", "foreach"), ("adam", "fused"),
                     ("adamw", None), ("adamw", "foreach"), ("adamw", "fused")]
 # Under 2.13 autocast runs for more networks: activations_net (2.13's CPU bfloat16 kernels
-# have ReLU6's backward, 1.13's do not), se_net and unet_small.
-AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small"]
+# have ReLU6's backward, 1.13's do not), se_net and unet_small, and issue 13's U-Nets and
+# YOLOv8n.
+AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "unet_valid", "diffusion_unet", "yolov8n"]
 # Activation checkpointing and gradient accumulation, on the networks made for them
 # (networks_scaling.py), at their first batch, under both versions: (optimizer, set_to_none,
 # measure.py's arguments). Reentrant checkpointing only of the blocks: their inputs need a

@@ -167,6 +167,9 @@ struct Saved {
   TensorType type;          // for Extra: a tensor the op creates (indices, mask, statistics)
   std::string what;         // for reports: "indices", "save_mean", …
   Made made = Made::Result;  // for Extra
+  /// An Extra that is a Python number made a 0-dim CPU tensor (`x * 0.125` keeps 0.125 as a
+  /// double): kept either way; counted as saved as TorchProfile::hooks_see_wrapped_numbers says.
+  bool wrapped_number = false;
 
   /// Autograd packs it before the op's output exists (inputs, parameters, operands).
   bool before_output() const { return of == Of::Input || of == Of::Param || (of == Of::Extra && made != Made::Result); }

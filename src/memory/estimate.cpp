@@ -214,7 +214,8 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
       if (in_autograd && !segment) {
         for (const Saved& s : node.result.saved) {
           if (s.of == Saved::Of::Extra) {
-            l.saved_bytes = sum(l.saved_bytes, s.type.bytes());
+            if (!s.wrapped_number || graph.options.torch->hooks_see_wrapped_numbers)
+              l.saved_bytes = sum(l.saved_bytes, s.type.bytes());
             continue;
           }
           const int v = node.saved_value(s);

@@ -19,7 +19,12 @@ TEST_CASE("reductions: shapes, keepdim, what they keep") {
 }
 
 TEST_CASE("Scale, MaskedFill, NewGELU") {
-  CHECK(saved_of(run_rule("{type: Scale, by: 0.125}", {tensor({2, 8, 64})})).empty());
+  // x * 0.125 keeps 0.125, a wrapped number: a 0-dim double on the CPU, nothing on the device
+  const auto scale = run_rule("{type: Scale, by: 0.125}", {tensor({2, 8, 64})});
+  CHECK(saved_of(scale) == "extra[]:float64");
+  CHECK(scale.saved.at(0).wrapped_number);
+  CHECK(saved_of(run_rule("{type: Scale, by: 0.125}", {tensor({2, 8, 64})}, kCuda)).empty());
+  CHECK(saved_of(run_rule("{type: Scale, by: 8, divide: true}", {tensor({2, 8, 64})}, kEval)).empty());
   const auto fill = run_rule("{type: MaskedFill, value: -1e9}", {tensor({2, 4, 8, 8}), tensor({1, 1, 8, 8}, false, DType::Bool)});
   CHECK(saved_of(fill) == "input1");
   CHECK(rule_error("{type: MaskedFill, value: 0}", {tensor({2, 4, 8, 8}), tensor({8, 8}, false)}) ==
