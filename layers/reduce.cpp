@@ -1,7 +1,7 @@
 // Reductions over dimensions (never the batch's): Mean, Sum, Amax, with `keepdim`; and the
-// element-wise Scale (x * by, or x / by, by a constant) and MaskedFill (x.masked_fill(mask,
+// element-wise Scale (x * by, or x / by, by a constant), Neg (-x) and MaskedFill (x.masked_fill(mask,
 // value), the mask a bool input). What 2.13 keeps (validation/probe_transformer_ops.py): sum,
-// mean and scaling nothing; amax its input and output; masked_fill the mask. Gradients: a sum's
+// mean and negation nothing, scaling its wrapped number (below); amax its input and output; masked_fill the mask. Gradients: a sum's
 // is the output's expanded (a view); a mean's, amax's, scaling's and masked_fill's are new.
 #include <algorithm>
 
@@ -41,6 +41,19 @@ LayerResult infer_scale(const LayerCall& call) {
   LayerResult res;
   res.outputs.push_back(call.input());
   res.alias = call.attrs.flag("inplace") ? Alias::InPlace : Alias::None;
+  // `by` is a Python number, which mul/div take as a wrapped number, a 0-dim double; their
+  // backward keeps it (MulBackward0 and DivBackward0's _saved_other, torch 1.13 and 2.13). It
+  // is a CPU tensor: device memory only on the CPU.
+  if (call.training() && call.input_requires_grad()) res.save_wrapped_number(call.ctx, "the scalar");
+  return res;
+}
+
+// -x: NegBackward0 keeps nothing (unlike x * -1, whose -1 is a kept wrapped number; Hugging
+// Face's rotate_half negates).
+LayerResult infer_neg(const LayerCall& call) {
+  require_float(call);
+  LayerResult res;
+  res.outputs.push_back(call.input());
   return res;
 }
 
@@ -81,6 +94,7 @@ const bool registered = [] {
                             AttrDef::flag("divide", false, "x / by rather than x * by"),
                             AttrDef::flag("inplace", false, "x *= by")},
                   .infer = infer_scale});
+  register_layer({.type = "Neg", .summary = "-x (torch.neg): keeps nothing for backward", .infer = infer_neg});
   register_layer({.type = "MaskedFill",
                   .summary = "x.masked_fill(mask, value): inputs x and a bool mask that broadcasts to it",
                   .attrs = {AttrDef::real("value", "written where the mask is true").needed(),

@@ -8,6 +8,7 @@ namespace nnmem::test {
 std::string source_path(const std::string& relative) { return std::string(NNMEM_SOURCE_DIR) + "/" + relative; }
 
 ModelSpec validation_network(const std::string& name) {
+  // validation/specs.json: the networks whose spec is another file, or takes --set values
   static const nlohmann::json specs = nlohmann::json::parse(std::ifstream(source_path("validation/specs.json")));
   LoadOptions load;
   if (!specs.contains(name)) return load_spec_file(source_path("examples/" + name + ".yaml"), load);

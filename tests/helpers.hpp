@@ -17,7 +17,8 @@ namespace nnmem::test {
 std::string source_path(const std::string& relative);
 
 /// The spec of a validation network (validation/networks.py's name): examples/NAME.yaml, or the
-/// spec and --set values validation/specs.json gives it (seed_conv_256, the Hugging Face models).
+/// spec and --set values validation/specs.json gives it (seed_conv_256, the Hugging Face models,
+/// the small U-Nets and YOLOv8n).
 ModelSpec validation_network(const std::string& name);
 
 Graph graph_from(const std::string& yaml, const GraphOptions& options = {});

@@ -43,6 +43,48 @@ TEST_CASE("torchvision's parameter counts") {
   CHECK(estimate_file("examples/efficientnet_b0.yaml").totals.params == 5288548);
 }
 
+namespace {
+
+Totals totals_of(const std::string& example, const std::vector<std::pair<std::string, std::string>>& set = {}) {
+  LoadOptions load;
+  load.overrides = set;
+  return estimate(load_spec_file(source_path(example), load), {}).totals;
+}
+
+}  // namespace
+
+// Ultralytics' counts (DetectionModel("yolov8X.yaml"), ultralytics 8.4.190, validation/check_yolo.py),
+// the U-Net paper's network, and the DDPM-style U-Net's (validation/networks_zoo.py's module).
+TEST_CASE("YOLOv8 at every scale, the U-Net and the diffusion U-Net have their reference counts") {
+  const Totals n = totals_of("examples/yolov8.yaml");
+  CHECK(n.params == 3157200);
+  CHECK(n.non_trainable_params == 16);  // the DFL's frozen convolution
+  CHECK(totals_of("examples/yolov8.yaml", {{"width_multiple", "0.5"}}).params == 11166560);
+  CHECK(totals_of("examples/yolov8.yaml", {{"depth_multiple", "0.67"}, {"width_multiple", "0.75"}, {"max_channels", "768"}})
+            .params == 25902640);
+  CHECK(totals_of("examples/yolov8.yaml", {{"depth_multiple", "1.0"}, {"width_multiple", "1.0"}, {"max_channels", "512"}})
+            .params == 43691520);
+  CHECK(totals_of("examples/yolov8.yaml", {{"depth_multiple", "1.0"}, {"width_multiple", "1.25"}, {"max_channels", "512"}})
+            .params == 68229648);
+  CHECK(totals_of("examples/unet.yaml").params == 31030658);
+  CHECK(totals_of("examples/diffusion_unet.yaml").params == 13168515);
+}
+
+TEST_CASE("the examples' outputs: YOLOv8's three levels at strides 8, 16, 32; the U-Net's 388 x 388 map") {
+  const Estimate y = estimate_file("examples/yolov8.yaml");
+  const auto shape_of = [](const Estimate& e, const std::string& layer) {
+    for (const auto& row : e.layers)
+      if (row.name == layer) return row.outputs.at(0).shape;
+    FAIL("no layer " << layer);
+    return Shape{};
+  };
+  CHECK(shape_of(y, "model.22.cv2.0.2") == Shape{1, 64, 80, 80});
+  CHECK(shape_of(y, "model.22.cv3.1.2") == Shape{1, 80, 40, 40});
+  CHECK(shape_of(y, "model.22.cv3.2.2") == Shape{1, 80, 20, 20});
+  CHECK(shape_of(y, "model.22.pred") == Shape{1, 144, 8400});
+  CHECK(shape_of(estimate_file("examples/unet.yaml"), "head") == Shape{1, 2, 388, 388});
+}
+
 // A PyTorch module called several times (DAVEnet's pool, torchvision's block relu) appears
 // once in the fixture with one shape per call; nnmem names the calls NAME, NAME_2, … or
 // NAME_1, NAME_2, ….

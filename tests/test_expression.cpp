@@ -87,6 +87,34 @@ TEST_CASE("// and % are Python's: the quotient floors, the remainder takes the d
   CHECK(real_of("\"$1 % 0.1\"") == doctest::Approx(0.09999999999999995));
 }
 
+TEST_CASE("round, floor, ceil, sqrt, min and max are Python's built-ins; compiled in a repeat too") {
+  CHECK(int_of("$round(3 * 0.33)") == 1);          // Ultralytics' depth scaling: max(round(n * d), 1)
+  CHECK(int_of("$round(2.5)") == 2);               // halves to even, as Python's round
+  CHECK(int_of("$round(3.5)") == 4);
+  CHECK(int_of("\"$round(-2.5)\"") == -2);
+  CHECK(int_of("$floor(2.7) + ceil(2.1)") == 5);
+  CHECK(int_of("\"$floor(-0.5)\"") == -1);
+  CHECK(int_of("$ceil(7)") == 7);                  // an integer stays itself
+  CHECK(int_of("\"$max(round(d * 3), 1)\"", "  d: 0.1\n") == 1);
+  CHECK(int_of("\"$min(c, m) * 2\"", "  c: 1024\n  m: 512\n") == 1024);
+  CHECK(int_of("\"$ceil(min(c, m) * w / 8) * 8\"", "  c: 1024\n  m: 768\n  w: 0.75\n") == 576);
+  const std::string repeated =
+      "inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, repeat: 3, out_features: \"$max(index * 4, 5)\"}\n";
+  const ModelSpec spec = parse_spec(repeated, "test.yaml");
+  CHECK(spec.layers.at(0).find_attr("out_features")->value.integer == 5);
+  CHECK(spec.layers.at(2).find_attr("out_features")->value.integer == 8);
+  CHECK(expression_error("$cbrt(4)").find("unknown function 'cbrt'") != std::string::npos);
+  const Value scale = out_features("$1 / sqrt(64)");
+  CHECK(scale.kind == Value::Kind::Float);
+  CHECK(scale.real == 0.125);
+  CHECK(expression_error("\"$sqrt(-1)\"").find("sqrt() of a negative number") != std::string::npos);
+  CHECK(expression_error("\"$round(1, 2)\"").find("round() takes one value: expected ')', found ','") != std::string::npos);
+  CHECK(expression_error("$max(1)").find("max() takes two values: expected ','") != std::string::npos);
+  CHECK(expression_error("\"$round('a')\"").find("round() needs a number, found the string 'a'") != std::string::npos);
+  CHECK(expression_error("$floor(1e300)").find("is not a 64-bit integer") != std::string::npos);
+  CHECK(expression_error("\"$max(1, 'a')\"").find("'max' needs numbers") != std::string::npos);
+}
+
 TEST_CASE("comparisons, booleans, strings and the conditional") {
   CHECK(int_of("\"$w > 4 && !(w == 6) ? 1 : 2\"", "  w: 8\n") == 1);
   CHECK(int_of("\"$w > 4 && !(w == 8) ? 1 : 2\"", "  w: 8\n") == 2);

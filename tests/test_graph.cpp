@@ -108,3 +108,16 @@ TEST_CASE("unknown layer types get suggestions by meaning, not only by spelling"
   CHECK(error_from("inputs: {x: [3, 8, 8]}\nlayers:\n  - {type: Conv2dTranspose, out_channels: 4, kernel_size: 3}\n") ==
         "test.yaml:3:12: error: unknown layer type 'Conv2dTranspose'; did you mean 'ConvTranspose2d'? (`nnmem layers` lists the known types)");
 }
+
+TEST_CASE("a frozen Parameter that forward never reads is counted, without gradient or activation") {
+  const std::string yaml =
+      "inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 4}\n"
+      "  - {name: dfl.weight, type: Parameter, inputs: [], shape: [1, 16, 1, 1], trainable: false}\n"
+      "outputs: [fc]\n";
+  const Estimate with = estimate_from(yaml);
+  const Estimate without = estimate_from(yaml.substr(0, yaml.find("  - {name: dfl")) + "outputs: [fc]\n");
+  CHECK(with.totals.params == without.totals.params + 16);
+  CHECK(with.totals.non_trainable_params == 16);
+  CHECK(with.totals.grad_bytes == without.totals.grad_bytes);
+  CHECK(with.totals.peak_bytes == without.totals.peak_bytes + 64);
+}

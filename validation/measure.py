@@ -130,7 +130,9 @@ def run(args):
                 with Marker("nnmem::wrap"):
                     model = data_parallel.wrap(model, args.parallel, args.bucket_cap_mb)
                 shards = data_parallel.shard_storages(model)
-            if net.loss in ("cross_entropy", "nll"):
+            if net.loss in ("cross_entropy", "nll") and len(oshape) > 2:  # per pixel: [B, C, d1, ...] -> [B, d1, ...]
+                y = torch.randint(0, oshape[1], [oshape[0]] + oshape[2:])
+            elif net.loss in ("cross_entropy", "nll"):
                 y = torch.randint(0, oshape[-1], (oshape[0],))  # [B], or [B * T] for a language model
             elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
                 y = torch.randn(oshape)

@@ -1014,5 +1014,12 @@ NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa", "eager")})
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
 
+from networks_zoo import UNet, DiffusionUNet, YoloV8  # noqa: E402  (issue 13's examples, small)
+NETWORKS.update({
+    "unet_valid": Net(UNet, (1, 188, 188), "float32", "cross_entropy", [2]),        # unet.yaml, image 188, base 8
+    "diffusion_unet": Net(DiffusionUNet, (3, 16, 16), "float32", "mse", [4]),    # ch 32, groups 8, image 16
+    "yolov8n": Net(YoloV8, (3, 64, 64), "float32", "mean", [2]),                # YOLOv8n at 64x64
+})
+
 from networks_scaling import SCALING_NETWORKS  # noqa: E402  (checkpointing, accumulation, DDP)
 NETWORKS.update({name: Net(*args) for name, args in SCALING_NETWORKS.items()})

@@ -169,9 +169,9 @@ struct Saved {
   TensorType type;          // for Extra: a tensor the op creates (indices, mask, statistics)
   std::string what;         // for reports: "indices", "save_mean", …
   Made made = Made::Result;  // for Extra
-  /// An Extra that is a wrapped Python number (`0.5 * x`: the 0.5 made a 0-dim float64 CPU
-  /// tensor, which MulBackward0 keeps): memory on the CPU only, and counted as saved only
-  /// where the profile's saved_tensors_hooks see it (TorchProfile::hooks_see_wrapped_numbers).
+  /// An Extra that is a wrapped Python number (`0.5 * x`, `x * 0.125`: the number made a 0-dim
+  /// float64 CPU tensor, which the Mul's backward keeps): memory on the CPU only, and counted as
+  /// saved only where the profile's saved_tensors_hooks see it (TorchProfile::hooks_see_wrapped_numbers).
   bool wrapped_number = false;
 
   /// Autograd packs it before the op's output exists (inputs, parameters, operands).

@@ -293,10 +293,14 @@ class Builder {
       if (node.result.alias == Alias::Buffer) continue;  // a module's buffer forward need not read
       const bool used = std::any_of(node.outputs.begin(), node.outputs.end(),
                                     [&](int v) { return !graph_.values[v].readers.empty() || returned[v]; });
-      if (!used) {
-        const LayerSpec& layer = graph_.layer(node);
+      const LayerSpec& layer = graph_.layer(node);
+      // A frozen parameter that forward does not read is PyTorch's module held but not called
+      // (YOLOv8's DFL convolution in training): counted, never graded. A trainable one would
+      // have no gradient either, which nnmem does not model, so it stays an error.
+      if (!used && !(layer.type == "Parameter" && !layer.trainable)) {
         throw Error(layer.loc, "the output of " + title(layer) +
-                                   " is never used; read it from a later layer, list it in 'outputs', or remove it");
+                                   " is never used; read it from a later layer, list it in 'outputs', or remove it" +
+                                   (layer.type == "Parameter" ? " (or freeze it: trainable: false)" : ""));
       }
     }
   }

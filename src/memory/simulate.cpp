@@ -167,8 +167,9 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
   memory_.at(Phase::Backward, "loss");
   const int out = graph_.outputs.front();
   const std::int64_t in_bytes = loss_tensors_.input(value(out).type).bytes();
-  // torch.autograd.backward() holds the root gradient (ones_like(loss)) until it returns.
-  const int root = memory_.alloc(MemoryKind::Transients, dtype_size(DType::Float32), "grad of loss");
+  // torch.autograd.backward() holds the root gradient (ones_like(loss)) until it returns: the
+  // loss's dtype (under autocast a `mean` of a bfloat16 output is bfloat16).
+  const int root = memory_.alloc(MemoryKind::Transients, loss_scalar_bytes(), "grad of loss");
   int quotient = -1;  // loss / K: DivBackward0's gradient of the undivided loss, then its divisor let go
   if (divisor_ >= 0) {
     quotient = memory_.alloc(MemoryKind::Transients, loss_scalar_bytes(), "grad of the undivided loss");

@@ -56,7 +56,7 @@ std::vector<Token> tokenize(const std::string& s) {
       std::string op(1, c);
       for (const char* two : two_char_ops)
         if (s.compare(i, 2, two) == 0) op = two;
-      if (op.size() == 1 && std::string("+-*/%()<>!?:").find(c) == std::string::npos)
+      if (op.size() == 1 && std::string("+-*/%()<>!?:,").find(c) == std::string::npos)
         throw ExprError(std::string("unexpected character '") + c + "'", start);
       out.push_back({Tok::Op, op, start});
       i += op.size();
@@ -174,6 +174,7 @@ class Parser {
       case Tok::Ident: {
         if (t.text == "true") return sink_.literal(true);
         if (t.text == "false") return sink_.literal(false);
+        if (accept("(")) return call(t);
         return sink_.variable(t.text, t.offset);
       }
       case Tok::Op:
@@ -191,6 +192,23 @@ class Parser {
     throw ExprError("expected a value" + (after.empty() ? std::string() : " after " + after) + ", found " +
                         spell(t),
                     t.offset);
+  }
+
+  // `name(` has been read: Python's built-ins of one number (round, floor, ceil: to an integer;
+  // sqrt) or of two (min, max).
+  V call(const Token& name) {
+    const int arity = function_arity(name.text);
+    if (arity == 0) throw ExprError("unknown function '" + name.text + "' (known: round, floor, ceil, sqrt, min, max)", name.offset);
+    const std::string after = "'" + name.text + "('";
+    V a = parse(0, after);
+    if (arity == 2) {
+      if (!accept(",")) throw ExprError(name.text + "() takes two values: expected ',', found " + spell(peek()), peek().offset);
+      V b = parse(0, "','");
+      if (!accept(")")) throw ExprError("expected ')', found " + spell(peek()), peek().offset);
+      return sink_.binary(name.text, name.offset, std::move(a), std::move(b));
+    }
+    if (!accept(")")) throw ExprError(name.text + "() takes one value: expected ')', found " + spell(peek()), peek().offset);
+    return sink_.function(name.text, name.offset, std::move(a));
   }
 
   std::vector<Token> toks_;
@@ -214,6 +232,7 @@ struct Evaluate {
   Scalar negate(Scalar v, std::size_t offset) { return expr::negate(v, offset); }
   Scalar logical_not(Scalar v, std::size_t offset) { return !as_bool(v, offset); }
   Scalar binary(const std::string& op, std::size_t offset, Scalar a, Scalar b) { return expr::binary(op, offset, a, b); }
+  Scalar function(const std::string& name, std::size_t offset, Scalar v) { return expr::function(name, offset, v); }
 };
 
 // Records each operation as the parser meets it, in the order Evaluate would compute it: the
@@ -241,6 +260,10 @@ struct Compile {
   int binary(const std::string& op, std::size_t offset, int a, int b) {
     return fold({a, b}, [&] { return expr::binary(op, offset, ops[static_cast<std::size_t>(a)].value, ops[static_cast<std::size_t>(b)].value); })
         .value_or_add({Operation::Kind::Binary, offset, {}, op, a, b}, *this);
+  }
+  int function(const std::string& name, std::size_t offset, int v) {
+    return fold({v}, [&] { return expr::function(name, offset, ops[static_cast<std::size_t>(v)].value); })
+        .value_or_add({Operation::Kind::Function, offset, {}, name, v, -1}, *this);
   }
 
   // Constant folding: an operation whose operands are the last operations, all literals,
@@ -317,6 +340,7 @@ Scalar evaluate(const Program& program, const Lookup& lookup) {
         case Operation::Kind::Negate: v[i] = negate(at(op.a), op.offset); break;
         case Operation::Kind::Not: v[i] = !as_bool(at(op.a), op.offset); break;
         case Operation::Kind::Binary: v[i] = binary(op.text, op.offset, at(op.a), at(op.b)); break;
+        case Operation::Kind::Function: v[i] = function(op.text, op.offset, at(op.a)); break;
       }
     }
     return v.back();

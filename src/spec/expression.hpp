@@ -1,6 +1,6 @@
 // `$expressions` in specs: `$planes * 4`, `$index == 0 ? 2 : 1`, `$width`. Integers, reals,
 // booleans and strings; + - * / // % with checked integer arithmetic; comparisons; && || !;
-// and `cond ? a : b`. Identifiers are variables (spec variables, block parameters, `index`).
+// `cond ? a : b`; round, floor, ceil, sqrt, min and max as Python's built-ins. Identifiers are variables (spec variables, block parameters, `index`).
 #pragma once
 
 #include <cstdint>
@@ -48,11 +48,11 @@ Scalar evaluate(const std::string& text, const Lookup& lookup);
 
 /// One operation of a compiled expression; its operands are earlier operations (by index).
 struct Operation {
-  enum class Kind : std::uint8_t { Literal, Variable, Condition, Choose, Negate, Not, Binary };
+  enum class Kind : std::uint8_t { Literal, Variable, Condition, Choose, Negate, Not, Binary, Function };
   Kind kind;
   std::size_t offset;  // where in the text, for errors
   Scalar value;        // Literal
-  std::string text;    // Variable: its name; Binary: the operator
+  std::string text;    // Variable: its name; Binary: the operator (or min, max); Function: its name
   int a = -1, b = -1;  // operands (Condition: the test; Choose: the branches)
   int c = -1;          // Choose: the test
 };

@@ -75,6 +75,10 @@ Scalar binary(const std::string& o, std::size_t offset, const Scalar& a, const S
   const bool numeric = (ia || std::holds_alternative<double>(a)) && (ib || std::holds_alternative<double>(b));
   if (!numeric)
     throw ExprError("'" + o + "' needs numbers, found " + describe(a) + " and " + describe(b), offset);
+  if (o == "min" || o == "max") {  // Python's: the first of equal values
+    const bool second = binary(o == "min" ? "<" : ">", offset, b, a) == Scalar(true);
+    return second ? b : a;
+  }
   if (ia && ib) {
     const std::int64_t x = *ia, y = *ib;
     if (o == "+") return checked_add(x, y);
@@ -119,8 +123,28 @@ Scalar binary(const std::string& o, std::size_t offset, const Scalar& a, const S
   return x >= y;
 }
 
+int function_arity(const std::string& name) {
+  if (name == "round" || name == "floor" || name == "ceil" || name == "sqrt") return 1;
+  if (name == "min" || name == "max") return 2;
+  return 0;
+}
 
-
+Scalar function(const std::string& name, std::size_t offset, const Scalar& v) {
+  const auto* i = std::get_if<std::int64_t>(&v);
+  const auto* r = std::get_if<double>(&v);
+  if (!i && !r) throw ExprError(name + "() needs a number, found " + describe(v), offset);
+  if (name == "sqrt") {  // math.sqrt: a real
+    const double x = i ? static_cast<double>(*i) : *r;
+    if (x < 0) throw ExprError("sqrt() of a negative number, " + describe(v), offset);
+    return std::sqrt(x);
+  }
+  if (i) return v;
+  const double x = name == "floor" ? std::floor(*r) : name == "ceil" ? std::ceil(*r) : std::nearbyint(*r);
+  // 2^63 is the first double above INT64_MAX; NaN fails both comparisons.
+  if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
+    throw ExprError(name + "(" + describe(v) + ") is not a 64-bit integer", offset);
+  return static_cast<std::int64_t>(x);
+}
 
 Scalar negate(const Scalar& v, std::size_t offset) {
   if (auto* i = std::get_if<std::int64_t>(&v)) return checked_sub(0, *i);

@@ -14,6 +14,11 @@ namespace nnmem::expr {
 bool as_bool(const Scalar& v, std::size_t offset);
 /// `a op b` for the binary operators (+ - * / // % == != < > <= >= && ||).
 Scalar binary(const std::string& op, std::size_t offset, const Scalar& a, const Scalar& b);
+/// How many values the built-in function `name` takes (round, floor, ceil, sqrt: 1; min,
+/// max: 2); 0 when there is no such function.
+int function_arity(const std::string& name);
+/// round(v), floor(v) or ceil(v), as Python's: an integer (round halves to even); sqrt(v), a real.
+Scalar function(const std::string& name, std::size_t offset, const Scalar& v);
 /// `-v`.
 Scalar negate(const Scalar& v, std::size_t offset);
 

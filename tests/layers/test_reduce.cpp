@@ -18,8 +18,18 @@ TEST_CASE("reductions: shapes, keepdim, what they keep") {
   CHECK(rule_error("{type: Sum, dim: 0}", {tensor({2, 8, 64})}) == "dim 0 is the batch; nnmem keeps every sample");
 }
 
-TEST_CASE("Scale, MaskedFill, NewGELU") {
-  CHECK(saved_of(run_rule("{type: Scale, by: 0.125}", {tensor({2, 8, 64})})).empty());
+TEST_CASE("Scale, Neg, MaskedFill, NewGELU") {
+  // x * 0.125 keeps 0.125, a wrapped number: a 0-dim double on the CPU, nothing on the device
+  const auto scale = run_rule("{type: Scale, by: 0.125}", {tensor({2, 8, 64})});
+  CHECK(saved_of(scale) == "extra[]:float64");
+  CHECK(scale.saved.at(0).wrapped_number);
+  CHECK(saved_of(run_rule("{type: Scale, by: 0.125}", {tensor({2, 8, 64})}, kCuda)).empty());
+  CHECK(saved_of(run_rule("{type: Scale, by: 8, divide: true}", {tensor({2, 8, 64})}, kEval)).empty());
+  // -x keeps nothing, where x * -1 keeps its -1 (HF LLaMA's rotate_half: 32 bytes of its peak)
+  const auto neg = run_rule("{type: Neg}", {tensor({2, 8, 64})});
+  CHECK(saved_of(neg).empty());
+  CHECK(neg.outputs.at(0).shape == Shape{2, 8, 64});
+  CHECK(rule_error("{type: Neg}", {tensor({2, 8}, false, DType::Int64)}).find("int64") != std::string::npos);
   const auto fill = run_rule("{type: MaskedFill, value: -1e9}", {tensor({2, 4, 8, 8}), tensor({1, 1, 8, 8}, false, DType::Bool)});
   CHECK(saved_of(fill) == "input1");
   CHECK(rule_error("{type: MaskedFill, value: 0}", {tensor({2, 4, 8, 8}), tensor({8, 8}, false)}) ==
