@@ -64,7 +64,8 @@ LayerResult infer_buffer(const LayerCall& call) {
   LayerResult res;
   Shape shape = full_shape(call);
   res.outputs.push_back({shape, dtype_attr(call)});
-  res.buffers.push_back({"value", std::move(shape), dtype_attr(call)});
+  // The module's buffer is the layer itself: its state_dict name is the layer's (no ".name").
+  res.buffers.push_back({"", std::move(shape), dtype_attr(call), false, call.attrs.flag("persistent")});
   res.alias = Alias::Buffer;
   return res;
 }
@@ -107,7 +108,8 @@ const bool registered = [] {
                   .infer = infer_constant});
   register_layer({.type = "Buffer",
                   .summary = "a module's registered buffer, read as it is (inputs: []): persistent, unread allowed",
-                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(), dtype_word()},
+                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(), dtype_word(),
+                            AttrDef::flag("persistent", true, "in the state_dict (register_buffer's persistent=)")},
                   .min_inputs = 0,
                   .max_inputs = 0,
                   .infer = infer_buffer});

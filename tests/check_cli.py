@@ -171,6 +171,25 @@ code, out, err = run("estimate", "examples/mlp.yaml", "--gpus", "8", "--fsdp", "
 check("estimate --fsdp full: the table's shards and gathered parameters",
       code == 0 and "this rank's shard of 1/8 (fsdp_full, modelled)" in out and "all-gathered parameters" in out)
 
+# Hugging Face config.json: read wherever a spec is; `import` prints the spec it estimates as.
+with tempfile.TemporaryDirectory() as folder:
+    config = "examples/hf/tiny-llama/config.json"
+    code, spec, _ = run("import", config)
+    path = os.path.join(folder, "tiny-llama.yaml")
+    with open(path, "w") as f:
+        f.write(spec)
+    totals = [json.loads(run("estimate", p, "--batch", "2", "--format", "json")[1])["totals"] for p in (config, path)]
+    check("import: the spec estimates as the config", code == 0 and "blocks:" in spec and totals[0] == totals[1] and
+          totals[0]["params"] == 202048)
+    code, out, _ = run("estimate", "examples/hf/bert-base-uncased/config.json", "--architecture", "BertModel", "--format", "json")
+    check("estimate --architecture: the head class", code == 0 and json.loads(out)["totals"]["params"] == 109482240)
+    code, _, err = run("check", "examples/hf/Llama-2-7b-hf/config.json", "--batch", "1")
+    check("check reads a config, and notes its storage dtype", code == 0 and "torch_dtype float16 is the dtype the checkpoint" in err)
+    code, out, _ = run("compare", "examples/hf/tiny-gpt2/config.json", "examples/hf/tiny-llama/config.json")
+    check("compare reads configs", code == 0 and "gpt2" in out and "llama" in out)
+    code, _, err = run("estimate", "examples/mlp.yaml", "--architecture", "BertModel")
+    check("--architecture on a spec is refused", code == 1 and "--architecture is for a Hugging Face config.json" in err)
+
 # --help shows every default.
 code, out, _ = run("estimate", "--help")
 for default in ["--micro-batch INT:INT in [1 - 1099511627776]=1\n", "}=adam\n", "}=train\n", "}=cuda\n", "--overhead TEXT=0 ",

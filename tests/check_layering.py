@@ -18,7 +18,7 @@ PUBLIC = {
     "layer.hpp": 2,
     "graph.hpp": 3,
     "estimate.hpp": 4, "plan.hpp": 4, "checkpoint.hpp": 4, "sweep.hpp": 4, "allocator.hpp": 4,
-    "parallel.hpp": 5, "safetensors.hpp": 5,
+    "parallel.hpp": 5, "safetensors.hpp": 5, "hf_config.hpp": 5,
     "report.hpp": 6, "units.hpp": 6,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -195,6 +195,8 @@ struct ParamDecl {
   /// Its gradient is the output's gradient summed down by the engine after the node has run
   /// (validate_outputs' sum_to), not by the node itself: Linear's bias.
   bool grad_summed = false;
+  /// A buffer in the module's state_dict (register_buffer's `persistent`); parameters always are.
+  bool persistent = true;
 };
 
 /// One event of a backward PyTorch runs as several autograd nodes — a recurrent layer's layers,

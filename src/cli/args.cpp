@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "cli_support.hpp"
+#include "nnmem/hf_config.hpp"
 #include "nnmem/plan.hpp"
 
 namespace nnmem::cli {
@@ -25,7 +26,16 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-ModelSpec load_spec(const std::string& path, const LoadOptions& options) {
+ModelSpec load_spec(const std::string& path, const LoadOptions& options, const std::string& architecture) {
+  if (is_hf_config(path)) {
+    const ImportedSpec imported = import_hf_config(path, architecture);
+    static bool noted = false;  // once: a sweep loads the spec at every point
+    for (const auto& note : imported.notes)
+      if (!noted) std::cerr << "nnmem: note: " << path << ": " << note << '\n';
+    noted = true;
+    return parse_spec(imported.text, path + " (imported)", options);
+  }
+  if (!architecture.empty()) throw UsageError("--architecture is for a Hugging Face config.json, not a spec");
   if (path != "-") return load_spec_file(path, options);
   // Read once (a sweep loads the spec at every point), at most one byte past the limit: the
   // loader then refuses the text as too large.
@@ -44,6 +54,8 @@ void LoadArgs::add_to(CLI::App& app) {
   app.add_option("--max-layers", max_layers, "refuse specs that expand to more layers than this")
       ->check(positive_integer())
       ->capture_default_str();
+  app.add_option("--architecture", architecture, "a Hugging Face config.json's model class, in place of its architectures[0] "
+                                                 "(BertModel for a checkpoint saved as BertForMaskedLM)");
 }
 
 LoadOptions LoadArgs::options() const {
@@ -55,7 +67,7 @@ LoadOptions LoadArgs::options() const {
 }
 
 void SpecArgs::add_to(CLI::App& app) {
-  app.add_option("SPEC", path, "the model spec (YAML), or - for standard input")->required();
+  app.add_option("SPEC", path, "the model spec (YAML), a Hugging Face config.json, or - for standard input")->required();
   load.add_to(app);
 }
 

@@ -20,6 +20,7 @@ Subcommand add_compare(CLI::App& parent);
 Subcommand add_sweep(CLI::App& parent);
 Subcommand add_checkpoint(CLI::App& parent);
 Subcommand add_inspect(CLI::App& parent);
+Subcommand add_import(CLI::App& parent);
 Subcommand add_layers(CLI::App& parent);
 Subcommand add_megatron(CLI::App& parent);
 

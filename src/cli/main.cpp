@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   app.allow_extras();
   app.footer("Exit status: 0 success, 1 an error (located in the spec when it is one), 2 the step does not fit the budget.\n");
 
-  std::vector<Subcommand> commands = {add_estimate(app), add_check(app), add_fit(app), add_compare(app), add_sweep(app), add_checkpoint(app), add_inspect(app), add_megatron(app), add_layers(app)};
+  std::vector<Subcommand> commands = {add_estimate(app), add_check(app), add_fit(app), add_compare(app), add_sweep(app), add_checkpoint(app), add_inspect(app), add_import(app), add_megatron(app), add_layers(app)};
   for (const Subcommand& c : commands) c.app->allow_extras();
 
   const auto fail = [](const std::string& message) {

@@ -256,7 +256,7 @@ class Builder {
       check_fits({p.shape, ctx_.float_dtype}, layer.loc, title(layer) + ": the " + p.name);  // so its numel fits too
     for (const auto& b : node.result.buffers) {
       const TensorType buffer{b.shape, b.dtype};
-      check_fits(buffer, layer.loc, title(layer) + ": the buffer " + b.name);
+      check_fits(buffer, layer.loc, title(layer) + ": the buffer" + (b.name.empty() ? "" : " " + b.name));
       try {
         node.buffer_bytes = checked_add(node.buffer_bytes, buffer.bytes());
       } catch (const OverflowError& e) {

@@ -54,7 +54,8 @@ ModelTensors model_tensors(const Graph& g) {
     if (seen.insert(module).second) m.modules.push_back(module);
     for (const ParamDecl& p : node.result.params)
       m.state.push_back({layer.name + "." + p.name, {p.shape, p.dtype}, false, node.trainable});
-    for (const ParamDecl& b : node.result.buffers) m.state.push_back({layer.name + "." + b.name, {b.shape, b.dtype}, true, false});
+    for (const ParamDecl& b : node.result.buffers)
+      if (b.persistent) m.state.push_back({b.name.empty() ? layer.name : layer.name + "." + b.name, {b.shape, b.dtype}, true, false});
   }
   return m;
 }

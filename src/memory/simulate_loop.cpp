@@ -94,7 +94,7 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
     }
     if (graph_.layer(n).shares.empty())
       for (const ParamDecl& b : n.result.buffers)
-        persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + "." + b.name, Carry::Model);
+        persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + (b.name.empty() ? "" : "." + b.name), Carry::Model);
   }
   // The data-parallel wrapper, built around the model: DDP's gradient buckets.
   if (training)

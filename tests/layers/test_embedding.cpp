@@ -1,5 +1,6 @@
 // Embedding, Parameter, Constant and Buffer (layers/embedding.cpp); torch 2.13.0+cpu, saved_tensors_hooks.
 #include "../helpers.hpp"
+#include "nnmem/checkpoint.hpp"
 #include "checks.hpp"
 
 using namespace nnmem;
@@ -51,4 +52,19 @@ TEST_CASE("Buffer: a module's registered buffer, persistent, read as it is") {
   REQUIRE(b.buffers.size() == 1);
   CHECK(b.buffers[0].shape == Shape{1, 512});
   CHECK(b.buffers[0].dtype == DType::Int64);
+  CHECK(b.buffers[0].persistent);
+  // register_buffer(..., persistent=False): memory all the same, but not in the state_dict
+  const auto hidden = run_rule("{type: Buffer, shape: [4], persistent: false}", {});
+  REQUIRE(hidden.buffers.size() == 1);
+  CHECK_FALSE(hidden.buffers[0].persistent);
+}
+
+TEST_CASE("Buffer: its state_dict name is the layer's, and only when persistent") {
+  const Graph g = graph_from("name: t\ninputs: {x: [4]}\nlayers:\n"
+                             "  - {name: m.kept, type: Buffer, inputs: [], shape: [4]}\n"
+                             "  - {name: m.hidden, type: Buffer, inputs: [], shape: [4], persistent: false}\n"
+                             "  - {name: fc, type: Linear, input: x, out_features: 2}\n");
+  std::vector<std::string> names;
+  for (const StateTensor& t : state_dict_tensors(g)) names.push_back(t.name);
+  CHECK(names == std::vector<std::string>{"m.kept", "fc.weight", "fc.bias"});
 }

@@ -1,0 +1,156 @@
+// Hugging Face config.json -> spec, against the models transformers builds from the same files
+// (validation/hf_configs.py, committed as validation/hf_configs.json): the parameter count
+// exact for every config, every state_dict tensor's name and size for the small ones; and the
+// spec `nnmem import` prints estimates as the config itself does.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "nnmem/checkpoint.hpp"
+#include "nnmem/hf_config.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+namespace {
+
+Graph graph_of(const std::string& config, const std::string& architecture) {
+  const ImportedSpec imported = import_hf_config(source_path(config), architecture);
+  return build_graph(parse_spec(imported.text, config));
+}
+
+std::string error_of(const std::string& text, const std::string& architecture = "") {
+  try {
+    import_hf_config_text(text, "config.json", architecture);
+  } catch (const Error& e) {
+    return e.format();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("every config's parameters, as transformers counts them") {
+  const nlohmann::json fixture = nlohmann::json::parse(std::ifstream(source_path("validation/hf_configs.json")));
+  REQUIRE(fixture["models"].size() >= 14);
+  for (const auto& m : fixture["models"]) {
+    const std::string config = m["config"], architecture = m["architecture"];
+    CAPTURE(config);
+    CAPTURE(architecture);
+    const Graph graph = graph_of(config, architecture);
+    CHECK(estimate(graph).totals.params == m["parameters"].get<std::int64_t>());
+    // BertForMaskedLM's state_dict also lists the decoder's bias as cls.predictions.bias, one
+    // tensor under two names; its base model is under "bert." (the spec is BertModel's with a head).
+    if (!m.contains("state_dict") || architecture == "BertForMaskedLM") continue;
+    std::map<std::string, std::int64_t> theirs, ours;
+    std::multiset<std::int64_t> their_sizes, our_sizes;
+    for (const auto& t : m["state_dict"]) {
+      std::int64_t n = 1;
+      for (const auto& d : t[1]) n *= d.get<std::int64_t>();
+      theirs[t[0]] = n;  // GPT-2's Conv1D weights are Linear's transposed: compared by size
+      their_sizes.insert(n);
+    }
+    for (const StateTensor& t : state_dict_tensors(graph)) {
+      ours[t.name] = numel(t.type.shape);
+      our_sizes.insert(numel(t.type.shape));
+    }
+    CHECK(our_sizes == their_sizes);
+    // The names too, but for ViT: transformers 5 renamed its modules (vit.layers.0.mlp.fc1) where
+    // the Hub's checkpoints and the spec keep vit.encoder.layer.0.intermediate.dense.
+    if (architecture != "ViTForImageClassification") CHECK(ours == theirs);
+  }
+}
+
+TEST_CASE("the published counts") {
+  CHECK(estimate(graph_of("examples/hf/gpt2/config.json", "")).totals.params == 124'439'808);
+  CHECK(estimate(graph_of("examples/hf/bert-base-uncased/config.json", "BertModel")).totals.params == 109'482'240);
+  CHECK(estimate(graph_of("examples/hf/vit-base-patch16-224/config.json", "")).totals.params == 86'567'656);
+  CHECK(estimate(graph_of("examples/hf/Llama-2-7b-hf/config.json", "")).totals.params == 6'738'415'616);
+}
+
+TEST_CASE("the imported spec estimates as the config does, from its own file") {
+  for (const char* config : {"examples/hf/tiny-gpt2/config.json", "examples/hf/tiny-qwen2/config.json",
+                             "examples/hf/tiny-mistral/config.json", "examples/hf/tiny-vit/config.json"}) {
+    CAPTURE(config);
+    const ImportedSpec imported = import_hf_config(source_path(config));
+    const std::string path = (std::filesystem::temp_directory_path() / "nnmem_test_imported.yaml").string();
+    std::ofstream(path) << imported.text;
+    EstimateOptions o;
+    o.graph.batch = 2;
+    const Estimate direct = estimate(parse_spec(imported.text, config), o), from_file = estimate(load_spec_file(path), o);
+    CHECK(direct.totals.params == from_file.totals.params);
+    CHECK(direct.totals.peak_bytes == from_file.totals.peak_bytes);
+    CHECK(direct.totals.saved_bytes == from_file.totals.saved_bytes);
+  }
+}
+
+TEST_CASE("the family's rules: defaults, nulls, head classes, storage dtype, windows") {
+  const std::string llama = R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 100,
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4)";
+  // num_key_value_heads absent or null: as many as the heads; LlamaConfig's rms_norm_eps 1e-06.
+  const ImportedSpec plain = import_hf_config_text(llama + "}", "c.json");
+  CHECK(plain.text.find("  num_key_value_heads: 4\n") != std::string::npos);
+  CHECK(plain.text.find("  rms_norm_eps: 1e-06\n") != std::string::npos);
+  CHECK(plain.text.find("  head_dim: 16\n") != std::string::npos);
+  CHECK(plain.storage_dtype.empty());
+  const ImportedSpec biased =
+      import_hf_config_text(llama + R"(, "attention_bias": true, "mlp_bias": true, "torch_dtype": "bfloat16"})", "c.json");
+  // q, k, v, o biases (64 + 64 + 64 + 64) and gate, up, down (128 + 128 + 64)
+  CHECK(estimate(build_graph(parse_spec(biased.text, "c"))).totals.params -
+            estimate(build_graph(parse_spec(plain.text, "c"))).totals.params == 256 + 320);
+  CHECK(biased.storage_dtype == "bfloat16");
+  CHECK(biased.text.find("float32 unless --dtype") != std::string::npos);
+  // The dtype the config names does not change the step's.
+  CHECK(estimate(build_graph(parse_spec(biased.text, "c"))).totals.param_bytes ==
+        4 * estimate(build_graph(parse_spec(biased.text, "c"))).totals.params);
+
+  // A window shorter than the positions bounds seq_len, and says so.
+  const std::string mistral = R"({"model_type": "mistral", "architectures": ["MistralForCausalLM"], "vocab_size": 100,
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4,
+    "max_position_embeddings": 256, "sliding_window": )";
+  const ImportedSpec windowed = import_hf_config_text(mistral + "64}", "c.json");
+  CHECK(windowed.text.find("  seq_len: 64\n") != std::string::npos);
+  CHECK(windowed.text.find("  num_key_value_heads: 8\n") != std::string::npos);  // MistralConfig's default
+  REQUIRE(windowed.notes.size() == 1);
+  CHECK(windowed.notes[0].find("sliding_window 64") == 0);
+  CHECK(import_hf_config_text(mistral + "null}", "c.json").text.find("  seq_len: 256\n") != std::string::npos);
+
+  // ViT's classes: num_labels, else id2label's size, else PretrainedConfig's 2.
+  const std::string vit = R"({"model_type": "vit", "architectures": ["ViTForImageClassification"], "hidden_size": 64,
+    "num_hidden_layers": 1, "num_attention_heads": 4, "intermediate_size": 128, "image_size": 32, "patch_size": 8)";
+  CHECK(import_hf_config_text(vit + "}", "c.json").text.find("  num_labels: 2\n") != std::string::npos);
+  CHECK(import_hf_config_text(vit + R"(, "id2label": {"0": "a", "1": "b", "2": "c"}})", "c.json").text.find("  num_labels: 3\n") !=
+        std::string::npos);
+  CHECK(error_of(vit + R"(, "id2label": [1]})").find("'id2label': expected an object") != std::string::npos);
+
+  // --architecture replaces architectures[0], which may then be absent.
+  const std::string bert = R"({"model_type": "bert", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 1,
+    "num_attention_heads": 4, "intermediate_size": 128})";
+  CHECK(import_hf_config_text(bert, "c.json", "BertForMaskedLM").text.find("loss: cross_entropy\n") != std::string::npos);
+  CHECK(error_of(bert) == "config.json:1:1: error: missing field 'architectures', the model class (as [\"BertModel\"]); "
+                          "--architecture gives it");
+  CHECK(error_of(bert, "BertForPreTraining").find("model class 'BertForPreTraining' of model_type 'bert' is not supported; "
+                                                  "supported: BertModel, BertForMaskedLM") != std::string::npos);
+}
+
+TEST_CASE("located errors name the field") {
+  CHECK(error_of("{\n  \"model_type\": \"t5\"\n}") ==
+        "config.json:2:17: error: model_type 't5' is not supported; supported: gpt2 (GPT2LMHeadModel); llama "
+        "(LlamaForCausalLM); mistral (MistralForCausalLM); qwen2 (Qwen2ForCausalLM); bert (BertModel, BertForMaskedLM); "
+        "vit (ViTForImageClassification)");
+  CHECK(error_of("{}").find("config.json:1:1: error: missing field 'model_type'") == 0);
+  // Nested objects and strings with braces and escaped quotes do not confuse the positions.
+  CHECK(error_of("{\"x\": {\"model_type\": 1, \"s\": \"}\\\"{\"},\n \"model_type\": \"gpt2\", \"architectures\": "
+                 "[\"GPT2LMHeadModel\"],\n \"vocab_size\": 10, \"n_positions\": 8, \"n_embd\": 8, \"n_layer\": 1,\n"
+                 " \"n_head\": 2, \"layer_norm_epsilon\": -1}") ==
+        "config.json:4:37: error: 'layer_norm_epsilon': expected a number >= 0, found the number -1");
+  CHECK(error_of("{\"model_type\": \"gpt2\", \"architectures\": [\"GPT2LMHeadModel\"], \"vocab_size\": 10, \"n_positions\": 8, "
+                 "\"n_embd\": 8, \"n_layer\": 1.5, \"n_head\": 2}").find("'n_layer': expected a positive integer, found the number 1.5") !=
+        std::string::npos);
+  CHECK(error_of("").find("config.json:1:1: error: not valid JSON") == 0);
+  CHECK(is_hf_config("a/config.json"));
+  CHECK_FALSE(is_hf_config("a/gpt2.yaml"));
+}
