@@ -24,12 +24,13 @@
 // - 1.13: always the explicit path, on q, k and v each made contiguous (q divided by sqrt(head
 //   size), a saved wrapped number); the averaged weights are a sum divided by num_heads.
 // add_bias_kv and add_zero_attn concatenate one row each to k and v: new tensors.
-// The temporaries inside one call are not followed one by one. Backward is taken as its
-// largest temporary, the attention weights' gradient, beside the input's gradient: the step's
-// peak is an upper bound where it falls inside this layer's backward
-// (validation/peak_not_modelled.json). Forward's (the projection before it is made contiguous,
-// the attention output before its copy) are left out: a peak inside this layer's forward, as
-// evaluation of an attention-only model could have, is not covered yet.
+// Backward runs node by node (multihead_attention_backward.cpp) where measured: batch_first
+// self-attention through in_proj_weight with need_weights=False on the CPU (both versions).
+// Elsewhere it is taken as one node holding its largest temporary, the attention weights'
+// gradient, beside the input's gradient: the step's peak is an upper bound where it falls
+// inside this layer's backward. Forward's temporaries (the projection before it is made
+// contiguous, the attention output before its copy) are left out: a peak inside this layer's
+// forward, as evaluation of an attention-only model could have, is not covered yet.
 #include "attention.hpp"
 #include "common.hpp"
 #include "multihead_attention_backward.hpp"
