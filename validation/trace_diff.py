@@ -178,12 +178,12 @@ def print_segments(meas, mine):
             for e in lev:
                 k = next((k for k, f in enumerate(rev) if not used[k] and f[1] == e[1]), None)
                 if k is None:
-                    print("   <  %+12d  %s" % (e[1], e[2].split(": ", 1)[-1][:100]))
+                    print("   <  %+12d  %s" % (e[1], e[2].split(": ", 1)[1][:100]))
                 else:
                     used[k] = True
             for k, f in enumerate(rev):
                 if not used[k]:
-                    print("    > %+12d  %s" % (f[1], f[2].split(": ", 1)[-1]))
+                    print("    > %+12d  %s" % (f[1], f[2].split(": ", 1)[1]))
     print("   (%d segments alike, %d more that differ only by 8-byte wrapped scalars, same peak)" % (same, scalars))
 
 
