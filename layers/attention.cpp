@@ -16,12 +16,21 @@
 // `auto` chooses as PyTorch does: on the CPU flash for 4-D inputs whose value head size equals
 // the query's, without dropout, else math (measured); on CUDA flash for 16-bit inputs without
 // a mask, else efficient, else math (sdp_utils.cpp's order; not measured).
-#include "common.hpp"
+#include "attention.hpp"
 
 namespace nnmem::layers {
+
+SdpaKernel sdpa_auto(Device device, DType dtype, std::size_t rank, std::int64_t head, std::int64_t v_head, bool masked,
+                     double dropout) {
+  const bool same_head = v_head == head;
+  if (device == Device::Cpu) return rank == 4 && same_head && dropout == 0.0 ? SdpaKernel::Flash : SdpaKernel::Math;
+  if (rank == 4 && dtype_size(dtype) == 2 && !masked && same_head && head <= 256 && head % 8 == 0) return SdpaKernel::Flash;
+  return rank == 4 && head % 8 == 0 && v_head % 8 == 0 ? SdpaKernel::Efficient : SdpaKernel::Math;
+}
+
 namespace {
 
-enum class Kernel { Math, Flash, Efficient, Cudnn };
+using Kernel = SdpaKernel;
 
 struct Shapes {
   Shape q, k, v, out;
@@ -104,13 +113,7 @@ Kernel choose(const LayerCall& call, const Shapes& s, double dropout) {
   const bool masked = call.inputs.size() == 4;
   const bool same_head = s.v.back() == s.q.back();
   if (k == "math") return Kernel::Math;
-  if (k == "auto") {
-    if (cpu) return s.rank == 4 && same_head && dropout == 0.0 ? Kernel::Flash : Kernel::Math;
-    const std::int64_t e = s.q.back();
-    if (s.rank == 4 && dtype_size(call.input(0).dtype) == 2 && !masked && same_head && e <= 256 && e % 8 == 0)
-      return Kernel::Flash;
-    return s.rank == 4 && e % 8 == 0 && s.v.back() % 8 == 0 ? Kernel::Efficient : Kernel::Math;
-  }
+  if (k == "auto") return sdpa_auto(call.ctx.device, call.input(0).dtype, s.rank, s.q.back(), s.v.back(), masked, dropout);
   if (s.rank != 4) throw LayerError("kernel " + k + " takes 4-D inputs [N, heads, L, E], found " + to_string(s.q), "kernel");
   if (k == "flash") {
     if (!same_head)

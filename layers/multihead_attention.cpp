@@ -24,13 +24,16 @@
 // - 1.13: always the explicit path, on q, k and v each made contiguous (q divided by sqrt(head
 //   size), a saved wrapped number); the averaged weights are a sum divided by num_heads.
 // add_bias_kv and add_zero_attn concatenate one row each to k and v: new tensors.
-// The temporaries inside one call are not followed one by one. Backward is taken as its
-// largest temporary, the attention weights' gradient, beside the input's gradient: the step's
-// peak is an upper bound where it falls inside this layer's backward
-// (validation/peak_not_modelled.json). Forward's (the projection before it is made contiguous,
-// the attention output before its copy) are left out: a peak inside this layer's forward, as
-// evaluation of an attention-only model could have, is not covered yet.
+// Backward runs node by node (multihead_attention_backward.cpp) where measured: batch_first
+// self-attention through in_proj_weight with need_weights=False on the CPU (both versions).
+// Elsewhere it is taken as one node holding its largest temporary, the attention weights'
+// gradient, beside the input's gradient: the step's peak is an upper bound where it falls
+// inside this layer's backward. Forward's temporaries (the projection before it is made
+// contiguous, the attention output before its copy) are left out: a peak inside this layer's
+// forward, as evaluation of an attention-only model could have, is not covered yet.
+#include "attention.hpp"
 #include "common.hpp"
+#include "multihead_attention_backward.hpp"
 
 namespace nnmem::layers {
 namespace {
@@ -117,23 +120,16 @@ void declare_params(LayerResult& res, const LayerCall& call, const Dims& d) {
   if (bias) res.params.push_back({.name = "out_proj.bias", .shape = {d.e}, .grad_summed = true});
 }
 
-enum class Sdpa { Flash, Efficient, Math };
-
-// scaled_dot_product_attention's choice for MHA's call (4-D, no mask, equal head sizes), as
-// ScaledDotProductAttention's `auto` makes it (the CPU measured; CUDA sdp_utils.cpp's order).
-Sdpa choose(const LayerCall& call, const Dims& d, double dropout) {
-  if (call.ctx.device == Device::Cpu) return dropout == 0.0 ? Sdpa::Flash : Sdpa::Math;
-  const bool half = dtype_size(call.input(0).dtype) == 2;
-  if (half && d.head <= 256 && d.head % 8 == 0) return Sdpa::Flash;
-  return d.head % 8 == 0 ? Sdpa::Efficient : Sdpa::Math;
-}
-
 // Adds kept tensors of the call's dtype (or another).
 struct Kept {
   LayerResult& res;
   DType dtype;
-  void extra(Shape s, const std::string& what, DType t) { res.save_extra({std::move(s), t}, what); }
-  void extra(Shape s, const std::string& what) { extra(std::move(s), what, dtype); }
+  int extra(Shape s, const std::string& what, DType t) {
+    res.save_extra({std::move(s), t}, what);
+    return last();
+  }
+  int extra(Shape s, const std::string& what) { return extra(std::move(s), what, dtype); }
+  int last() const { return static_cast<int>(res.saved.size()) - 1; }
 };
 
 LayerResult infer_mha(const LayerCall& call) {
@@ -164,16 +160,25 @@ LayerResult infer_mha(const LayerCall& call) {
   const bool cpu = call.ctx.device == Device::Cpu;
   const double dropout = call.attrs.real("dropout");
   Kept kept{res, dtype};
+  // Which saved entries the node-by-node backward lets go of (-1: none kept).
+  MhaBackward program{.l = d.l, .s = d.s, .n = d.n, .e = d.e, .heads = d.heads, .head = d.head, .dtype = dtype,
+                      .batch_first = bf, .dropout = dropout > 0.0, .torch2 = torch.mha_forward_2x,
+                      .input = -1, .packed = -1, .q_scaled = -1, .k = -1, .v = -1, .wrapped = -1, .softmax = -1,
+                      .mask = -1, .dropped = -1, .attention_output = -1,
+                      .in_proj_weight = -1, .in_proj_bias = -1, .out_proj_weight = -1, .out_proj_bias = -1};
   // The projections' inputs, for their weights' gradients.
   if (call.trainable)
     for (int i = 0; i < d.distinct; ++i) {
       if (bf) kept.extra({i == 0 ? ln : src_rows, call.shape(i).back()}, "input made rows (batch_first)");
       else res.save_input(i, i == 0 ? "query" : i == 1 ? "key" : "value");
+      if (i == 0) program.input = kept.last();
     }
   const Shape heads_l{d.n, d.heads, d.l, d.head}, heads_s{d.n, d.heads, d.s, d.head}, scores{d.n, d.heads, d.l, d.s};
   const bool sdpa = torch.mha_forward_2x && !need_weights;
-  const Sdpa kernel = sdpa ? choose(call, d, dropout) : Sdpa::Math;
-  const bool fused = sdpa && kernel != Sdpa::Math;
+  const SdpaKernel kernel =
+      sdpa ? sdpa_auto(call.ctx.device, dtype, 4, d.head, d.head, false, dropout) : SdpaKernel::Math;
+  const bool fused = sdpa && kernel != SdpaKernel::Math;
+  bool by_node = false;  // backward played node by node (below)
   // Which storages q, k and v live in. 2.x packs the projections that share an input and
   // makes them contiguous at once; 1.13 copies q, k and v one by one; added rows make k and v
   // new tensors.
@@ -182,7 +187,7 @@ LayerResult infer_mha(const LayerCall& call) {
   // [3, L, N, E] and [2, S, N, E], written with the input's dimension 0 first (the batch, to nnmem)
   const Shape& key = call.shape(d.distinct >= 2 ? 1 : 0);
   if (packed_q && (fused || packed_kv))
-    kept.extra({call.shape(0)[0], 3, call.shape(0)[1], d.e}, "q, k, v (in_proj's output made contiguous)");
+    program.packed = kept.extra({call.shape(0)[0], 3, call.shape(0)[1], d.e}, "q, k, v (in_proj's output made contiguous)");
   else if (packed_kv && d.distinct == 2)
     kept.extra({key[0], 2, key[1], d.e}, "k, v (the key's projection made contiguous)");
   const bool own_q = !packed_q, own_kv = !packed_kv;
@@ -193,7 +198,7 @@ LayerResult infer_mha(const LayerCall& call) {
       kept.extra(heads_s, "v");
     }
     kept.extra(heads_l, "attention output");
-    const Shape lse{d.n, d.heads, kernel == Sdpa::Flash ? d.l : checked_mul((d.l + 31) / 32, 32)};
+    const Shape lse{d.n, d.heads, kernel == SdpaKernel::Flash ? d.l : checked_mul((d.l + 31) / 32, 32)};
     kept.extra(lse, "logsumexp", cpu && dtype == DType::Float64 ? dtype : DType::Float32);
     if (!cpu && dropout > 0.0) {
       kept.extra(Shape{}, "philox_seed", DType::Int64);
@@ -204,28 +209,44 @@ LayerResult infer_mha(const LayerCall& call) {
     // composite scales it too), the softmax, dropout's mask and result, v.
     const DType math = sdpa && cpu && dtype_size(dtype) == 2 ? DType::Float32 : dtype;
     const bool weights_out = need_weights && !average;  // the weights returned are the kept tensor
-    kept.extra(heads_l, "q scaled", math);
-    if (sdpa) kept.extra(heads_s, "k scaled", math);
-    else if (own_kv) kept.extra(heads_s, "k");
+    program.q_scaled = kept.extra(heads_l, "q scaled", math);
+    if (sdpa) program.k = kept.extra(heads_s, "k scaled", math);
+    else if (own_kv) program.k = kept.extra(heads_s, "k");
     if (!torch.mha_forward_2x && cpu && torch.hooks_see_wrapped_numbers)
-      kept.extra(Shape{}, "sqrt(head size), a wrapped number", DType::Float64);
+      program.wrapped = kept.extra(Shape{}, "sqrt(head size), a wrapped number", DType::Float64);
     if (weights_out && dropout == 0.0) res.save_output(1, "attention weights (softmax)");
     else kept.extra(scores, "attention weights (softmax)", math);
+    program.softmax = kept.last();
     if (dropout > 0.0) {
-      kept.extra(scores, "dropout's mask", cpu ? math : DType::Bool);
+      program.mask = kept.extra(scores, "dropout's mask", cpu ? math : DType::Bool);
       if (weights_out) res.save_output(1, "attention weights (dropped)");
       else kept.extra(scores, "dropped attention weights", math);
+      program.dropped = kept.last();
     }
-    if (own_kv) kept.extra(heads_s, "v");
+    if (own_kv) program.v = kept.extra(heads_s, "v");
     if (need_weights && average && !torch.mha_forward_2x && cpu && torch.hooks_see_wrapped_numbers)
       kept.extra(Shape{}, "num_heads, a wrapped number", DType::Int64);
-    // Backward's largest temporary: the attention weights' gradient (bmm's), L x S per head,
-    // made before the parameters' gradients of in_proj. The ops' other gradients, and the
-    // kept tensors freed as each op's backward ends, are not followed: an upper bound, 0.6-0.7%
-    // above the measured peak where it decides it (torch_encoder_long, both versions).
-    res.backward_scratch.push_back({{scores, math}, "gradient of the attention weights", true});
+    // Measured node by node (multihead_attention_backward.cpp): self-attention through one
+    // in_proj_weight, batch_first, need_weights=False, on the CPU in the input's dtype.
+    // Elsewhere backward's largest temporary, the attention weights' gradient (bmm's), L x S
+    // per head, made before the parameters' gradients of in_proj, stands for the dozen nodes:
+    // an upper bound where the step's peak falls inside it.
+    by_node = d.distinct == 1 && d.packed && !extra_rows && !need_weights && bf && cpu && math == dtype;
+    if (!by_node) res.backward_scratch.push_back({{scores, math}, "gradient of the attention weights", true});
   }
-  if (call.trainable) kept.extra({ln, d.e}, "attention output made contiguous (out_proj's input)");
+  if (call.trainable) program.attention_output = kept.extra({ln, d.e}, "attention output made contiguous (out_proj's input)");
+  if (by_node) {
+    const auto param = [&res](const char* name) {
+      for (std::size_t k = 0; k < res.params.size(); ++k)
+        if (res.params[k].name == name) return static_cast<int>(k);
+      return -1;
+    };
+    program.in_proj_weight = param("in_proj_weight");
+    program.in_proj_bias = param("in_proj_bias");
+    program.out_proj_weight = param("out_proj.weight");
+    program.out_proj_bias = param("out_proj.bias");
+    res.backward_program = [program](const std::vector<bool>&) { return mha_backward(program); };
+  }
   return res;
 }
 

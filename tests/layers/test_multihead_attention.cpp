@@ -1,6 +1,10 @@
 // MultiheadAttention (layers/multihead_attention.cpp) against PyTorch 2.13 and 1.13 on the CPU:
 // parameters, outputs, and what backward keeps, storage by storage, as validation/probe_mha.py
 // measured it (validation/ops_saved_mha.md). N = 2, L = 5, S = 7, E = 16, 4 heads; float32.
+#include <algorithm>
+#include <map>
+#include <numeric>
+
 #include "../helpers.hpp"
 #include "checks.hpp"
 
@@ -104,4 +108,38 @@ TEST_CASE("MultiheadAttention: located errors name expected and found values") {
         "mixed precision (autocast) is not modelled for MultiheadAttention yet; estimate it without --amp");
   CHECK(rule_error(kMha + "}", {x, tensor({7, 2, 16}), tensor({6, 2, 16})}) ==
         "the key [7, 2, 16] and the value [6, 2, 16] must have one length (dimension 0)");
+}
+
+TEST_CASE("MultiheadAttention: backward node by node where measured (batch_first self-attention, no weights)") {
+  const std::string attrs = ", dropout: 0.1, batch_first: true, need_weights: false";
+  for (const Context& ctx : {kCpu, kCpu113}) {
+    const auto r = mha(attrs, {tensor({2, 5, 16})}, ctx);
+    REQUIRE(r.backward_program);
+    CHECK(r.backward_scratch.empty());
+    std::map<int, int> made;  // temporary -> times freed
+    std::vector<int> params, released;
+    int inputs = 0;
+    for (const BackwardEvent& e : r.backward_program({true})) {
+      if (e.kind == BackwardEvent::Kind::Temporary) made[e.index] = 0;
+      if (e.kind == BackwardEvent::Kind::Free) ++made.at(e.index);
+      if (e.kind == BackwardEvent::Kind::ParamGrad) params.push_back(e.index);
+      if (e.kind == BackwardEvent::Kind::ReleaseSaved && e.index >= 0) released.push_back(e.index);
+      if (e.kind == BackwardEvent::Kind::InputGrad) ++inputs;
+    }
+    for (const auto& [slot, freed] : made) CHECK(freed == 1);
+    CHECK(params == std::vector<int>{2, 3, 1, 0});  // out_proj's weight and bias first, in_proj's bias before its weight
+    CHECK(inputs == 1);
+    std::sort(released.begin(), released.end());
+    std::vector<int> every(r.saved.size());
+    std::iota(every.begin(), every.end(), 0);
+    CHECK(released == every);  // each kept tensor let go of once, by the node that kept it
+  }
+  // Not measured node by node: the one-node bound (need_weights, cross-attention, not batch_first)
+  for (const auto& [a, in] : {std::pair{std::string(", dropout: 0.1, batch_first: true"), std::vector{tensor({2, 5, 16})}},
+                              std::pair{attrs, std::vector{tensor({2, 5, 16}), tensor({2, 7, 16})}},
+                              std::pair{std::string(", dropout: 0.1, need_weights: false"), std::vector{tensor({5, 2, 16})}}}) {
+    const auto r = mha(a, in, kCpu113);
+    CHECK(!r.backward_program);
+    CHECK(r.backward_scratch.size() == 1);
+  }
 }

@@ -1,0 +1,26 @@
+// nn.MultiheadAttention's backward as PyTorch's engine runs it, node by node (layer.hpp's
+// BackwardEvent; measured, validation/ops_saved_mha.md). Private to multihead_attention*.cpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common.hpp"
+
+namespace nnmem::layers {
+
+// What the program needs: the sizes, where PyTorch's forward went, and which of the layer's
+// saved entries (LayerResult::saved) and parameters each node lets go of or makes (-1: none).
+struct MhaBackward {
+  std::int64_t l, s, n, e, heads, head;
+  DType dtype;
+  bool batch_first, dropout, torch2;  // torch2: TorchProfile::mha_forward_2x
+  int input, packed, q_scaled, k, v, wrapped, softmax, mask, dropped, attention_output;  // saved entries
+  int in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias;                      // parameters
+};
+
+// Self-attention with one in_proj_weight on the explicit path (1.13) or sdpa's math composite
+// (2.x, need_weights=False).
+std::vector<BackwardEvent> mha_backward(const MhaBackward& b);
+
+}  // namespace nnmem::layers
