@@ -3,6 +3,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "nnmem/parallel.hpp"
+
 namespace nnmem::test {
 
 std::string source_path(const std::string& relative) { return std::string(NNMEM_SOURCE_DIR) + "/" + relative; }
@@ -14,6 +16,42 @@ ModelSpec validation_network(const std::string& name) {
   if (!specs.contains(name)) return load_spec_file(source_path("examples/" + name + ".yaml"), load);
   for (const auto& [variable, value] : specs[name]["set"].items()) load.overrides.emplace_back(variable, value.get<std::string>());
   return load_spec_file(source_path(specs[name]["spec"].get<std::string>()), load);
+}
+
+// The run as estimate options: the fixture's torch version, batch, optimizer and its
+// implementation, zero_grad mode, autocast, checkpointing, gradient accumulation and the loop.
+// Every run is one nnmem can estimate.
+EstimateOptions fixture_run_options(const std::string& version, const nlohmann::json& run) {
+  EstimateOptions o;
+  o.graph.torch = find_torch_profile(version);
+  REQUIRE(o.graph.torch != nullptr);
+  if (run.contains("amp") && !run["amp"].is_null()) o.graph.amp = parse_dtype(run["amp"].get<std::string>());
+  o.step.foreach = run.value("foreach", false);
+  o.step.fused = run.value("fused", false);
+  o.graph.batch = run["batch"];
+  o.graph.device = Device::Cpu;
+  o.step.optimizer = *parse_optimizer(run["optimizer"].get<std::string>());
+  o.step.keep_grads = !run["set_to_none"].get<bool>();
+  if (run.contains("checkpoint")) {
+    REQUIRE(parse_checkpoint_segments(run["checkpoint"].get<std::string>(), o.step.checkpoint));
+    o.step.checkpoint.impl = *parse_checkpoint_impl(run["checkpoint_impl"].get<std::string>());
+  }
+  o.step.grad_accum = run.value("grad_accum", 1);
+  if (run.contains("loop")) o.step.loop = *parse_loop(run["loop"].get<std::string>());
+  if (run.value("parallel", "") == "ddp") {  // one rank of measure_dist.py's processes on this machine
+    ParallelOptions p;
+    p.gpus = run["world_size"];
+    if (run.contains("bucket_cap_mb")) p.bucket_cap_mb = run["bucket_cap_mb"].get<double>();
+    o.step.plan_parallel = ddp_planner(p);
+  } else if (run.contains("parallel")) {  // FSDP2's fully_shard on each unit, one rank's (rank 0's) step
+    ParallelOptions p;
+    p.gpus = run["world_size"];
+    p.fsdp = run["parallel"] == "fsdp2-grad-op" ? FsdpStrategy::ShardGradOp : FsdpStrategy::Full;
+    REQUIRE((run["parallel"] == "fsdp2" || run["parallel"] == "fsdp2-grad-op"));
+    o.step.parallel = sharded_step(p);
+    o.step.plan_parallel = parallel_planner(p);
+  }
+  return o;
 }
 
 Graph graph_from(const std::string& yaml, const GraphOptions& options) {

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "nnmem/estimate.hpp"
@@ -20,6 +21,10 @@ std::string source_path(const std::string& relative);
 /// spec and --set values validation/specs.json gives it (seed_conv_256, the Hugging Face models,
 /// the small U-Nets and YOLOv8n).
 ModelSpec validation_network(const std::string& name);
+/// One run of a validation fixture (validation/fixtures/torch-VERSION/NETWORK.json's `runs`) as
+/// estimate options: the version's profile, batch, optimizer and its implementation, zero_grad
+/// mode, autocast, checkpointing, gradient accumulation, the loop and data parallelism.
+EstimateOptions fixture_run_options(const std::string& version, const nlohmann::json& run);
 
 Graph graph_from(const std::string& yaml, const GraphOptions& options = {});
 Estimate estimate_from(const std::string& yaml, const EstimateOptions& options = {});

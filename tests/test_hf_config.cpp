@@ -64,6 +64,39 @@ TEST_CASE("every config's parameters, as transformers counts them") {
   }
 }
 
+// The small configs under examples/hf/ are validation/networks.py's Hugging Face models; imported
+// (at the harness's sequence length, 32), they must give every measured figure of those models'
+// fixtures exactly, the step's peak included: the imported spec is checked against transformers'
+// modules themselves, not only against the example it was made from.
+TEST_CASE("imported small configs are exact against transformers' measured runs") {
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"examples/hf/tiny-gpt2/config.json", "hf_gpt2_sdpa"},
+      {"examples/hf/tiny-llama/config.json", "hf_llama_sdpa"},
+      {"examples/hf/tiny-bert/config.json", "hf_bert_sdpa"}};
+  for (const auto& [config, network] : pairs) {
+    const nlohmann::json fixture =
+        nlohmann::json::parse(std::ifstream(source_path("validation/fixtures/torch-2.13/" + network + ".json")));
+    LoadOptions load;
+    load.overrides.emplace_back("seq_len", "32");
+    const ModelSpec spec = parse_spec(import_hf_config(source_path(config), network == "hf_bert_sdpa" ? "BertModel" : "").text,
+                                      config, load);
+    REQUIRE(fixture["runs"].size() >= 7);
+    for (const auto& run : fixture["runs"]) {
+      CAPTURE(config);
+      CAPTURE(run.dump());
+      const Totals t = estimate(spec, fixture_run_options("2.13", run)).totals;
+      CHECK(t.param_bytes == run["param_bytes"].get<std::int64_t>());
+      CHECK(t.buffer_bytes == run["buffer_bytes"].get<std::int64_t>());
+      CHECK(t.grad_bytes == run["grad_bytes"].get<std::int64_t>());
+      CHECK(t.optimizer_state_bytes == run["optimizer_state_bytes"].get<std::int64_t>());
+      CHECK(t.input_bytes == run["input_bytes"].get<std::int64_t>());
+      CHECK(t.target_bytes == run["target_bytes"].get<std::int64_t>());
+      CHECK(t.saved_bytes == run["saved_bytes"].get<std::int64_t>());
+      CHECK(t.peak_bytes == run["peak_bytes"].get<std::int64_t>());
+    }
+  }
+}
+
 TEST_CASE("the published counts") {
   CHECK(estimate(graph_of("examples/hf/gpt2/config.json", "")).totals.params == 124'439'808);
   CHECK(estimate(graph_of("examples/hf/bert-base-uncased/config.json", "BertModel")).totals.params == 109'482'240);
