@@ -54,6 +54,16 @@ EstimateOptions fixture_run_options(const std::string& version, const nlohmann::
   return o;
 }
 
+void check_measured_figures(const Totals& t, const nlohmann::json& run) {
+  CHECK(t.param_bytes == run["param_bytes"].get<std::int64_t>());
+  CHECK(t.buffer_bytes == run["buffer_bytes"].get<std::int64_t>());
+  CHECK(t.grad_bytes == run["grad_bytes"].get<std::int64_t>());
+  CHECK(t.optimizer_state_bytes == run["optimizer_state_bytes"].get<std::int64_t>());
+  CHECK(t.input_bytes == run["input_bytes"].get<std::int64_t>());
+  CHECK(t.target_bytes == run["target_bytes"].get<std::int64_t>());
+  CHECK(t.saved_bytes == run["saved_bytes"].get<std::int64_t>());
+}
+
 Graph graph_from(const std::string& yaml, const GraphOptions& options) {
   return build_graph(parse_spec(yaml, "test.yaml"), options);
 }

@@ -25,6 +25,9 @@ ModelSpec validation_network(const std::string& name);
 /// estimate options: the version's profile, batch, optimizer and its implementation, zero_grad
 /// mode, autocast, checkpointing, gradient accumulation, the loop and data parallelism.
 EstimateOptions fixture_run_options(const std::string& version, const nlohmann::json& run);
+/// CHECKs a run's measured figures other than the peak: parameters, buffers, gradients,
+/// optimizer state, input, target and saved-for-backward bytes.
+void check_measured_figures(const Totals& t, const nlohmann::json& run);
 
 Graph graph_from(const std::string& yaml, const GraphOptions& options = {});
 Estimate estimate_from(const std::string& yaml, const EstimateOptions& options = {});

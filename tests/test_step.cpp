@@ -57,13 +57,7 @@ std::size_t check_version(const std::string& version) {
       CAPTURE(o.step.grad_accum);
       CAPTURE(name_of(o.step.loop));
       CAPTURE(run.value("parallel", ""));
-      CHECK(t.param_bytes == run["param_bytes"].get<std::int64_t>());
-      CHECK(t.buffer_bytes == run["buffer_bytes"].get<std::int64_t>());
-      CHECK(t.grad_bytes == run["grad_bytes"].get<std::int64_t>());
-      CHECK(t.optimizer_state_bytes == run["optimizer_state_bytes"].get<std::int64_t>());
-      CHECK(t.input_bytes == run["input_bytes"].get<std::int64_t>());
-      CHECK(t.target_bytes == run["target_bytes"].get<std::int64_t>());
-      CHECK(t.saved_bytes == run["saved_bytes"].get<std::int64_t>());
+      check_measured_figures(t, run);
       ++runs;
       if (approximate.count(network) || approximate.count(network + "@" + version)) {
         CHECK(t.peak_bytes >= run["peak_bytes"].get<std::int64_t>());
