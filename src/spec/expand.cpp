@@ -62,7 +62,10 @@ class Expander {
  public:
   Expander(const RawSpec& raw, const LoadOptions& options)
       : raw_(raw), options_(options), budget_(options.max_layers) {
-    for (const auto& b : raw_.blocks) blocks_[b.name] = &b;
+    for (const auto& b : raw_.blocks) {
+      check_registration(b);
+      blocks_[b.name] = &b;
+    }
   }
 
   ModelSpec run() {
@@ -414,6 +417,11 @@ class Expander {
     inner.outer = &scope;
     for (std::size_t i = 0; i < inputs.size(); ++i) inner.bound[block.inputs[i].name] = inputs[i];
     inner.previous = inputs[0];
+    if (block.registers) {
+      Registration& r = spec_->registrations.emplace_back();
+      r.module = qualified;
+      for (const Named& n : *block.registers) r.members.push_back(n.name);
+    }
     stack_.push_back(block.name);
     expand_list(block.layers, inner, params, inherited);
     stack_.pop_back();

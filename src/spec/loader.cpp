@@ -21,7 +21,7 @@ namespace {
 
 const std::vector<std::string> kTopLevelKeys = {"nnmem",  "name",   "description", "dtype",   "variables", "inputs",
                                                 "blocks", "layers", "outputs",     "loss",    "extends"};
-const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "description"};
+const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
 // A word such as a layer type's name: a letter, then letters, digits and underscores.
@@ -289,6 +289,9 @@ class Reader {
         b.inputs = names(v, key_loc, "a block's inputs");
       } else if (key == "output") {
         b.output = name(v, key_loc, "a block's output");
+      } else if (key == "register") {
+        b.registers = names(v, key_loc, where + ": 'register'");
+        b.registers_loc = key_loc;
       } else if (key == "layers") {
         has_layers = true;
         b.layers = entries(v, key_loc, "the layers of " + where, block_name);

@@ -70,7 +70,14 @@ struct RawBlock {
   std::vector<Named> inputs;          // default: a single input called `in`
   std::optional<Named> output;        // default: the last layer
   std::vector<RawEntry> layers;
+  std::optional<std::vector<Named>> registers;  // `register:`: its members in registration order
+  SourceLoc registers_loc;
 };
+
+/// Checks a block's `register:` list against its layers: each member (a layer's or block
+/// instance's name up to its first dot) that is a module listed once, nothing else. Throws a
+/// located Error. registration.cpp.
+void check_registration(const RawBlock& block);
 
 struct RawInput {
   Named name;
