@@ -157,4 +157,11 @@ layers:
   for (const char* p : {"c.cv2.weight", "c.m.0.weight", "c.m.0.bias", "c.m.1.weight", "c.m.1.bias"}) registered.push_back(p);
   CHECK(names("description: forward's order") == forward);
   CHECK(names("register: [cv1, cv2, m]") == registered);
+  // A module that is no block, here a ModuleList run backwards: the top level's mapping form.
+  const Graph up = build_graph(parse_spec("inputs: {x: [4]}\nregister: {up: [0, 1]}\nlayers:\n"
+                                          "  - {name: up.1.fc, type: Linear, out_features: 4}\n"
+                                          "  - {name: up.0.fc, type: Linear, out_features: 4}\n",
+                                          "test.yaml"));
+  CHECK(up.parameters.front().name == "up.0.fc.weight");
+  CHECK(up.parameters.back().name == "up.1.fc.bias");
 }

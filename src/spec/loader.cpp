@@ -20,7 +20,7 @@ namespace raw {
 namespace {
 
 const std::vector<std::string> kTopLevelKeys = {"nnmem",  "name",   "description", "dtype",   "variables", "inputs",
-                                                "blocks", "layers", "outputs",     "loss",    "extends"};
+                                                "blocks", "layers", "outputs",     "loss",    "extends", "register"};
 const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
@@ -263,6 +263,15 @@ class Reader {
     return out;
   }
 
+  std::vector<RawRegister> registers(const YAML::Node& node, const SourceLoc& at, const std::string& where) {
+    if (!node.IsMap()) return {{"", names(node, at, where + ": 'register'"), at}};
+    std::vector<RawRegister> out;
+    each_key(node, at, where + ": 'register'", [&](const std::string& module, const YAML::Node& v, const SourceLoc& k) {
+      out.push_back({module, names(v, k, where + ": register: " + module), k});
+    });
+    return out;
+  }
+
   RawBlock block(const std::string& block_name, const YAML::Node& node, const SourceLoc& at) {
     RawBlock b;
     b.name = block_name;
@@ -290,8 +299,7 @@ class Reader {
       } else if (key == "output") {
         b.output = name(v, key_loc, "a block's output");
       } else if (key == "register") {
-        b.registers = names(v, key_loc, where + ": 'register'");
-        b.registers_loc = key_loc;
+        b.registers = registers(v, key_loc, where);
       } else if (key == "layers") {
         has_layers = true;
         b.layers = entries(v, key_loc, "the layers of " + where, block_name);
@@ -370,6 +378,8 @@ class Reader {
         spec.layers = entries(v, key_loc, "'layers'");
       } else if (key == "outputs") {
         spec.outputs = names(v, key_loc, "'outputs'");
+      } else if (key == "register") {
+        spec.registers = registers(v, key_loc, "the spec");
       } else if (key == "loss") {
         spec.loss = name(v, key_loc, "loss");
       } else if (key == "extends") {

@@ -1,7 +1,7 @@
-// A block's `register:` list: the order its nn.Module's __init__ registers its members, where
-// that differs from the order forward calls them (Ultralytics' C2f registers cv1, cv2, then the
-// Bottlenecks m that run between them). The graph orders the parameters by it
-// (src/graph/parameters.cpp); here the list is checked against the block's layers.
+// `register:`: the order an nn.Module's __init__ registers its members, where that differs from
+// the order forward calls them (Ultralytics' C2f registers cv1, cv2, then the Bottlenecks m that
+// run between them). The graph orders the parameters by it (src/graph/parameters.cpp); here each
+// list is checked against the layers of the module it orders.
 #include <algorithm>
 #include <map>
 
@@ -16,14 +16,16 @@ struct Member {
   SourceLoc loc;
 };
 
-// The block's members in the order its layers name them: each entry's local name up to its
-// first dot ("m" of m.0; an unnamed entry is named by its position).
-std::vector<Member> members(const RawBlock& block) {
+// The members of the module `prefix` ("" for the block or model itself; else "layer."), in the
+// order the layers name them: each entry's local name after the prefix, up to the next dot
+// ("m" of m.0; an unnamed entry is named by its position).
+std::vector<Member> members(const std::vector<RawEntry>& layers, const std::string& prefix) {
   std::vector<Member> out;
-  for (std::size_t k = 0; k < block.layers.size(); ++k) {
-    const RawEntry& e = block.layers[k];
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    const RawEntry& e = layers[k];
     const std::string local = e.name ? e.name->name : std::to_string(k);
-    const std::string head = local.substr(0, local.find('.'));
+    if (local.size() <= prefix.size() || local.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string head = local.substr(prefix.size(), local.find('.', prefix.size()) - prefix.size());
     const bool functional = e.functional && !e.functional->expression && e.functional->literal.kind == Value::Kind::Bool &&
                             e.functional->literal.boolean;
     auto it = std::find_if(out.begin(), out.end(), [&](const Member& m) { return m.name == head; });
@@ -33,22 +35,25 @@ std::vector<Member> members(const RawBlock& block) {
   return out;
 }
 
-}  // namespace
-
-void check_registration(const RawBlock& block) {
-  if (!block.registers) return;
-  const std::string who = "block '" + block.name + "': register: ";
-  const std::vector<Member> all = members(block);
+void check_list(const std::vector<RawEntry>& layers, const RawRegister& list, const std::string& owner) {
+  const std::string who = owner + ": register" + (list.module.empty() ? "" : ": " + list.module) + ": ";
+  const std::vector<Member> all = members(layers, list.module.empty() ? "" : list.module + ".");
+  if (all.empty())
+    throw Error(list.loc, who + "no layer is named '" + list.module + ".…', so there is no module '" + list.module +
+                              "' to order");
   std::vector<std::string> modules;
-  for (const Member& m : all)
-    if (m.module) modules.push_back(m.name);
   std::string listing;
-  for (const std::string& m : modules) listing += (listing.empty() ? "" : ", ") + m;
+  for (const Member& m : all)
+    if (m.module) {
+      modules.push_back(m.name);
+      listing += (listing.empty() ? "" : ", ") + m.name;
+    }
   std::map<std::string, SourceLoc> listed;
-  for (const Named& n : *block.registers) {
+  std::string found;
+  for (const Named& n : list.members) {
     const auto member = std::find_if(all.begin(), all.end(), [&](const Member& m) { return m.name == n.name; });
     if (member == all.end())
-      throw Error(n.loc, who + "'" + n.name + "' is not a member of the block; expected one of its modules (" + listing + ")" +
+      throw Error(n.loc, who + "'" + n.name + "' is not a member; expected one of the modules (" + listing + ")" +
                              suggestion(n.name, modules));
     if (!member->module)
       throw Error(n.loc, who + "'" + n.name + "' (line " + std::to_string(member->loc.line) +
@@ -58,14 +63,20 @@ void check_registration(const RawBlock& block) {
     if (!fresh)
       throw Error(n.loc, who + "'" + n.name + "' is listed twice (first at line " + std::to_string(it->second.line) +
                              ", column " + std::to_string(it->second.column) + ")");
+    found += (found.empty() ? "" : ", ") + n.name;
   }
-  std::string found;
-  for (const Named& n : *block.registers) found += (found.empty() ? "" : ", ") + n.name;
   for (const Member& m : all)
     if (m.module && !listed.count(m.name))
-      throw Error(block.registers_loc, who + "does not list '" + m.name + "' (line " + std::to_string(m.loc.line) +
-                                           "); expected each of the block's modules (" + listing +
-                                           ") once, in the order __init__ registers them, found (" + found + ")");
+      throw Error(list.loc, who + "does not list '" + m.name + "' (line " + std::to_string(m.loc.line) +
+                                "); expected each of the modules (" + listing +
+                                ") once, in the order __init__ registers them, found (" + found + ")");
+}
+
+}  // namespace
+
+void check_registration(const std::vector<RawEntry>& layers, const std::vector<RawRegister>& registers,
+                        const std::string& owner) {
+  for (const RawRegister& list : registers) check_list(layers, list, owner);
 }
 
 }  // namespace nnmem::raw
