@@ -85,6 +85,8 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const std::unor
   }
 }
 
+namespace {
+
 // The path of a parameter in the module tree: its layer's name and the parameter's
 // ("model.2.cv1.conv" + "weight"; MultiheadAttention's "out_proj.weight" is its child's). A
 // Parameter layer is a tensor its parent module holds itself ("vit.embeddings.cls_token").
@@ -99,6 +101,8 @@ std::vector<std::string> module_path(const Graph& graph, const Parameter& p) {
     from = dot + 1;
   }
 }
+
+}  // namespace
 
 void order_parameters(Graph& graph) {
   std::unordered_map<std::string, const std::vector<std::string>*> listed;  // module -> its `register:`
