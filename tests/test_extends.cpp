@@ -114,3 +114,12 @@ TEST_CASE("extends: from standard input, the base is relative to the working dir
     CHECK(e.loc().file == "/dev/stdin");
   }
 }
+
+TEST_CASE("an extending spec's top-level register list replaces the base's for its module") {
+  Files f;
+  f.put("base.yaml", "inputs: {x: [4]}\nregister: {up: [1, 0]}\nlayers:\n"
+                     "  - {name: up.1.fc, type: Linear, out_features: 4}\n  - {name: up.0.fc, type: Linear, out_features: 4}\n");
+  const auto first = [](const std::string& path) { return build_graph(load_spec_file(path)).parameters.front().name; };
+  CHECK(first(f.put("same.yaml", "extends: base.yaml\n")) == "up.1.fc.weight");
+  CHECK(first(f.put("over.yaml", "extends: base.yaml\nregister: {up: [0, 1]}\n")) == "up.0.fc.weight");
+}

@@ -121,3 +121,47 @@ TEST_CASE("a frozen Parameter that forward never reads is counted, without gradi
   CHECK(with.totals.grad_bytes == without.totals.grad_bytes);
   CHECK(with.totals.peak_bytes == without.totals.peak_bytes + 64);
 }
+
+TEST_CASE("parameters are in model.parameters()' order: own tensors first, then members as `register` lists them") {
+  const std::string blocks = R"(
+inputs: {x: [4]}
+blocks:
+  C2f:
+    REGISTER
+    layers:
+      - {name: cv1, type: Linear, out_features: 4}
+      - {name: m.0, type: Linear, out_features: 4}
+      - {name: m.1, type: Linear, out_features: 4}
+      - {name: cv2, type: Linear, out_features: 4, bias: false}
+layers:
+  - {name: emb.proj, type: Linear, out_features: 4}
+  - {name: emb.token, type: Parameter, inputs: [], shape: [1, 4]}
+  - {name: emb.add, type: Add, inputs: [emb.proj, emb.token], functional: true}
+  - {name: c, block: C2f}
+)";
+  const auto names = [&](const std::string& line) {
+    std::string yaml = blocks;
+    yaml.replace(yaml.find("REGISTER"), 8, line);
+    const Graph g = build_graph(parse_spec(yaml, "test.yaml"));
+    std::vector<std::string> out;
+    for (const Parameter& p : g.parameters) out.push_back(p.name);
+    for (const Node& n : g.nodes)  // each node still points at its own tensors
+      for (std::size_t k = 0; k < n.params.size(); ++k)
+        CHECK(g.parameters[static_cast<std::size_t>(n.params[k])].name == g.layer(n).name + "." + n.result.params[k].name);
+    return out;
+  };
+  // ViTEmbeddings' cls_token, a tensor of the module itself, comes before its children's.
+  const std::vector<std::string> head = {"emb.token.value", "emb.proj.weight", "emb.proj.bias", "c.cv1.weight", "c.cv1.bias"};
+  std::vector<std::string> forward = head, registered = head;
+  for (const char* p : {"c.m.0.weight", "c.m.0.bias", "c.m.1.weight", "c.m.1.bias", "c.cv2.weight"}) forward.push_back(p);
+  for (const char* p : {"c.cv2.weight", "c.m.0.weight", "c.m.0.bias", "c.m.1.weight", "c.m.1.bias"}) registered.push_back(p);
+  CHECK(names("description: forward's order") == forward);
+  CHECK(names("register: [cv1, cv2, m]") == registered);
+  // A module that is no block, here a ModuleList run backwards: the top level's mapping form.
+  const Graph up = build_graph(parse_spec("inputs: {x: [4]}\nregister: {up: [0, 1]}\nlayers:\n"
+                                          "  - {name: up.1.fc, type: Linear, out_features: 4}\n"
+                                          "  - {name: up.0.fc, type: Linear, out_features: 4}\n",
+                                          "test.yaml"));
+  CHECK(up.parameters.front().name == "up.0.fc.weight");
+  CHECK(up.parameters.back().name == "up.1.fc.bias");
+}

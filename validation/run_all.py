@@ -56,8 +56,8 @@ AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "une
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2. Those
 # nnmem is exact on run by default; the others only with --only, until they are (README:
-# ViT's Adam step peak, LLaMA's and BERT's autocast, the eager attention implementations).
-HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa"]
+# LLaMA's and BERT's autocast, the eager attention implementations).
+HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa", "hf_vit_sdpa"]
 HF_AMP_NETWORKS = ["hf_gpt2_sdpa"]
 HF_VARIANTS_2 = [("adamw", None)]
 # Activation checkpointing and gradient accumulation, on the networks made for them

@@ -93,7 +93,7 @@ struct Graph {
   std::vector<TensorValue> values;
   std::vector<Node> nodes;
   std::vector<Storage> storages;
-  std::vector<Parameter> parameters;  // every parameter tensor once, in the order declared
+  std::vector<Parameter> parameters;  // every parameter tensor once, in model.parameters()' order
   std::vector<int> inputs;     // value indices of the model inputs
   std::vector<int> outputs;    // value indices of the model outputs
 

@@ -80,6 +80,14 @@ struct LayerSpec {
   const Attribute* find_attr(std::string_view attr) const;
 };
 
+/// `register: [cv1, cv2, m]` on a block: the order in which its instance (`module`, qualified:
+/// "model.2") registers its members in `__init__`, which is `model.parameters()`'s order and so
+/// the optimizer's; without it, the order forward first reaches them.
+struct Registration {
+  std::string module;
+  std::vector<std::string> members;  // local names: a layer's, a block instance's, or a prefix ("m" of m.0, m.1)
+};
+
 struct InputSpec {
   std::string name;
   Shape shape;                       // per sample, without the batch dimension
@@ -94,6 +102,7 @@ struct ModelSpec {
   std::optional<DType> dtype;        // the model's float dtype, when the spec names one
   std::vector<InputSpec> inputs;
   std::vector<LayerSpec> layers;     // in execution order; every input refers to an earlier name
+  std::vector<Registration> registrations;  // blocks whose registration order is given
   std::vector<std::string> outputs;  // the values the model returns (default: the last layer)
   std::vector<SourceLoc> output_locs;
   std::optional<std::string> loss;   // cross_entropy | mse | mean

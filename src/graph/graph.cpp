@@ -45,6 +45,7 @@ class Builder {
     for (std::size_t i = 0; i < spec.outputs.size(); ++i)
       graph_.outputs.push_back(value_of(spec.outputs[i], i < spec.output_locs.size() ? spec.output_locs[i] : spec.loc, "'outputs'"));
     check_everything_used();
+    detail::order_parameters(graph_);
     return std::move(graph_);
   }
 

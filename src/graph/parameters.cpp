@@ -1,5 +1,8 @@
 #include "parameters.hpp"
 
+#include <algorithm>
+#include <numeric>
+
 namespace nnmem::detail {
 namespace {
 
@@ -80,6 +83,65 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const std::unor
     }
     ++graph.parameters[static_cast<std::size_t>(node.params[k])].uses;
   }
+}
+
+namespace {
+
+// The path of a parameter in the module tree: its layer's name and the parameter's
+// ("model.2.cv1.conv" + "weight"; MultiheadAttention's "out_proj.weight" is its child's). A
+// Parameter layer is a tensor its parent module holds itself ("vit.embeddings.cls_token").
+std::vector<std::string> module_path(const Graph& graph, const Parameter& p) {
+  const Node& owner = graph.nodes[static_cast<std::size_t>(p.owner)];
+  const std::string& name = owner.result.alias == Alias::Parameter ? graph.layer(owner).name : p.name;
+  std::vector<std::string> path;
+  for (std::size_t from = 0;;) {
+    const std::size_t dot = name.find('.', from);
+    path.push_back(name.substr(from, dot - from));
+    if (dot == std::string::npos) return path;
+    from = dot + 1;
+  }
+}
+
+}  // namespace
+
+void order_parameters(Graph& graph) {
+  std::unordered_map<std::string, const std::vector<std::string>*> listed;  // module -> its `register:`
+  for (const Registration& r : graph.spec.registrations) listed[r.module] = &r.members;
+  // Per module, the members in the order first met (forward's), after any that it lists.
+  std::unordered_map<std::string, std::unordered_map<std::string, std::int64_t>> met;
+  // model.parameters() is named_modules()' pre-order, each module's own tensors first: a key per
+  // tree level, (0 for a tensor of its own | 1 for a child module, the member's rank).
+  std::vector<std::vector<std::pair<int, std::int64_t>>> keys;
+  for (const Parameter& p : graph.parameters) {
+    const std::vector<std::string> path = module_path(graph, p);
+    std::vector<std::pair<int, std::int64_t>>& key = keys.emplace_back();
+    std::string module;
+    for (std::size_t d = 0; d < path.size(); ++d) {
+      const auto it = listed.find(module);
+      const std::vector<std::string> none;
+      const std::vector<std::string>& list = it == listed.end() ? none : *it->second;
+      const auto at = std::find(list.begin(), list.end(), path[d]);
+      auto& seen = met[module];
+      const std::int64_t rank = at != list.end() ? at - list.begin()
+                                                 : static_cast<std::int64_t>(list.size()) +
+                                                       seen.emplace(path[d], static_cast<std::int64_t>(seen.size())).first->second;
+      key.emplace_back(d + 1 < path.size() ? 1 : 0, rank);
+      module += (module.empty() ? "" : ".") + path[d];
+    }
+  }
+  std::vector<int> order(graph.parameters.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)]; });
+  std::vector<int> position(order.size());
+  std::vector<Parameter> sorted;
+  sorted.reserve(order.size());
+  for (int id : order) {
+    position[static_cast<std::size_t>(id)] = static_cast<int>(sorted.size());
+    sorted.push_back(std::move(graph.parameters[static_cast<std::size_t>(id)]));
+  }
+  graph.parameters = std::move(sorted);
+  for (Node& n : graph.nodes)
+    for (int& id : n.params) id = position[static_cast<std::size_t>(id)];
 }
 
 }  // namespace nnmem::detail

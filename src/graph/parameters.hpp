@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 #include <unordered_map>
 
 #include "nnmem/graph.hpp"
@@ -18,5 +19,11 @@ namespace nnmem::detail {
 /// SizeError for counts beyond 64 bits.
 void assign_parameters(Graph& graph, Node& node, int node_index, const std::unordered_map<std::string, int>& nodes_by_layer,
                        DType float_dtype);
+
+/// Puts graph.parameters in model.parameters()' order, which the optimizer's loop follows: the
+/// module tree (from the qualified names) in pre-order, a module's own tensors before its
+/// children's, siblings in registration order (ModelSpec::registrations, else the order forward
+/// first reaches them). Remaps node.params.
+void order_parameters(Graph& graph);
 
 }  // namespace nnmem::detail

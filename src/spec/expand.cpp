@@ -62,7 +62,11 @@ class Expander {
  public:
   Expander(const RawSpec& raw, const LoadOptions& options)
       : raw_(raw), options_(options), budget_(options.max_layers) {
-    for (const auto& b : raw_.blocks) blocks_[b.name] = &b;
+    for (const auto& b : raw_.blocks) {
+      check_registration(b.layers, b.registers, "block '" + b.name + "'");
+      blocks_[b.name] = &b;
+    }
+    check_registration(raw_.layers, raw_.registers, "the spec");
   }
 
   ModelSpec run() {
@@ -86,6 +90,7 @@ class Expander {
     }
     if (raw_.inputs.size() == 1) top.previous = raw_.inputs[0].name.name;
     spec_ = &spec;
+    register_members(raw_.registers, "");
     expand_list(raw_.layers, top, globals_, Inherited{});
 
     if (raw_.outputs) {
@@ -367,6 +372,15 @@ class Expander {
     }
   }
 
+  // `register:` lists of the model (`module` "") or of a block instance ("model.2").
+  void register_members(const std::vector<RawRegister>& lists, const std::string& module) {
+    for (const RawRegister& list : lists) {
+      Registration& r = spec_->registrations.emplace_back();
+      r.module = module + (module.empty() || list.module.empty() ? "" : ".") + list.module;
+      for (const Named& n : list.members) r.members.push_back(n.name);
+    }
+  }
+
   std::string instantiate_block(const RawEntry& e, const std::string& qualified, const std::string& who,
                                 const std::vector<std::string>& inputs, const NameScope& scope, const VarScope& vars,
                                 Inherited inherited) {
@@ -414,6 +428,7 @@ class Expander {
     inner.outer = &scope;
     for (std::size_t i = 0; i < inputs.size(); ++i) inner.bound[block.inputs[i].name] = inputs[i];
     inner.previous = inputs[0];
+    register_members(block.registers, qualified);
     stack_.push_back(block.name);
     expand_list(block.layers, inner, params, inherited);
     stack_.pop_back();

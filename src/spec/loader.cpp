@@ -20,8 +20,8 @@ namespace raw {
 namespace {
 
 const std::vector<std::string> kTopLevelKeys = {"nnmem",  "name",   "description", "dtype",   "variables", "inputs",
-                                                "blocks", "layers", "outputs",     "loss",    "extends"};
-const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "description"};
+                                                "blocks", "layers", "outputs",     "loss",    "extends", "register"};
+const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
 // A word such as a layer type's name: a letter, then letters, digits and underscores.
@@ -263,6 +263,15 @@ class Reader {
     return out;
   }
 
+  std::vector<RawRegister> registers(const YAML::Node& node, const SourceLoc& at, const std::string& where) {
+    if (!node.IsMap()) return {{"", names(node, at, where + ": 'register'"), at}};
+    std::vector<RawRegister> out;
+    each_key(node, at, where + ": 'register'", [&](const std::string& module, const YAML::Node& v, const SourceLoc& k) {
+      out.push_back({module, names(v, k, where + ": register: " + module), k});
+    });
+    return out;
+  }
+
   RawBlock block(const std::string& block_name, const YAML::Node& node, const SourceLoc& at) {
     RawBlock b;
     b.name = block_name;
@@ -289,6 +298,8 @@ class Reader {
         b.inputs = names(v, key_loc, "a block's inputs");
       } else if (key == "output") {
         b.output = name(v, key_loc, "a block's output");
+      } else if (key == "register") {
+        b.registers = registers(v, key_loc, where);
       } else if (key == "layers") {
         has_layers = true;
         b.layers = entries(v, key_loc, "the layers of " + where, block_name);
@@ -367,6 +378,8 @@ class Reader {
         spec.layers = entries(v, key_loc, "'layers'");
       } else if (key == "outputs") {
         spec.outputs = names(v, key_loc, "'outputs'");
+      } else if (key == "register") {
+        spec.registers = registers(v, key_loc, "the spec");
       } else if (key == "loss") {
         spec.loss = name(v, key_loc, "loss");
       } else if (key == "extends") {

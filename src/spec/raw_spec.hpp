@@ -57,6 +57,15 @@ struct RawEntry {
   std::vector<RawAttr> attrs;         // layer attributes, or block arguments
 };
 
+/// `register:`, the order __init__ registers members in: a list for the block itself (at the top
+/// level, the model), or a mapping {MODULE: [members]} for a module its layer names nest
+/// (`layer` of layer.self_attn, layer.norm1).
+struct RawRegister {
+  std::string module;                 // relative: "" for the block or model itself
+  std::vector<Named> members;
+  SourceLoc loc;                      // the list's key
+};
+
 struct RawParam {
   std::string name;
   SourceLoc loc;
@@ -70,7 +79,15 @@ struct RawBlock {
   std::vector<Named> inputs;          // default: a single input called `in`
   std::optional<Named> output;        // default: the last layer
   std::vector<RawEntry> layers;
+  std::vector<RawRegister> registers;
 };
+
+/// Checks `register:` lists against the layers they order (a block's, or the spec's: `owner`
+/// says which): each member of the module (a layer's or block instance's name, after the
+/// module's, up to the next dot) that is a module listed once, nothing else. Throws a located
+/// Error. registration.cpp.
+void check_registration(const std::vector<RawEntry>& layers, const std::vector<RawRegister>& registers,
+                        const std::string& owner);
 
 struct RawInput {
   Named name;
@@ -96,6 +113,7 @@ struct RawSpec {
   std::optional<std::vector<Named>> outputs;
   std::optional<Named> loss;
   std::optional<Named> extends;       // `extends: base.yaml`, relative to this file
+  std::vector<RawRegister> registers;
 };
 
 /// YAML text -> RawSpec (syntax and structure only). loader.cpp.

@@ -1,0 +1,82 @@
+// `register:`: the order an nn.Module's __init__ registers its members, where that differs from
+// the order forward calls them (Ultralytics' C2f registers cv1, cv2, then the Bottlenecks m that
+// run between them). The graph orders the parameters by it (src/graph/parameters.cpp); here each
+// list is checked against the layers of the module it orders.
+#include <algorithm>
+#include <map>
+
+#include "expand.hpp"
+
+namespace nnmem::raw {
+namespace {
+
+struct Member {
+  std::string name;
+  bool module = false;  // some entry of it is a module: not functional, not another's (`share`)
+  SourceLoc loc;
+};
+
+// The members of the module `prefix` ("" for the block or model itself; else "layer."), in the
+// order the layers name them: each entry's local name after the prefix, up to the next dot
+// ("m" of m.0; an unnamed entry is named by its position).
+std::vector<Member> members(const std::vector<RawEntry>& layers, const std::string& prefix) {
+  std::vector<Member> out;
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    const RawEntry& e = layers[k];
+    const std::string local = e.name ? e.name->name : std::to_string(k);
+    if (local.size() <= prefix.size() || local.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string head = local.substr(prefix.size(), local.find('.', prefix.size()) - prefix.size());
+    const bool functional = e.functional && !e.functional->expression && e.functional->literal.kind == Value::Kind::Bool &&
+                            e.functional->literal.boolean;
+    auto it = std::find_if(out.begin(), out.end(), [&](const Member& m) { return m.name == head; });
+    if (it == out.end()) it = out.insert(out.end(), Member{head, false, e.name ? e.name->loc : e.loc});
+    it->module = it->module || (!functional && !e.share);
+  }
+  return out;
+}
+
+void check_list(const std::vector<RawEntry>& layers, const RawRegister& list, const std::string& owner) {
+  const std::string who = owner + ": register" + (list.module.empty() ? "" : ": " + list.module) + ": ";
+  const std::vector<Member> all = members(layers, list.module.empty() ? "" : list.module + ".");
+  if (all.empty())
+    throw Error(list.loc, who + "no layer is named '" + list.module + ".…', so there is no module '" + list.module +
+                              "' to order");
+  std::vector<std::string> modules;
+  std::string listing;
+  for (const Member& m : all)
+    if (m.module) {
+      modules.push_back(m.name);
+      listing += (listing.empty() ? "" : ", ") + m.name;
+    }
+  std::map<std::string, SourceLoc> listed;
+  std::string found;
+  for (const Named& n : list.members) {
+    const auto member = std::find_if(all.begin(), all.end(), [&](const Member& m) { return m.name == n.name; });
+    if (member == all.end())
+      throw Error(n.loc, who + "'" + n.name + "' is not a member; expected one of the modules (" + listing + ")" +
+                             suggestion(n.name, modules));
+    if (!member->module)
+      throw Error(n.loc, who + "'" + n.name + "' (line " + std::to_string(member->loc.line) +
+                             ") is no module of its own (functional, or calling another layer's with 'share'), so it "
+                             "registers nothing; expected one of (" + listing + ")");
+    const auto [it, fresh] = listed.emplace(n.name, n.loc);
+    if (!fresh)
+      throw Error(n.loc, who + "'" + n.name + "' is listed twice (first at line " + std::to_string(it->second.line) +
+                             ", column " + std::to_string(it->second.column) + ")");
+    found += (found.empty() ? "" : ", ") + n.name;
+  }
+  for (const Member& m : all)
+    if (m.module && !listed.count(m.name))
+      throw Error(list.loc, who + "does not list '" + m.name + "' (line " + std::to_string(m.loc.line) +
+                                "); expected each of the modules (" + listing +
+                                ") once, in the order __init__ registers them, found (" + found + ")");
+}
+
+}  // namespace
+
+void check_registration(const std::vector<RawEntry>& layers, const std::vector<RawRegister>& registers,
+                        const std::string& owner) {
+  for (const RawRegister& list : registers) check_list(layers, list, owner);
+}
+
+}  // namespace nnmem::raw
