@@ -54,6 +54,18 @@ TEST_CASE("DDP's buckets: gradients in the order they become ready, a bucket clo
   CHECK(sizes(tiny) == std::vector<std::int64_t>{40 + 20480, 2048 + 1048576, 2048 + 2048, 2048 + 524288});
 }
 
+TEST_CASE("DDP's buckets hold a tied parameter once, ready at its owner") {
+  const std::string spec = "name: t\ninputs:\n  ids: {shape: [8], dtype: int64}\nlayers:\n"
+                           "  - {name: wte, type: Embedding, num_embeddings: 100, embedding_dim: 16}\n"
+                           "  - {name: fc, type: Linear, out_features: 16}\n"
+                           "  - {name: head, type: Linear, out_features: 100, bias: false, tie: {weight: wte.weight}}\n";
+  const Graph g = graph_from(spec, batch());
+  const auto buckets = ddp_buckets(g, std::int64_t{1} << 20, 25 << 20);
+  REQUIRE(buckets.size() == 1);
+  CHECK(buckets[0].params == std::vector<std::string>{"fc.bias", "fc.weight", "wte.weight"});
+  CHECK(buckets[0].bytes == 4 * (16 + 16 * 16 + 100 * 16));
+}
+
 TEST_CASE("DDP's buckets leave out frozen parameters, and add one copy of the trainable gradients to each rank's peak") {
   const Graph g = graph_from(mlp(true), batch());
   const auto buckets = ddp_buckets(g, std::int64_t{1} << 20, 25 << 20);

@@ -21,14 +21,21 @@ struct Ready {
   DType dtype;
 };
 
-// The trainable parameters in the order the first backward makes their gradients ready.
+// The trainable parameters in the order the first backward makes their gradients ready. A tied
+// or shared parameter is one tensor with one AccumulateGrad, ready once every use has added its
+// gradient: at its owner, the first layer that uses it.
 std::vector<Ready> ready_order(const Graph& graph) {
   std::vector<Ready> out;
-  for (auto n = graph.nodes.rbegin(); n != graph.nodes.rend(); ++n) {
+  for (std::size_t i = graph.nodes.size(); i-- > 0;) {
+    const Node* n = &graph.nodes[i];
     if (!n->trainable || n->result.params.empty()) continue;
     const std::string& layer = graph.layer(*n).name;
     std::vector<Ready> own;
-    for (const ParamDecl& p : n->result.params) own.push_back({layer + "." + p.name, TensorType{p.shape, p.dtype}.bytes(), p.dtype});
+    for (std::size_t k = 0; k < n->result.params.size(); ++k) {
+      const ParamDecl& p = n->result.params[k];
+      if (k < n->params.size() && graph.parameters[static_cast<std::size_t>(n->params[k])].owner != static_cast<int>(i)) continue;
+      own.push_back({layer + "." + p.name, TensorType{p.shape, p.dtype}.bytes(), p.dtype});
+    }
     if (graph.layer(*n).type == "Linear") std::reverse(own.begin(), own.end());
     out.insert(out.end(), own.begin(), own.end());
   }
