@@ -14,11 +14,11 @@ STAGES = {"": 0, "spec": 1, "layers": 2, "graph": 3, "memory": 4, "parallel": 5,
 # Public headers, by the stage that defines what they declare.
 PUBLIC = {
     "checked.hpp": 0, "diagnostic.hpp": 0, "dtype.hpp": 0, "shape.hpp": 0, "profile.hpp": 0,
-    "spec.hpp": 1,
+    "spec.hpp": 1, "yaml_tree.hpp": 1,
     "layer.hpp": 2,
     "graph.hpp": 3,
     "estimate.hpp": 4, "plan.hpp": 4, "checkpoint.hpp": 4, "sweep.hpp": 4, "allocator.hpp": 4,
-    "parallel.hpp": 5, "safetensors.hpp": 5, "hf_config.hpp": 5,
+    "parallel.hpp": 5, "safetensors.hpp": 5, "hf_config.hpp": 5, "ultralytics.hpp": 5,
     "report.hpp": 6, "units.hpp": 6,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -5,6 +5,7 @@
 
 #include "cli_support.hpp"
 #include "nnmem/hf_config.hpp"
+#include "nnmem/ultralytics.hpp"
 #include "nnmem/plan.hpp"
 
 namespace nnmem::cli {
@@ -26,16 +27,25 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-ModelSpec load_spec(const std::string& path, const LoadOptions& options, const std::string& architecture) {
-  if (is_hf_config(path)) {
-    const ImportedSpec imported = import_hf_config(path, architecture);
-    static bool noted = false;  // once: a sweep loads the spec at every point
-    for (const auto& note : imported.notes)
+ModelSpec load_spec(const std::string& path, const LoadOptions& options, const ImportChoice& choice) {
+  static bool noted = false;  // once: a sweep loads the spec at every point
+  const auto imported = [&](const std::string& text, const std::vector<std::string>& notes) {
+    for (const auto& note : notes)
       if (!noted) std::cerr << "nnmem: note: " << path << ": " << note << '\n';
     noted = true;
-    return parse_spec(imported.text, path + " (imported)", options);
+    return parse_spec(text, path + " (imported)", options);
+  };
+  if (is_hf_config(path)) {
+    if (!choice.scale.empty()) throw UsageError("--scale is for an Ultralytics model file, not a config.json");
+    const ImportedSpec spec = import_hf_config(path, choice.architecture);
+    return imported(spec.text, spec.notes);
   }
-  if (!architecture.empty()) throw UsageError("--architecture is for a Hugging Face config.json, not a spec");
+  if (!choice.architecture.empty()) throw UsageError("--architecture is for a Hugging Face config.json, not a spec");
+  if (path != "-" && is_ultralytics_model(path)) {
+    const ImportedUltralytics spec = import_ultralytics(path, choice.scale);
+    return imported(spec.text, spec.notes);
+  }
+  if (!choice.scale.empty()) throw UsageError("--scale is for an Ultralytics model file (backbone and head), not a spec");
   if (path != "-") return load_spec_file(path, options);
   // Read once (a sweep loads the spec at every point), at most one byte past the limit: the
   // loader then refuses the text as too large.
@@ -54,7 +64,8 @@ void LoadArgs::add_to(CLI::App& app) {
   app.add_option("--max-layers", max_layers, "refuse specs that expand to more layers than this")
       ->check(positive_integer())
       ->capture_default_str();
-  app.add_option("--architecture", architecture, "a Hugging Face config.json's model class, in place of its architectures[0] "
+  app.add_option("--scale", import.scale, "an Ultralytics model file's scale (n, s, m, l, x), in place of its file name's");
+  app.add_option("--architecture", import.architecture, "a Hugging Face config.json's model class, in place of its architectures[0] "
                                                  "(BertModel for a checkpoint saved as BertForMaskedLM)");
 }
 

@@ -25,15 +25,20 @@ std::pair<std::string, std::string> assignment(const std::string& option, const 
 /// `text` split at the commas outside brackets: "a=1,k=[3,3]" -> {"a=1", "k=[3,3]"}.
 std::vector<std::string> split_list(const std::string& text);
 /// Loads a spec file, or standard input when `path` is "-" (read once; named "<stdin>" in locations),
-/// or a Hugging Face config.json translated into its spec (as `architecture` when not empty).
-ModelSpec load_spec(const std::string& path, const LoadOptions& options, const std::string& architecture = {});
+/// or a file of another format translated into its spec: a Hugging Face config.json (as
+/// `architecture` when not empty), an Ultralytics model YAML (at `scale` when not empty).
+struct ImportChoice {
+  std::string architecture;  // --architecture: a Hugging Face config's model class
+  std::string scale;         // --scale: an Ultralytics model file's scale
+};
+ModelSpec load_spec(const std::string& path, const LoadOptions& options, const ImportChoice& choice = {});
 
-/// --set, --input and --max-layers: how a spec is loaded.
+/// --set, --input, --max-layers, --architecture and --scale: how a spec is loaded.
 struct LoadArgs {
   std::vector<std::string> sets;
   std::vector<std::string> inputs;
   std::int64_t max_layers = 100000;
-  std::string architecture;  // --architecture: a Hugging Face config's model class
+  ImportChoice import;  // --architecture, --scale
 
   void add_to(CLI::App& app);
   LoadOptions options() const;
@@ -45,7 +50,7 @@ struct SpecArgs {
   LoadArgs load;
 
   void add_to(CLI::App& app);
-  ModelSpec spec() const { return load_spec(path, load.options(), load.architecture); }
+  ModelSpec spec() const { return load_spec(path, load.options(), load.import); }
 };
 
 /// --torch: the PyTorch version whose behaviour is modelled (every subcommand takes it).

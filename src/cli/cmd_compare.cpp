@@ -68,7 +68,7 @@ int run(const CompareArgs& a) {
     for (const auto& v : variants) {
       EstimateOptions o = options;
       if (v.batch) o.graph.batch = *v.batch;
-      const ModelSpec spec = load_spec(path, v.load, a.load.architecture);
+      const ModelSpec spec = load_spec(path, v.load, a.load.import);
       Comparison::Column column{v.name.empty() ? spec.name : a.paths.size() > 1 ? spec.name + ":" + v.name : v.name, estimate(spec, o), {}};
       if (c.budget_bytes) {
         FitOptions f;

@@ -27,7 +27,7 @@ int run(const InspectArgs& a) {
   if (!a.spec.empty()) {
     GraphOptions graph;
     if (!a.dtype.empty()) graph.float_dtype = parse_dtype(a.dtype);
-    const ModelSpec spec = load_spec(a.spec, a.load.options(), a.load.architecture);
+    const ModelSpec spec = load_spec(a.spec, a.load.options(), a.load.import);
     against = TensorComparison{spec.file, compare_tensors(build_graph(spec, graph), f)};
   }
   std::cout << (a.format == "json" ? render_json(f, against) + "\n" : render_table(f, against));

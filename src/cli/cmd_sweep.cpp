@@ -36,7 +36,7 @@ int run(const SweepArgs& a) {
         if (b.find_first_not_of("0123456789") != std::string::npos || b == "0" || b.size() > 13)
           throw CLI::ValidationError("--vary", "batch sizes are integers from 1 to 2^40, found '" + b + "'");
   }
-  const Sweep s = sweep([&](const LoadOptions& lo) { return load_spec(a.spec.path, lo, a.spec.load.architecture); }, a.spec.load.options(), vary, options);
+  const Sweep s = sweep([&](const LoadOptions& lo) { return load_spec(a.spec.path, lo, a.spec.load.import); }, a.spec.load.options(), vary, options);
   if (!a.plot.empty()) write_file("--plot", a.plot, render_sweep_svg(s, report));
   if (a.format == "json") std::cout << render_json(s, report) << '\n';
   else if (a.format == "csv") std::cout << render_csv(s, report);

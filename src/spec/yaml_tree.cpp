@@ -1,0 +1,64 @@
+// YAML text -> YamlNode (include/nnmem/yaml_tree.hpp): the other formats' door to the parser,
+// through the same guards as a spec (size, encoding, endless documents, nesting, several
+// documents). yaml-cpp shares an aliased node where the tree copies it, so the copies are
+// bounded: without aliases every node is at least one character of the text.
+#include "nnmem/yaml_tree.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include "loader_nodes.hpp"
+#include "loader_stream.hpp"
+#include "nnmem/spec.hpp"
+#include "source_text.hpp"
+
+namespace nnmem {
+namespace {
+
+struct Budget {
+  std::size_t nodes_left;
+};
+
+YamlNode convert(const YAML::Node& node, const raw::SourceText& source, const SourceLoc& fallback, int depth, Budget& budget) {
+  YamlNode out;
+  out.loc = node.Mark().is_null() ? fallback : source.loc(node.Mark().line, node.Mark().column);
+  if (budget.nodes_left-- == 0) throw Error(out.loc, "aliases here copy more nodes than the file holds characters");
+  if (node.Tag() != "" && node.Tag() != "?" && node.Tag() != "!") throw Error(out.loc, "tags are not read here ('" + node.Tag() + "')");
+  if (node.IsNull()) return out;
+  if (node.IsScalar()) {
+    out.kind = YamlNode::Kind::Scalar;
+    out.scalar = node.Scalar();
+    return out;
+  }
+  if (depth > 64) throw Error(out.loc, "the file nests more than 64 levels deep");
+  if (node.IsSequence()) {
+    out.kind = YamlNode::Kind::List;
+    for (const auto& item : node) out.items.push_back(convert(item, source, out.loc, depth + 1, budget));
+    return out;
+  }
+  out.kind = YamlNode::Kind::Map;
+  for (const auto& kv : node) {
+    const SourceLoc at = kv.first.Mark().is_null() ? out.loc : source.loc(kv.first.Mark().line, kv.first.Mark().column);
+    if (!kv.first.IsScalar()) throw Error(at, "a key must be a plain word, found " + raw::kind(kv.first));
+    for (const auto& [key, value] : out.keys)
+      if (key == kv.first.Scalar()) throw Error(at, "the key '" + key + "' is given twice");
+    out.keys.emplace_back(kv.first.Scalar(), convert(kv.second, source, at, depth + 1, budget));
+  }
+  return out;
+}
+
+}  // namespace
+
+const YamlNode* YamlNode::find(const std::string& key) const {
+  for (const auto& [k, v] : keys)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+YamlNode parse_yaml_tree(const std::string& text, const std::string& file) {
+  const raw::SourceText source(text, file, LoadOptions{}.max_file_bytes);
+  const raw::Document doc = raw::load_single_document(source, text);
+  Budget budget{text.size() + 16};
+  return convert(doc.root, source, {file, 1, 1}, 0, budget);
+}
+
+}  // namespace nnmem

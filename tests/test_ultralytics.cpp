@@ -1,0 +1,77 @@
+// Ultralytics model files (src/import/ultralytics.cpp): the translation gives Ultralytics' own
+// parameter counts at every scale, takes the scale as Ultralytics does, and — at the validation
+// network's size — every figure measured on yolov8n, the step's peak included, on both versions.
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "nnmem/ultralytics.hpp"
+
+using namespace nnmem;
+using namespace nnmem::test;
+
+namespace {
+
+const std::string kFile = "examples/ultralytics/yolov8.yaml";
+
+ModelSpec imported(const std::string& scale, const LoadOptions& load = {}) {
+  return parse_spec(import_ultralytics(source_path(kFile), scale).text, kFile, load);
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(source_path(path));
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("Ultralytics' yolov8.yaml: the counts ultralytics 8.4.190 gives at each scale") {
+  // validation/check_yolo.py counted them from ultralytics' own model (examples/yolov8.yaml's header)
+  const std::vector<std::pair<std::string, std::int64_t>> counts = {
+      {"n", 3'157'200}, {"s", 11'166'560}, {"m", 25'902'640}, {"l", 43'691'520}, {"x", 68'229'648}};
+  for (const auto& [scale, params] : counts) {
+    CAPTURE(scale);
+    const Totals t = estimate(imported(scale), EstimateOptions{}).totals;
+    CHECK(t.params == params);
+    CHECK(t.non_trainable_params == 16);  // the DFL's frozen 1x1 convolution
+  }
+}
+
+TEST_CASE("Ultralytics' scale: from --scale, else the file name, else the first of scales") {
+  const std::string text = text_of(kFile);
+  CHECK(import_ultralytics_text(text, "cfg/yolov8s.yaml").scale == "s");
+  CHECK(import_ultralytics_text(text, "yolov8x-custom.yaml").scale == "x");
+  CHECK(import_ultralytics_text(text, "yolov8s.yaml", "m").scale == "m");
+  const ImportedUltralytics first = import_ultralytics_text(text, "detector.yaml");
+  CHECK(first.scale == "n");
+  REQUIRE(first.notes.size() == 1);
+  CHECK(first.notes[0].find("the first, 'n'") != std::string::npos);
+  CHECK(is_ultralytics_model(source_path(kFile)));
+  CHECK_FALSE(is_ultralytics_model(source_path("examples/yolov8.yaml")));
+}
+
+TEST_CASE("the imported yolov8 is the example's model, and exact against the measured yolov8n") {
+  EstimateOptions o;
+  o.graph.batch = 2;
+  const Estimate example = estimate_file("examples/yolov8.yaml", o);
+  const Estimate ours = estimate(imported("n"), o);
+  CHECK(ours.totals.peak_bytes == example.totals.peak_bytes);
+  CHECK(ours.totals.saved_bytes == example.totals.saved_bytes);
+  CHECK(ours.totals.macs == example.totals.macs);
+  // validation/specs.json's yolov8n: the example at image_size 64
+  LoadOptions small;
+  small.overrides.emplace_back("image_size", "64");
+  const ModelSpec spec = imported("n", small);
+  for (const std::string version : {"2.13", "1.13"}) {
+    const nlohmann::json fixture =
+        nlohmann::json::parse(std::ifstream(source_path("validation/fixtures/torch-" + version + "/yolov8n.json")));
+    REQUIRE(fixture["runs"].size() >= 10);
+    for (const auto& run : fixture["runs"]) {
+      CAPTURE(version);
+      CAPTURE(run.dump());
+      const Totals t = estimate(spec, fixture_run_options(version, run)).totals;
+      check_measured_figures(t, run);
+      CHECK(t.peak_bytes == run["peak_bytes"].get<std::int64_t>());
+    }
+  }
+}
