@@ -128,11 +128,16 @@ class Translator {
                     (out.scale.empty() ? "" : " at scale '" + out.scale + "'") +
                     ", translated by nnmem (nnmem import). Widths and\n# repeats are Ultralytics' rules as expressions "
                     "of the variables, so --set rescales it. The training\n# output is Detect's boxes and scores in one tensor "
-                    "whose mean stands in for v8DetectionLoss\n# (examples/yolov8.yaml says more).\nname: " +
-                    std::string(file_.substr(file_.find_last_of('/') + 1).substr(0, file_.substr(file_.find_last_of('/') + 1).find('.'))) +
+                    "whose mean stands in for v8DetectionLoss\n# (examples/yolov8.yaml says more).\nname: " + stem() +
                     "\nvariables:\n  nc: " + std::to_string(nc_) + "\n  depth_multiple: " + fmt(depth_) + "\n  width_multiple: " +
                     fmt(width_) + "\n  max_channels: " + std::to_string(max_channels_) + "\n  reg_max: 16\n  image_size: 640\n";
     return h + "inputs:\n  images: [3, $image_size, $image_size]\n\n";
+  }
+
+  // The file's name without its folder and extension: the spec's name.
+  std::string stem() const {
+    const std::string base = file_.substr(file_.find_last_of('/') + 1);
+    return base.substr(0, base.find('.'));
   }
 
   // examples/yolov8.yaml's blocks, as they stand there.
