@@ -4,6 +4,22 @@
 #include <utility>
 
 namespace nnmem::layers {
+namespace {
+
+// The steps' summed weight_hh gradient becomes weight_hh's .grad, then the summed bias_hh's
+// bias_hh's (parameters first_param + 1 and + 3: weight_ih, weight_hh, bias_ih, bias_hh);
+// the generic LSTM's and GRU's backward end their hidden-to-hidden sums alike.
+void hand_over_hidden(Program& p, int w_sum, int b_sum, int first_param, bool bias) {
+  p.free(w_sum);
+  p.param_grad(first_param + 1);
+  if (bias) {
+    p.free(b_sum);
+    p.param_grad(first_param + 3);
+  }
+  p.params_done();
+}
+
+}  // namespace
 
 // oneDNN's LSTM backward (measured on torch 2.13, ops_saved_recurrent.md): one
 // MkldnnRnnLayerBackward0 per layer and direction, the top layer first. Each makes its layer
@@ -129,13 +145,7 @@ std::vector<BackwardEvent> lstm_steps_backward(const Dims& d, DType dtype, bool 
         w_sum = w_new;
       }
     }
-    p.free(w_sum);  // it becomes weight_hh's gradient, then bias_hh's its own
-    p.param_grad(fp + 1);
-    if (bias) {
-      p.free(b_sum);
-      p.param_grad(fp + 3);
-    }
-    p.params_done();
+    hand_over_hidden(p, w_sum, b_sum, fp, bias);
     const int stacked = p.temporary({{d.t, d.n, checked_mul(4, d.hidden)}, dtype}, "grad of the stacked gates");
     for (int g : step_gates) p.free(g);
     int grad_in = -1;
@@ -258,13 +268,7 @@ std::vector<BackwardEvent> gru_steps_backward(const Dims& d, DType dtype, bool b
         p.free(gzp);
         p.free(gnp);
       }
-      p.free(w_sum);  // it becomes weight_hh's gradient, then bias_hh's its own
-      p.param_grad(fp + 1);
-      if (bias) {
-        p.free(b_sum);
-        p.param_grad(fp + 3);
-      }
-      p.params_done();
+      hand_over_hidden(p, w_sum, b_sum, fp, bias);
       const int stacked = p.temporary({{d.t, d.n, checked_mul(3, d.hidden)}, dtype}, "grad of the stacked input gates");
       for (int g : step_gates) p.free(g);
       if (l > 0)
