@@ -90,7 +90,7 @@ class Expander {
     }
     if (raw_.inputs.size() == 1) top.previous = raw_.inputs[0].name.name;
     spec_ = &spec;
-    register_members(raw_.registers, "");
+    add_registrations(raw_.registers, "", spec_->registrations);
     expand_list(raw_.layers, top, globals_, Inherited{});
 
     if (raw_.outputs) {
@@ -372,15 +372,6 @@ class Expander {
     }
   }
 
-  // `register:` lists of the model (`module` "") or of a block instance ("model.2").
-  void register_members(const std::vector<RawRegister>& lists, const std::string& module) {
-    for (const RawRegister& list : lists) {
-      Registration& r = spec_->registrations.emplace_back();
-      r.module = module + (module.empty() || list.module.empty() ? "" : ".") + list.module;
-      for (const Named& n : list.members) r.members.push_back(n.name);
-    }
-  }
-
   std::string instantiate_block(const RawEntry& e, const std::string& qualified, const std::string& who,
                                 const std::vector<std::string>& inputs, const NameScope& scope, const VarScope& vars,
                                 Inherited inherited) {
@@ -406,21 +397,7 @@ class Expander {
                       std::to_string(inputs.size()));
     }
 
-    // Arguments are evaluated where the block is used; defaults where it is defined.
-    VarScope params{&globals_, {}, {}, {}};
-    std::vector<std::string> param_names;
-    for (const auto& p : block.params) param_names.push_back(p.name);
-    for (const auto& a : e.attrs)
-      if (std::find(param_names.begin(), param_names.end(), a.name) == param_names.end())
-        fail(a.key_loc, who + ": has no parameter '" + a.name + "'" +
-                            (param_names.empty() ? " (block '" + block.name + "' takes none)" : suggestion(a.name, param_names)));
-    for (const auto& p : block.params) {
-      const auto arg = std::find_if(e.attrs.begin(), e.attrs.end(), [&](const RawAttr& a) { return a.name == p.name; });
-      if (arg != e.attrs.end()) params.add(p.name, evaluate(arg->value, vars, who, p.name));
-      else if (p.fallback) params.add(p.name, evaluate(*p.fallback, params, who, p.name));
-      else fail(e.loc, who + ": needs parameter '" + p.name + "' (defined at line " + std::to_string(p.loc.line) + ")");
-      budget_.spend_values(arg != e.attrs.end() ? arg->key_loc : p.loc, params.vars.back().second);
-    }
+    const VarScope params = block_arguments(block, e, vars, globals_, who, budget_);
 
     NameScope inner;
     inner.prefix = qualified + ".";
@@ -428,7 +405,7 @@ class Expander {
     inner.outer = &scope;
     for (std::size_t i = 0; i < inputs.size(); ++i) inner.bound[block.inputs[i].name] = inputs[i];
     inner.previous = inputs[0];
-    register_members(block.registers, qualified);
+    add_registrations(block.registers, qualified, spec_->registrations);
     stack_.push_back(block.name);
     expand_list(block.layers, inner, params, inherited);
     stack_.pop_back();

@@ -13,6 +13,8 @@
 
 namespace nnmem::raw {
 
+class ExpansionBudget;
+
 /// Variables visible to expressions: a chain of scopes (`index`, block parameters, the spec's).
 /// Lookups are indexed: a spec may declare many variables and use them in many layers.
 struct VarScope {
@@ -49,6 +51,17 @@ VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options);
 /// The --input NAME=[…] overrides by input name: each a raw list of sizes located at the input
 /// it replaces (an unknown or repeated NAME, or a text that is not a list of sizes, is an error).
 std::map<std::string, RawValue> input_overrides(const RawSpec& spec, const LoadOptions& options);
+
+/// A block instance's parameters: each argument given where the block is used (evaluated in
+/// `vars`), else its default (evaluated among the parameters above it, which see `globals`). An
+/// argument the block does not take, or a parameter given neither, is an error naming `who`.
+VarScope block_arguments(const RawBlock& block, const RawEntry& use, const VarScope& vars, const VarScope& globals,
+                         const std::string& who, ExpansionBudget& budget);
+
+/// Appends the `register:` lists of the model (`module` "") or of a block instance ("model.2"),
+/// their modules qualified (registration.cpp).
+void add_registrations(const std::vector<RawRegister>& lists, const std::string& module,
+                       std::vector<Registration>& out);
 
 /// " (did you mean 'x'?)", or "" when no candidate is close.
 std::string suggestion(const std::string& word, const std::vector<std::string>& names);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "expand.hpp"
+#include "expand_budget.hpp"
 #include "expression.hpp"
 
 namespace nnmem::raw {
@@ -203,6 +204,25 @@ std::map<std::string, RawValue> input_overrides(const RawSpec& spec, const LoadO
     if (!out.emplace(name, std::move(shape)).second) fail(at, flag + ": input '" + name + "' is already given by --input; give each input once");
   }
   return out;
+}
+
+VarScope block_arguments(const RawBlock& block, const RawEntry& use, const VarScope& vars, const VarScope& globals,
+                         const std::string& who, ExpansionBudget& budget) {
+  VarScope params{&globals, {}, {}, {}};
+  std::vector<std::string> names;
+  for (const auto& p : block.params) names.push_back(p.name);
+  for (const auto& a : use.attrs)
+    if (std::find(names.begin(), names.end(), a.name) == names.end())
+      throw Error(a.key_loc, who + ": has no parameter '" + a.name + "'" +
+                                 (names.empty() ? " (block '" + block.name + "' takes none)" : suggestion(a.name, names)));
+  for (const auto& p : block.params) {
+    const auto arg = std::find_if(use.attrs.begin(), use.attrs.end(), [&](const RawAttr& a) { return a.name == p.name; });
+    if (arg != use.attrs.end()) params.add(p.name, evaluate(arg->value, vars, who, p.name));
+    else if (p.fallback) params.add(p.name, evaluate(*p.fallback, params, who, p.name));
+    else throw Error(use.loc, who + ": needs parameter '" + p.name + "' (defined at line " + std::to_string(p.loc.line) + ")");
+    budget.spend_values(arg != use.attrs.end() ? arg->key_loc : p.loc, params.vars.back().second);
+  }
+  return params;
 }
 
 }  // namespace nnmem::raw

@@ -1,7 +1,8 @@
 // `register:`: the order an nn.Module's __init__ registers its members, where that differs from
 // the order forward calls them (Ultralytics' C2f registers cv1, cv2, then the Bottlenecks m that
 // run between them). The graph orders the parameters by it (src/graph/parameters.cpp); here each
-// list is checked against the layers of the module it orders.
+// list is checked against the layers of the module it orders, and appended to the spec qualified
+// by the instance it orders.
 #include <algorithm>
 #include <map>
 
@@ -77,6 +78,15 @@ void check_list(const std::vector<RawEntry>& layers, const RawRegister& list, co
 void check_registration(const std::vector<RawEntry>& layers, const std::vector<RawRegister>& registers,
                         const std::string& owner) {
   for (const RawRegister& list : registers) check_list(layers, list, owner);
+}
+
+void add_registrations(const std::vector<RawRegister>& lists, const std::string& module,
+                       std::vector<Registration>& out) {
+  for (const RawRegister& list : lists) {
+    Registration& r = out.emplace_back();
+    r.module = module + (module.empty() || list.module.empty() ? "" : ".") + list.module;
+    for (const Named& n : list.members) r.members.push_back(n.name);
+  }
 }
 
 }  // namespace nnmem::raw
