@@ -20,9 +20,13 @@ LayerResult infer_transpose(const LayerCall& call) {
   std::swap(out[a], out[b]);
   LayerResult res = view_of(call, out);
   const Layout in = call.inputs[0].layout;
-  if (a != b && std::min(a, b) == 1 && std::max(a, b) == 2 && in != Layout::Strided)
-    res.layout = in == Layout::Contiguous ? Layout::Swapped12 : Layout::Contiguous;
-  else if (a != b)
+  const bool contiguous = in == Layout::Contiguous;
+  if (a == b) return res;
+  if (std::min(a, b) == 1 && std::max(a, b) == 2 && (contiguous || in == Layout::Swapped12))
+    res.layout = contiguous ? Layout::Swapped12 : Layout::Contiguous;
+  else if (out.size() >= 4 && std::min(a, b) == out.size() - 2 && (contiguous || in == Layout::TransposedLast))
+    res.layout = contiguous ? Layout::TransposedLast : Layout::Contiguous;
+  else
     res.layout = Layout::Strided;
   return res;
 }
