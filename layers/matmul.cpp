@@ -2,8 +2,8 @@
 // dimensions broadcast (attention's q @ k^T and weights @ v). Backward (derivatives.yaml, as
 // bmm after matmul folds the leading dimensions; saved_tensors_hooks on 2.13): each operand's
 // gradient needs the other, so each is kept when the other needs a gradient.
-// What is kept is the operand as mm or bmm reads it (torch 2.13, validation/ops_saved_transformers.md,
-// probe_transformer_ops.py matmul_*): 2-D @ 2-D and 3-D @ 3-D read the operands as they are, strides
+// What is kept is the operand as mm or bmm reads it (torch 2.13 and 1.13 alike,
+// validation/ops_saved_transformers.md, probe_transformer_ops.py matmul_*): 2-D @ 2-D and 3-D @ 3-D read the operands as they are, strides
 // and all; otherwise matmul folds the leading dimensions with reshape, which copies an operand whose
 // leading dimensions do not merge — a transposed view of a [B, L, H, D] projection (HF's eager
 // attention's q, k and v), any other non-contiguous view, or one broadcast over some leading
