@@ -43,6 +43,23 @@ TEST_CASE("views: Transpose, Permute, Expand keep nothing and alias the input") 
   CHECK(run_rule("{type: Contiguous}", {tensor({2, 4, 8})}).alias == Alias::View);
 }
 
+TEST_CASE("To: a copy in another dtype, or the input itself") {
+  const auto same = run_rule("{type: To, dtype: float32}", {tensor({2, 4, 8, 8})});
+  CHECK(same.alias == Alias::View);
+  const auto half = run_rule("{type: To, dtype: bfloat16}", {tensor({2, 4, 8, 8})});
+  CHECK(half.alias == Alias::None);
+  CHECK(half.outputs[0].dtype == DType::BFloat16);
+  CHECK(saved_of(half).empty());  // ToCopyBackward0 keeps nothing
+  // autocast: a linear's output dtype (HF's attn_weights.type(value.dtype)): the model's without autocast
+  CHECK(run_rule("{type: To, dtype: autocast}", {tensor({2, 4, 8, 8})}).alias == Alias::View);
+  Context amp = kCpu;
+  amp.amp = DType::BFloat16;
+  CHECK(run_rule("{type: To, dtype: autocast}", {tensor({2, 4, 8, 8})}, amp).outputs[0].dtype == DType::BFloat16);
+  CHECK(run_rule("{type: To, dtype: float}", {tensor({2, 4, 8, 8}, true, DType::BFloat16)}).outputs[0].dtype == DType::Float32);
+  CHECK_HAS(rule_error("{type: To, dtype: int8}", {tensor({2, 4})}), "dtype must be one of");
+  CHECK_HAS(rule_error("{type: To, dtype: float16}", {tensor({2, 4}, false, DType::Int64)}), "int64");
+}
+
 TEST_CASE("parts: Slice, Select, Split, Chunk write their gradients into a new input-sized tensor") {
   const auto s = run_rule("{type: Slice, dim: 3, start: 8}", {tensor({2, 4, 8, 16})});
   CHECK(out_shape(s) == "[2, 4, 8, 8]");
