@@ -1,6 +1,7 @@
 // Layers that move, copy or cut a tensor without arithmetic: Transpose, Permute, Expand (views),
 // Contiguous (a copy), Slice and Select (views of part of the input), Split and Chunk (several
-// outputs, each a view of a part), RepeatInterleave (a copy). Dimensions count the batch as 0.
+// outputs, each a view of a part), RepeatInterleave (a copy), To (a copy in another dtype, or x
+// itself). Dimensions count the batch as 0.
 // None keeps anything for backward (torch 2.13, validation/probe_transformer_ops.py), but their
 // gradients differ: a transpose's is a view of the output's; an expand's is summed down to the
 // input's shape; a slice's, select's and split's is written into a new input-sized tensor
@@ -20,9 +21,13 @@ LayerResult infer_transpose(const LayerCall& call) {
   std::swap(out[a], out[b]);
   LayerResult res = view_of(call, out);
   const Layout in = call.inputs[0].layout;
-  if (a != b && std::min(a, b) == 1 && std::max(a, b) == 2 && in != Layout::Strided)
-    res.layout = in == Layout::Contiguous ? Layout::Swapped12 : Layout::Contiguous;
-  else if (a != b)
+  const bool contiguous = in == Layout::Contiguous;
+  if (a == b) return res;
+  if (std::min(a, b) == 1 && std::max(a, b) == 2 && (contiguous || in == Layout::Swapped12))
+    res.layout = contiguous ? Layout::Swapped12 : Layout::Contiguous;
+  else if (out.size() >= 4 && std::min(a, b) == out.size() - 2 && (contiguous || in == Layout::TransposedLast))
+    res.layout = contiguous ? Layout::TransposedLast : Layout::Contiguous;
+  else
     res.layout = Layout::Strided;
   return res;
 }
@@ -191,6 +196,22 @@ LayerResult infer_repeat_interleave(const LayerCall& call) {
   return res;
 }
 
+// x.to(dtype), x.type(dtype), x.float(): a copy in the dtype (ToCopyBackward0 keeps nothing; the
+// gradient is cast back, a new input-sized tensor), or x itself when it has that dtype already.
+// `autocast` is the dtype a linear's output has: autocast's low-precision one, else the model's
+// (HF's eager attention: attn_weights.type(value.dtype), .to(query.dtype)).
+LayerResult infer_to(const LayerCall& call) {
+  require_float(call);
+  const std::string& word = call.attrs.text("dtype");
+  const DType target = word == "float"      ? call.ctx.float_dtype
+                       : word == "autocast" ? call.ctx.amp.value_or(call.ctx.float_dtype)
+                                            : *parse_dtype(word);
+  LayerResult res;
+  res.outputs.push_back({call.shape(), target});
+  if (target == call.input().dtype) res.alias = Alias::View;
+  return res;
+}
+
 AttrDef dim_attr(const char* help) { return AttrDef::integer("dim", help).needed(); }
 
 const bool registered = [] {
@@ -238,6 +259,12 @@ const bool registered = [] {
                   .attrs = {AttrDef::integer("repeats", "copies of each slice").needed().at_least(1),
                             dim_attr("the dimension repeated (batch is 0)")},
                   .infer = infer_repeat_interleave});
+  register_layer({.type = "To",
+                  .summary = "x.to(dtype): a copy in another dtype, or x itself when it has that dtype",
+                  .attrs = {AttrDef::word("dtype", {"float32", "float16", "bfloat16", "float64", "float", "autocast"},
+                                          "float: the model's; autocast: autocast's low-precision dtype when it is on, "
+                                          "else the model's (a linear's output's)").needed()},
+                  .infer = infer_to});
   return true;
 }();
 

@@ -68,25 +68,30 @@ TEST_CASE("every config's parameters, as transformers counts them") {
 // (at the harness's sequence length, 32), they must give every measured figure of those models'
 // fixtures exactly, the step's peak included: the imported spec is checked against transformers'
 // modules themselves, not only against the example it was made from.
+// Both attention implementations: attn_implementation "eager" (--set) writes the attention out.
 TEST_CASE("imported small configs are exact against transformers' measured runs") {
   const std::vector<std::pair<std::string, std::string>> pairs = {
-      {"examples/hf/tiny-gpt2/config.json", "hf_gpt2_sdpa"},
-      {"examples/hf/tiny-llama/config.json", "hf_llama_sdpa"},
-      {"examples/hf/tiny-bert/config.json", "hf_bert_sdpa"}};
-  for (const auto& [config, network] : pairs) {
-    const nlohmann::json fixture =
-        nlohmann::json::parse(std::ifstream(source_path("validation/fixtures/torch-2.13/" + network + ".json")));
-    LoadOptions load;
-    load.overrides.emplace_back("seq_len", "32");
-    const ModelSpec spec = parse_spec(import_hf_config(source_path(config), network == "hf_bert_sdpa" ? "BertModel" : "").text,
-                                      config, load);
-    REQUIRE(fixture["runs"].size() >= 7);
-    for (const auto& run : fixture["runs"]) {
-      CAPTURE(config);
-      CAPTURE(run.dump());
-      const Totals t = estimate(spec, fixture_run_options("2.13", run)).totals;
-      check_measured_figures(t, run);
-      CHECK(t.peak_bytes == run["peak_bytes"].get<std::int64_t>());
+      {"examples/hf/tiny-gpt2/config.json", "hf_gpt2"},
+      {"examples/hf/tiny-llama/config.json", "hf_llama"},
+      {"examples/hf/tiny-bert/config.json", "hf_bert"}};
+  for (const auto& [config, model] : pairs) {
+    for (const std::string impl : {"sdpa", "eager"}) {
+      const std::string network = model + "_" + impl;
+      const nlohmann::json fixture =
+          nlohmann::json::parse(std::ifstream(source_path("validation/fixtures/torch-2.13/" + network + ".json")));
+      LoadOptions load;
+      load.overrides.emplace_back("seq_len", "32");
+      load.overrides.emplace_back("attn_implementation", impl);
+      const ModelSpec spec = parse_spec(import_hf_config(source_path(config), model == "hf_bert" ? "BertModel" : "").text,
+                                        config, load);
+      REQUIRE(fixture["runs"].size() >= 7);
+      for (const auto& run : fixture["runs"]) {
+        CAPTURE(config);
+        CAPTURE(run.dump());
+        const Totals t = estimate(spec, fixture_run_options("2.13", run)).totals;
+        check_measured_figures(t, run);
+        CHECK(t.peak_bytes == run["peak_bytes"].get<std::int64_t>());
+      }
     }
   }
 }

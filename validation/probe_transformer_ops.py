@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What the transformer ops keep for backward (torch 2.x CPU): each saved tensor's shape, dtype
 and whether it is the input, the output, a parameter or a new tensor, as saved_tensors_hooks
-sees it.   /work/venv213/bin/python validation/probe_transformer_ops.py [NAME...]"""
+sees it.   /work/venv213/bin/python validation/probe_transformer_ops.py [NAME...]
+(the matmul_* cases also under torch 1.13: /usr/bin/python3 ... matmul_swapped ...)"""
 import sys
 
 import torch
@@ -14,9 +15,9 @@ B, T, H, D = 2, 8, 4, 16  # batch, sequence, heads, head size
 E = H * D
 
 
-def sdpa(backend, **kw):
+def sdpa(backend, **kw):  # backend: SDPBackend's name (torch 2.x)
     def f(q, k, v):
-        with torch.nn.attention.sdpa_kernel([backend]):
+        with torch.nn.attention.sdpa_kernel([getattr(torch.nn.attention.SDPBackend, backend)]):
             return F.scaled_dot_product_attention(q, k, v, **kw)
     return f
 
@@ -29,7 +30,6 @@ def hf_rmsnorm(x, w):  # transformers' LlamaRMSNorm.forward
 
 
 qkv = [(B, H, T, D)] * 3
-SDPB = torch.nn.attention.SDPBackend
 CASES = {
     "embedding": (lambda ids, w: F.embedding(ids, w), [("ids", (B, T)), ("w", (100, E))]),
     "embedding_padding": (lambda ids, w: F.embedding(ids, w, padding_idx=0), [("ids", (B, T)), ("w", (100, E))]),
@@ -41,6 +41,19 @@ CASES = {
     "instance_norm": (lambda x: F.instance_norm(x), [("x", (B, 8, 4, 4))]),
     "matmul4d": (lambda a, b: a @ b, [("a", (B, H, T, D)), ("b", (B, H, D, T))]),
     "matmul_bcast": (lambda a, b: a @ b, [("a", (B, H, T, D)), ("b", (D, T))]),
+    # HF's eager attention: q and k are [B, T, H, D] projections viewed .transpose(1, 2); matmul folds
+    # the batch and head dimensions with reshape, which copies such a view (and an expanded one)
+    "matmul_swapped": (lambda a, b: a.transpose(1, 2) @ b.transpose(1, 2).transpose(-1, -2),
+                       [("a", (B, T, H, D)), ("b", (B, T, H, D))]),
+    "matmul_transposed_last": (lambda a, b: a @ b.transpose(-1, -2), [("a", (B, H, T, D)), ("b", (B, H, T, D))]),
+    "matmul_weights_v": (lambda w, v: w @ v.transpose(1, 2), [("w", (B, H, T, T)), ("v", (B, T, H, D))]),
+    "matmul_bcast4d": (lambda a, b: a @ b, [("a", (1, H, T, D)), ("b", (B, H, D, T))]),
+    "matmul_swapped_2d": (lambda a, b: a.transpose(1, 2) @ b, [("a", (B, T, H, D)), ("b", (D, T))]),
+    "matmul_transposed_last_2d": (lambda a, b: a.transpose(-1, -2) @ b, [("a", (B, H, D, T)), ("b", (D, T))]),
+    "matmul_2d_transposed_last": (lambda a, b: a @ b.transpose(-1, -2), [("a", (T, D)), ("b", (B, H, T, D))]),
+    "matmul_2d_swapped": (lambda a, b: a @ b.transpose(1, 2), [("a", (T, D)), ("b", (B, D, H, T))]),
+    "matmul_3d_4d": (lambda a, b: a @ b, [("a", (H, T, D)), ("b", (B, H, D, T))]),
+    "matmul_3d_transposed": (lambda a, b: a.transpose(1, 2) @ b, [("a", (B, D, T)), ("b", (B, D, T))]),
     "transpose": (lambda x: x.transpose(1, 2), [("x", (B, T, H, D))]),
     "contiguous": (lambda x: x.transpose(1, 2).contiguous(), [("x", (B, T, H, D))]),
     "split": (lambda x: x.split(E, dim=2)[1], [("x", (B, T, 3 * E))]),
@@ -59,13 +72,13 @@ CASES = {
     "expand": (lambda x: x.expand(B, -1, -1), [("x", (1, 1, E))]),
     "repeat_interleave": (lambda x: x.repeat_interleave(2, dim=1), [("x", (B, H, T, D))]),
     "gqa_expand_reshape": (lambda x: x[:, :, None].expand(B, H, 2, T, D).reshape(B, 2 * H, T, D), [("x", (B, H, T, D))]),
-    "sdpa_math": (sdpa(SDPB.MATH), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
-    "sdpa_math_causal": (sdpa(SDPB.MATH, is_causal=True), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
-    "sdpa_math_dropout": (sdpa(SDPB.MATH, dropout_p=0.1), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
-    "sdpa_math_mask": (lambda q, k, v: sdpa(SDPB.MATH, attn_mask=torch.zeros(T, T))(q, k, v), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
-    "sdpa_flash": (sdpa(SDPB.FLASH_ATTENTION), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
-    "sdpa_flash_causal": (sdpa(SDPB.FLASH_ATTENTION, is_causal=True), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
-    "sdpa_flash_mask": (lambda q, k, v: sdpa(SDPB.FLASH_ATTENTION, attn_mask=torch.zeros(T, T))(q, k, v), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_math": (sdpa("MATH"), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_math_causal": (sdpa("MATH", is_causal=True), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_math_dropout": (sdpa("MATH", dropout_p=0.1), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_math_mask": (lambda q, k, v: sdpa("MATH", attn_mask=torch.zeros(T, T))(q, k, v), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_flash": (sdpa("FLASH_ATTENTION"), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_flash_causal": (sdpa("FLASH_ATTENTION", is_causal=True), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
+    "sdpa_flash_mask": (lambda q, k, v: sdpa("FLASH_ATTENTION", attn_mask=torch.zeros(T, T))(q, k, v), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
     "sdpa_default": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
     "sdpa_default_mask": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.zeros(T, T)), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
     "sdpa_default_dropout": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.1), [("q", qkv[0]), ("k", qkv[1]), ("v", qkv[2])]),
@@ -75,10 +88,14 @@ CASES = {
 }
 
 
+def storage(t):  # torch 2.x: untyped_storage(); 1.13 (where the matmul_* cases run too): storage()
+    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()
+
+
 def describe(t, named):
-    key = t.untyped_storage().data_ptr()
+    key = storage(t).data_ptr()
     for name, ref in named.items():
-        if ref.untyped_storage().data_ptr() == key:
+        if storage(ref).data_ptr() == key:
             same = "" if (t.shape == ref.shape and t.data_ptr() == ref.data_ptr()) else " (view)"
             return f"{name}{same}"
     return "new"
@@ -100,11 +117,11 @@ def run(name):
     lines = []
     seen = set()
     for t in saved:
-        key = (t.untyped_storage().data_ptr(), tuple(t.shape), t.dtype)
+        key = (storage(t).data_ptr(), tuple(t.shape), t.dtype)
         if key in seen:
             continue
         seen.add(key)
-        lines.append(f"{list(t.shape)} {str(t.dtype).replace('torch.', '')} {t.untyped_storage().nbytes()}B = {describe(t, named)}")
+        lines.append(f"{list(t.shape)} {str(t.dtype).replace('torch.', '')} {storage(t).nbytes()}B = {describe(t, named)}")
     print(f"{name}: out {list(out.shape)} {out.grad_fn.name() if out.grad_fn else None}")
     for l in lines:
         print("   ", l)

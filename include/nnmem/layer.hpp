@@ -117,6 +117,7 @@ struct Context {
 enum class Layout {
   Contiguous,
   Swapped12,  // stored as .transpose(1, 2) of a contiguous tensor ([B, L, H, D] viewed as [B, H, L, D])
+  TransposedLast,  // a contiguous tensor of 4 or more dimensions with its last two swapped (k.transpose(-2, -1))
   Strided,    // anything else
 };
 

@@ -42,6 +42,13 @@ TEST_CASE("Parameter and Constant read nothing") {
   CHECK(rule_error("{type: Constant, shape: [1, 16]}", {tensor({2, 16}, true)}) ==
         "a Constant is made without a gradient, but its input 0 needs one (detach it first, or use a layer that "
         "differentiates)");
+  // made for the batch: HF's eager causal mask, [B, 1, T, T] (masking_utils.eager_mask's torch.where)
+  Context batch2 = kCpu;
+  batch2.batch = 2;
+  const auto mask = run_rule("{type: Constant, shape: [1, 32, 32], per_sample: true}", {tensor({1, 1, 32, 32}, false, DType::Bool)}, batch2);
+  CHECK(out_shape(mask) == "[2, 1, 32, 32]");
+  CHECK(mask.outputs[0].dtype == DType::Float32);
+  CHECK(rule_error("{type: Constant, shape: [1, 0], per_sample: true}", {}) == "shape sizes must be positive, found [1, 0]");
 }
 
 TEST_CASE("Buffer: a module's registered buffer, persistent, read as it is") {

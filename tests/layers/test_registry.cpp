@@ -40,13 +40,14 @@ const std::vector<std::string> kBuiltins = {
     "MatMul",                                                                                                // matmul.cpp
     "MultiheadAttention",                                                                                    // multihead_attention.cpp
     "Transpose", "Permute", "Contiguous", "Expand", "Slice", "Select", "Split", "Chunk", "RepeatInterleave", // tensor_ops.cpp
+    "To",                                                                                                    // tensor_ops.cpp
     "Mean", "Sum", "Amax", "Scale", "Neg", "MaskedFill",                                                     // reduce.cpp
     "NewGELU",                                                                                               // hf_activation.cpp
 };
 }  // namespace
 
 TEST_CASE("Registry: every built-in layer type is registered") {
-  CHECK(kBuiltins.size() == 118);
+  CHECK(kBuiltins.size() == 119);
   const auto types = layer_types();
   for (const auto& type : kBuiltins) {
     CAPTURE(type);

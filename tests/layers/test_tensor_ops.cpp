@@ -27,11 +27,37 @@ TEST_CASE("views: Transpose, Permute, Expand keep nothing and alias the input") 
   swapped.layout = Layout::Swapped12;
   CHECK(run_rule("{type: Transpose, dim0: 2, dim1: 1}", {swapped}).layout == Layout::Contiguous);
   CHECK(t.layout == Layout::Swapped12);
-  CHECK(run_rule("{type: Transpose, dim0: 2, dim1: 3}", {tensor({2, 4, 8, 16})}).layout == Layout::Strided);
+  // The last two of 4 or more dimensions: a contiguous tensor's stay foldable (k.transpose(-2, -1)).
+  const auto last = run_rule("{type: Transpose, dim0: -1, dim1: -2}", {tensor({2, 4, 8, 16})});
+  CHECK(last.layout == Layout::TransposedLast);
+  InputTensor transposed_last = tensor({2, 4, 16, 8});
+  transposed_last.layout = Layout::TransposedLast;
+  CHECK(run_rule("{type: Transpose, dim0: 2, dim1: 3}", {transposed_last}).layout == Layout::Contiguous);
+  CHECK(run_rule("{type: Transpose, dim0: 1, dim1: 2}", {transposed_last}).layout == Layout::Strided);
+  CHECK(run_rule("{type: Transpose, dim0: 2, dim1: 3}", {swapped}).layout == Layout::Strided);
+  CHECK(run_rule("{type: Transpose, dim0: 0, dim1: 2}", {tensor({2, 4, 8, 16})}).layout == Layout::Strided);
+  CHECK(run_rule("{type: Contiguous}", {transposed_last}).alias == Alias::None);
   const auto c = run_rule("{type: Contiguous}", {swapped});
   CHECK(c.alias == Alias::None);
   CHECK(saved_of(c).empty());
   CHECK(run_rule("{type: Contiguous}", {tensor({2, 4, 8})}).alias == Alias::View);
+}
+
+TEST_CASE("To: a copy in another dtype, or the input itself") {
+  const auto same = run_rule("{type: To, dtype: float32}", {tensor({2, 4, 8, 8})});
+  CHECK(same.alias == Alias::View);
+  const auto half = run_rule("{type: To, dtype: bfloat16}", {tensor({2, 4, 8, 8})});
+  CHECK(half.alias == Alias::None);
+  CHECK(half.outputs[0].dtype == DType::BFloat16);
+  CHECK(saved_of(half).empty());  // ToCopyBackward0 keeps nothing
+  // autocast: a linear's output dtype (HF's attn_weights.type(value.dtype)): the model's without autocast
+  CHECK(run_rule("{type: To, dtype: autocast}", {tensor({2, 4, 8, 8})}).alias == Alias::View);
+  Context amp = kCpu;
+  amp.amp = DType::BFloat16;
+  CHECK(run_rule("{type: To, dtype: autocast}", {tensor({2, 4, 8, 8})}, amp).outputs[0].dtype == DType::BFloat16);
+  CHECK(run_rule("{type: To, dtype: float}", {tensor({2, 4, 8, 8}, true, DType::BFloat16)}).outputs[0].dtype == DType::Float32);
+  CHECK_HAS(rule_error("{type: To, dtype: int8}", {tensor({2, 4})}), "dtype must be one of");
+  CHECK_HAS(rule_error("{type: To, dtype: float16}", {tensor({2, 4}, false, DType::Int64)}), "int64");
 }
 
 TEST_CASE("parts: Slice, Select, Split, Chunk write their gradients into a new input-sized tensor") {
@@ -65,4 +91,45 @@ TEST_CASE("MatMul: broadcasting leading dimensions; each operand kept for the ot
         "the first operand [2, 8, 16] has 16 columns, but the second [2, 12, 8] has 12 rows");
   CHECK(rule_error("{type: MatMul}", {tensor({2, 8, 16}), tensor({3, 16, 8})}) ==
         "the operands' leading dimensions [2, 8, 16] and [3, 16, 8] do not broadcast: 2 and 3 meet in dimension 0");
+}
+
+// What matmul keeps is the operand as bmm reads it: reshape copies one whose leading dimensions do
+// not merge (probe_transformer_ops.py matmul_*, torch 2.13; validation/ops_saved_transformers.md).
+TEST_CASE("MatMul: an operand whose leading dimensions do not fold is copied, and the copy kept") {
+  auto laid = [](Shape shape, Layout layout, bool grad = true) {
+    InputTensor t = tensor(std::move(shape), grad);
+    t.layout = layout;
+    return t;
+  };
+  // HF's eager attention: q and k are transposed views of [B, T, H, D] projections (k^T strided),
+  // the weights contiguous, v a transposed view.
+  const auto scores = run_rule("{type: MatMul}", {laid({2, 4, 8, 16}, Layout::Swapped12), laid({2, 4, 16, 8}, Layout::Strided)});
+  CHECK(saved_of(scores) == "extra[2, 4, 8, 16]:float32 extra[2, 4, 16, 8]:float32");
+  CHECK(scores.saved.at(0).made == Saved::Made::Operand);
+  const auto context = run_rule("{type: MatMul}", {tensor({2, 4, 8, 8}), laid({2, 4, 8, 16}, Layout::Swapped12)});
+  CHECK(saved_of(context) == "input0 extra[2, 4, 8, 16]:float32");
+  // k repeated for grouped-query attention is contiguous: its .transpose(2, 3) folds as it is.
+  CHECK(saved_of(run_rule("{type: MatMul}", {tensor({2, 4, 8, 16}), laid({2, 4, 16, 8}, Layout::TransposedLast)})) ==
+        "input0 input1");
+  // Broadcast over some leading dimensions but not all: copied at the expanded size.
+  CHECK(saved_of(run_rule("{type: MatMul}", {tensor({1, 4, 8, 16}), tensor({2, 4, 16, 8})})) ==
+        "extra[2, 4, 8, 16]:float32 input1");
+  CHECK(saved_of(run_rule("{type: MatMul}", {tensor({4, 8, 16}), tensor({2, 4, 16, 8})})) == "extra[2, 4, 8, 16]:float32 input1");
+  // 3-D @ 3-D is bmm itself, whatever the strides.
+  CHECK(saved_of(run_rule("{type: MatMul}", {laid({2, 8, 16}, Layout::Strided), tensor({2, 16, 8})})) == "input0 input1");
+  // With a 2-D operand the larger is folded into one matrix: the first must be contiguous, the
+  // second's .mT() must be.
+  CHECK(saved_of(run_rule("{type: MatMul}", {laid({2, 4, 8, 16}, Layout::Swapped12), tensor({16, 8})})) ==
+        "extra[2, 4, 8, 16]:float32 input1");
+  CHECK(saved_of(run_rule("{type: MatMul}", {laid({2, 4, 8, 16}, Layout::TransposedLast), tensor({16, 8})})) ==
+        "extra[2, 4, 8, 16]:float32 input1");
+  CHECK(saved_of(run_rule("{type: MatMul}", {tensor({8, 16}), laid({2, 4, 16, 8}, Layout::TransposedLast)})) == "input0 input1");
+  CHECK(saved_of(run_rule("{type: MatMul}", {tensor({8, 16}), laid({2, 4, 16, 8}, Layout::Swapped12)})) ==
+        "input0 extra[2, 4, 16, 8]:float32");
+  // Unkept (the other operand needs no gradient, or no training): the copy lives for the call.
+  const auto unkept = run_rule("{type: MatMul}", {laid({2, 4, 8, 16}, Layout::Swapped12), laid({2, 4, 16, 8}, Layout::Strided, false)});
+  CHECK(saved_of(unkept) == "extra[2, 4, 16, 8]:float32");
+  CHECK(scratch_of(unkept.forward_scratch) == "[2, 4, 8, 16]:float32");
+  CHECK(scratch_of(run_rule("{type: MatMul}", {laid({2, 4, 8, 16}, Layout::Swapped12), tensor({2, 4, 16, 8})}, kEval)
+                       .forward_scratch) == "[2, 4, 8, 16]:float32");
 }
