@@ -57,7 +57,10 @@ def make_optimizer(name, params, foreach=False, fused=False):
 
 
 LOSSES = {"cross_entropy": F.cross_entropy, "nll": F.nll_loss, "mse": F.mse_loss, "l1": F.l1_loss,
-          "smooth_l1": F.smooth_l1_loss, "huber": F.huber_loss, "bce_with_logits": F.binary_cross_entropy_with_logits}
+          "smooth_l1": F.smooth_l1_loss, "huber": F.huber_loss, "bce_with_logits": F.binary_cross_entropy_with_logits,
+          # a language model's loss as Hugging Face's Trainer smooths it (ignore_index its -100)
+          "cross_entropy_smoothed": lambda out, y: F.cross_entropy(out, y, ignore_index=-100, label_smoothing=0.1)}
+CLASS_LOSSES = ("cross_entropy", "nll", "cross_entropy_smoothed")  # int64 class targets
 
 
 def loss_fn(kind, out, y):
@@ -130,9 +133,9 @@ def run(args):
                 with Marker("nnmem::wrap"):
                     model = data_parallel.wrap(model, args.parallel, args.bucket_cap_mb)
                 shards = data_parallel.shard_storages(model)
-            if net.loss in ("cross_entropy", "nll") and len(oshape) > 2:  # per pixel: [B, C, d1, ...] -> [B, d1, ...]
+            if net.loss in CLASS_LOSSES and len(oshape) > 2:  # per pixel: [B, C, d1, ...] -> [B, d1, ...]
                 y = torch.randint(0, oshape[1], [oshape[0]] + oshape[2:])
-            elif net.loss in ("cross_entropy", "nll"):
+            elif net.loss in CLASS_LOSSES:
                 y = torch.randint(0, oshape[-1], (oshape[0],))  # [B], or [B * T] for a language model
             elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
                 y = torch.randn(oshape)
