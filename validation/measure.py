@@ -60,10 +60,22 @@ LOSSES = {"cross_entropy": F.cross_entropy, "nll": F.nll_loss, "mse": F.mse_loss
           "smooth_l1": F.smooth_l1_loss, "huber": F.huber_loss, "bce_with_logits": F.binary_cross_entropy_with_logits,
           # a language model's loss as Hugging Face's Trainer smooths it (ignore_index its -100)
           "cross_entropy_smoothed": lambda out, y: F.cross_entropy(out, y, ignore_index=-100, label_smoothing=0.1)}
-CLASS_LOSSES = ("cross_entropy", "nll", "cross_entropy_smoothed")  # int64 class targets
+CLASS_LOSSES = ("cross_entropy", "nll", "cross_entropy_smoothed", "causal_lm")  # int64 class targets
 
 
-def loss_fn(kind, out, y):
+def causal_lm_loss(logits, labels, ignore_index=-100):
+    """transformers' ForCausalLMLoss as written (loss/loss_utils.py): the labels [B, T] padded
+    with ignore_index and shifted by one into a new tensor; the padded ones live until it returns."""
+    logits = logits.float()
+    labels = F.pad(labels, (0, 1), value=ignore_index)
+    shift_labels = labels[..., 1:].contiguous()
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), shift_labels.view(-1), ignore_index=ignore_index)
+
+
+def loss_fn(kind, out, y, batch=None):
+    """causal_lm: y is [batch * T] ids, read as the labels [batch, T] (a view)."""
+    if kind == "causal_lm":
+        return causal_lm_loss(out, y.view(batch, -1))
     return LOSSES[kind](out, y) if kind in LOSSES else out.mean()
 
 
@@ -190,7 +202,8 @@ def run(args):
                 with Marker("nnmem::forward"):
                     held["out"] = forward()
                 with Marker("nnmem::loss"), Marker("module::<loss>"):
-                    held["loss"] = loss_fn(net.loss, held["out"], y) if k == 1 else loss_fn(net.loss, held["out"], y) / k
+                    held["loss"] = loss_fn(net.loss, held["out"], y, args.batch) if k == 1 else \
+                        loss_fn(net.loss, held["out"], y, args.batch) / k
             recording[0] = False
             # Reading a checkpointed node's saved tensors would recompute its segment.
             if record and not args.checkpoint:
