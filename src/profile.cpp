@@ -38,6 +38,7 @@ constexpr std::array kProfiles = {
         .hooks_see_wrapped_numbers = true,
         .global_avg_pool_keeps_input = true,
         .im2col_keeps_input = true,
+        .smoothing_masked_select = true,
         .channel_shuffle_differentiable = false,
         .pad_kernels_float_only = true,
         .sgd_state_momentum_none = true,

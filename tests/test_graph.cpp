@@ -93,6 +93,42 @@ loss: cross_entropy
   }
 }
 
+TEST_CASE("autocast's copy of a transposed tensor stays transposed; of a slice, it is contiguous") {
+  // .to(dtype) preserves the strides of a dense tensor: HF LLaMA's query, a [B, T, H, D]
+  // projection transposed and rotated in float32, is cast to bfloat16 for attention still
+  // transposed, so the CPU flash kernel's output is too and .transpose(1, 2).contiguous() copies
+  // nothing (validation/fixtures/torch-2.13/hf_llama_sdpa.json, bf16 runs: 16,384 bytes, 8,192
+  // per layer, were kept twice). A strided slice's copy comes out contiguous.
+  const std::string spec = R"(
+inputs: {x: [8, 64]}
+layers:
+  - {name: heads, type: View, shape: [8, 4, 16], functional: true}
+  - {name: rope, type: Transpose, dim0: 1, dim1: 2, functional: true}
+  - {name: sdpa, type: ScaledDotProductAttention, inputs: [rope, rope, rope], kernel: flash, functional: true}
+  - {name: merge, type: Transpose, dim0: 1, dim1: 2, functional: true}
+  - {name: contiguous, type: Contiguous, functional: true}
+  - {name: half, type: Slice, input: rope, dim: 3, end: 8, functional: true}
+  - {name: sdpa_half, type: ScaledDotProductAttention, inputs: [half, half, half], kernel: flash, functional: true}
+  - {name: merge_half, type: Transpose, dim0: 1, dim1: 2, functional: true}
+  - {name: contiguous_half, type: Contiguous, functional: true}
+outputs: [contiguous, contiguous_half]
+)";
+  GraphOptions amp;
+  amp.amp = DType::BFloat16;
+  amp.device = Device::Cpu;
+  const Graph g = graph_from(spec, amp);
+  const auto node = [&](const std::string& name) -> const Node& {
+    for (const Node& n : g.nodes)
+      if (g.layer(n).name == name) return n;
+    throw std::logic_error("no layer " + name);
+  };
+  CHECK(node("sdpa").input_casts.front() >= 0);  // the float32 query is cast
+  CHECK(node("sdpa").result.layout == Layout::Swapped12);
+  CHECK(node("contiguous").result.alias == Alias::View);
+  CHECK(node("sdpa_half").result.layout == Layout::Contiguous);
+  CHECK(node("contiguous_half").result.alias != Alias::View);
+}
+
 TEST_CASE("unknown layer types get suggestions by meaning, not only by spelling") {
   CHECK(layer_type_hint("Cat") == "; did you mean 'Concat'?");                       // torch.cat
   CHECK(layer_type_hint("Conv2dTranspose") == "; did you mean 'ConvTranspose2d'?");  // the words in another order

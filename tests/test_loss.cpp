@@ -51,3 +51,48 @@ TEST_CASE("Losses: class-index losses need class scores") {
         "test.yaml:4:7: error: unknown loss 'hinge'; expected cross_entropy, mse, mean, bce_with_logits, nll, l1, "
         "smooth_l1 or huber");
 }
+
+TEST_CASE("Losses: cross_entropy's options, as validation/probe_lm_loss.py measured them") {
+  const auto run = [](const std::string& loss, const char* torch = "2.13", const std::string& dtype = "") {
+    EstimateOptions o;
+    o.graph.batch = 4;
+    o.graph.device = Device::Cpu;
+    o.graph.torch = find_torch_profile(torch);
+    return estimate_from(dtype + "inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 10}\nloss: " + loss + "\n", o);
+  };
+  const Estimate plain = run("cross_entropy");
+  // ignore_index: the same tensors, whatever the class (probe: ignore_index, ignore_index_hit).
+  const Estimate ignore = run("{type: cross_entropy, ignore_index: 3}");
+  CHECK(ignore.totals.saved_bytes == plain.totals.saved_bytes);
+  CHECK(ignore.totals.peak_bytes == plain.totals.peak_bytes);
+  // label_smoothing 0 is F.cross_entropy's plain path.
+  CHECK(run("{type: cross_entropy, label_smoothing: 0}").totals.peak_bytes == plain.totals.peak_bytes);
+  // label_smoothing > 0, 2.13: the bool mask [4] and the int64 count; 1.13: the smoothed loss
+  // [4] (float32), the mask and ~mask (fixtures lstm_lm_smoothed.json of both versions).
+  CHECK(run("{type: cross_entropy, label_smoothing: 0.1}").totals.saved_bytes == plain.totals.saved_bytes + 4 + 8);
+  CHECK(run("{type: cross_entropy, label_smoothing: 0.1}", "1.13").totals.saved_bytes ==
+        run("cross_entropy", "1.13").totals.saved_bytes + 16 + 4 + 4);
+  // nll's gradient of the log-probabilities and the smoothed sum's (an expanded view of a [4]
+  // gradient) are summed into a new [4, 10] tensor: at that add, two [4, 10] gradients and the
+  // [4] one are live where plain has two [4, 10] (its own, and the output's after it).
+  CHECK(run("{type: cross_entropy, label_smoothing: 0.1}").totals.backward_transient_bytes ==
+        plain.totals.backward_transient_bytes + 16);
+  // upcast (logits.float()): nothing on float32 logits; on bfloat16 ones, a float32 copy the loss
+  // runs on: float32 log-probabilities (160 bytes instead of 80) and total_weight (4 instead of 2).
+  CHECK(run("{type: cross_entropy, upcast: true}").totals.peak_bytes == plain.totals.peak_bytes);
+  const Estimate bf16 = run("cross_entropy", "2.13", "dtype: bfloat16\n");
+  const Estimate bf16_up = run("{type: cross_entropy, upcast: true}", "2.13", "dtype: bfloat16\n");
+  CHECK(bf16_up.totals.saved_bytes == bf16.totals.saved_bytes + 80 + 2);
+  CHECK(bf16_up.totals.peak_bytes > bf16.totals.peak_bytes);
+}
+
+TEST_CASE("Losses: the options belong to the spec's loss; --loss and extends replace them with it") {
+  EstimateOptions o;
+  o.step.loss = LossKind::Mse;  // mse takes no options: the spec's cross_entropy options are not its
+  const std::string spec = "inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 10}\n"
+                           "loss: {type: cross_entropy, label_smoothing: 0.1}\n";
+  CHECK(error_from(spec, o).empty());
+  CHECK(error_from("inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 10}\n"
+                   "loss: {type: nll, label_smoothing: 0.1}\n") ==
+        "test.yaml:4:19: error: nll 'loss': unknown attribute 'label_smoothing'; nll takes: ignore_index");
+}

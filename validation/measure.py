@@ -57,10 +57,25 @@ def make_optimizer(name, params, foreach=False, fused=False):
 
 
 LOSSES = {"cross_entropy": F.cross_entropy, "nll": F.nll_loss, "mse": F.mse_loss, "l1": F.l1_loss,
-          "smooth_l1": F.smooth_l1_loss, "huber": F.huber_loss, "bce_with_logits": F.binary_cross_entropy_with_logits}
+          "smooth_l1": F.smooth_l1_loss, "huber": F.huber_loss, "bce_with_logits": F.binary_cross_entropy_with_logits,
+          # a language model's loss as Hugging Face's Trainer smooths it (ignore_index its -100)
+          "cross_entropy_smoothed": lambda out, y: F.cross_entropy(out, y, ignore_index=-100, label_smoothing=0.1)}
+CLASS_LOSSES = ("cross_entropy", "nll", "cross_entropy_smoothed", "causal_lm")  # int64 class targets
 
 
-def loss_fn(kind, out, y):
+def causal_lm_loss(logits, labels, ignore_index=-100):
+    """transformers' ForCausalLMLoss as written (loss/loss_utils.py): the labels [B, T] padded
+    with ignore_index and shifted by one into a new tensor; the padded ones live until it returns."""
+    logits = logits.float()
+    labels = F.pad(labels, (0, 1), value=ignore_index)
+    shift_labels = labels[..., 1:].contiguous()
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), shift_labels.view(-1), ignore_index=ignore_index)
+
+
+def loss_fn(kind, out, y, batch=None):
+    """causal_lm: y is [batch * T] ids, read as the labels [batch, T] (a view)."""
+    if kind == "causal_lm":
+        return causal_lm_loss(out, y.view(batch, -1))
     return LOSSES[kind](out, y) if kind in LOSSES else out.mean()
 
 
@@ -130,9 +145,9 @@ def run(args):
                 with Marker("nnmem::wrap"):
                     model = data_parallel.wrap(model, args.parallel, args.bucket_cap_mb)
                 shards = data_parallel.shard_storages(model)
-            if net.loss in ("cross_entropy", "nll") and len(oshape) > 2:  # per pixel: [B, C, d1, ...] -> [B, d1, ...]
+            if net.loss in CLASS_LOSSES and len(oshape) > 2:  # per pixel: [B, C, d1, ...] -> [B, d1, ...]
                 y = torch.randint(0, oshape[1], [oshape[0]] + oshape[2:])
-            elif net.loss in ("cross_entropy", "nll"):
+            elif net.loss in CLASS_LOSSES:
                 y = torch.randint(0, oshape[-1], (oshape[0],))  # [B], or [B * T] for a language model
             elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
                 y = torch.randn(oshape)
@@ -187,7 +202,8 @@ def run(args):
                 with Marker("nnmem::forward"):
                     held["out"] = forward()
                 with Marker("nnmem::loss"), Marker("module::<loss>"):
-                    held["loss"] = loss_fn(net.loss, held["out"], y) if k == 1 else loss_fn(net.loss, held["out"], y) / k
+                    held["loss"] = loss_fn(net.loss, held["out"], y, args.batch) if k == 1 else \
+                        loss_fn(net.loss, held["out"], y, args.batch) / k
             recording[0] = False
             # Reading a checkpointed node's saved tensors would recompute its segment.
             if record and not args.checkpoint:

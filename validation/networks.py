@@ -1005,6 +1005,8 @@ NETWORKS = {
     "gru_tagger": Net(GruTagger, (12, 16), "float32", "mse", [4]),
     "lstm_seq": Net(LstmSeq, (12, 16), "float32", "mse", [4]),
     "lstm_lm": Net(LstmLM, (12,), "int64", "cross_entropy", [4], vocab=LM_VOCAB),
+    "lstm_lm_smoothed": Net(LstmLM, (12,), "int64", "cross_entropy_smoothed", [4], vocab=LM_VOCAB),  # label_smoothing 0.1
+    "lstm_lm_shifted": Net(LstmLM, (12,), "int64", "causal_lm", [4], vocab=LM_VOCAB),  # HF's shifted labels
     "torch_encoder": Net(TorchEncoder, (8, 32), "float32", "mean", [4]),
     "torch_encoder_prenorm": Net(lambda: TorchEncoder(norm_first=True), (8, 32), "float32", "mean", [4]),
     "torch_decoder": Net(TorchDecoder, (8, 32), "float32", "mean", [4]),

@@ -54,12 +54,12 @@ OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"
 # YOLOv8n.
 AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "unet_valid", "diffusion_unet", "yolov8n"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
-# the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2. Those
-# nnmem is exact on run by default (both attention implementations); the others only with
-# --only, until they are (README: LLaMA's and BERT's autocast).
+# the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2 (both
+# attention implementations), LLaMA and ViT. Those nnmem is exact on run by default; the others
+# only with --only, until they are (README: BERT's autocast, held by Python variables).
 HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa", "hf_vit_sdpa",
                "hf_gpt2_eager", "hf_llama_eager", "hf_bert_eager", "hf_vit_eager"]
-HF_AMP_NETWORKS = ["hf_gpt2_sdpa", "hf_gpt2_eager"]
+HF_AMP_NETWORKS = ["hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_vit_sdpa"]
 HF_VARIANTS_2 = [("adamw", None)]
 # Activation checkpointing and gradient accumulation, on the networks made for them
 # (networks_scaling.py), at their first batch, under both versions: (optimizer, set_to_none,

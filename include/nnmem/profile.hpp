@@ -39,6 +39,11 @@ struct TorchProfile {
   // Unfold (im2col): 1.13's Im2ColBackward0 keeps its input (`_saved_self`); 2.13's keeps
   // only sizes (validation/ops_saved_zoo.md).
   bool im2col_keeps_input = false;
+  // cross_entropy with label_smoothing: 2.x zeroes the ignored positions of the smoothed loss
+  // with masked_fill_ and divides its sum by the count kept (keeps the bool mask and an int64
+  // count); 1.13 with index_put_ and masked_select(~mask).mean() (keeps the smoothed loss [N],
+  // the mask and ~mask). validation/fixtures/torch-*/lstm_lm_smoothed.json.
+  bool smoothing_masked_select = false;
   // PReLU: 2.13's _prelu_kernel_backward computes the weight's gradient element-wise, an
   // input-sized tensor, and sums it down (measured: +input +input +weight -input); 1.13's
   // prelu_backward allocates only the two gradients.

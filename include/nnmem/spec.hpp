@@ -107,6 +107,7 @@ struct ModelSpec {
   std::vector<SourceLoc> output_locs;
   std::optional<std::string> loss;   // cross_entropy | mse | mean
   SourceLoc loss_loc;
+  std::vector<Attribute> loss_attrs;  // its options (cross_entropy's label_smoothing, ...), evaluated
   std::vector<std::pair<std::string, Value>> variables;  // final values, after --set
   /// What it was loaded with: LoadOptions' --set and --input texts, for reports.
   std::vector<std::pair<std::string, std::string>> set, input_shapes;

@@ -159,8 +159,12 @@ class Builder {
         graph_.values[copy].copy_of = v;
       }
       node.input_casts.push_back(copy);
-      inputs.push_back({type, graph_.values[v].requires_grad, copy >= 0 ? Layout::Contiguous : graph_.values[v].layout,
-                        copy < 0 && graph_.values[v].strided});
+      // The cast is .to(dtype), memory_format preserve: a dense permutation keeps its strides (a
+      // transposed query cast for attention stays transposed, and so does the attention's
+      // output; measured, validation/ops_saved_transformers.md), anything else comes out contiguous.
+      const Layout layout = copy < 0 || graph_.values[v].layout == Layout::Swapped12 ? graph_.values[v].layout
+                                                                                     : Layout::Contiguous;
+      inputs.push_back({type, graph_.values[v].requires_grad, layout, copy < 0 && graph_.values[v].strided});
     }
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};
     try {

@@ -176,7 +176,8 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     const TensorType& output = graph.values[static_cast<std::size_t>(graph.outputs.front())].type;
     const SourceLoc loss_loc = graph.spec.loss ? graph.spec.loss_loc : graph.spec.loc;
     const detail::LossTensors loss = detail::loss_tensors(e.loss, output, loss_loc, producer_of(graph, graph.outputs.front()),
-                                                          graph.options.amp.has_value(), e.float_dtype);
+                                                          graph.options.amp.has_value(), e.float_dtype,
+                                                          detail::loss_options(e.loss, graph.spec), *graph.options.torch);
 
     // What backward keeps: each storage once, attributed to the first layer that keeps it. A
     // checkpointed segment keeps its inputs instead of what its layers would.

@@ -13,7 +13,13 @@
 //   mean            = out.mean(): keeps nothing (its backward needs only the size).
 // Under autocast every loss but mean runs in float32 (both devices' float32 lists): a float32
 // copy of a 16-bit output is made first, and the loss keeps or reads that copy; a float64
-// output is not cast.
+// output is not cast. Hugging Face's `logits.float()` (`upcast: true`) makes the same copy with
+// or without autocast (validation/probe_lm_loss.py: the same events as autocast's cast).
+// cross_entropy's options (validation/ops_saved_transformers.md): ignore_index changes no tensor;
+// label_smoothing > 0 adds -(log_probs.sum(1)) masked where the target is ignore_index, and
+// averages it over the targets not ignored: it keeps the bool mask [N] and that count (an int64
+// scalar), and its backward makes the [N] gradients of the mask and the negation before the two
+// [N, C] gradients of the log-probabilities are summed into a third.
 #include "step.hpp"
 
 namespace nnmem::detail {
@@ -32,12 +38,40 @@ TensorType class_target(LossKind loss, const TensorType& output, const SourceLoc
   return TensorType{target, DType::Int64};
 }
 
+const std::vector<AttrDef>& loss_attr_defs(LossKind loss) {
+  static const std::vector<AttrDef> none;
+  static const std::vector<AttrDef> nll = {
+      AttrDef::integer("ignore_index", "targets of this class add nothing (PyTorch's and Hugging Face's -100)").or_else(-100)};
+  static const std::vector<AttrDef> cross_entropy = {
+      nll.front(),
+      AttrDef::real("label_smoothing", "the share of the loss spread over all classes").or_else_real(0.0).between(0.0, 1.0),
+      AttrDef::flag("upcast", false, "logits.float() first, as Hugging Face's losses do: a 16-bit output copied to float32")};
+  return loss == LossKind::CrossEntropy ? cross_entropy : loss == LossKind::Nll ? nll : none;
+}
+
 }  // namespace
 
+LossOptions loss_options(LossKind loss, const ModelSpec& spec) {
+  LossOptions o;
+  if (!spec.loss || name_of(loss) != *spec.loss) return o;
+  LayerSpec as_layer;  // checked as a layer's attributes are: "cross_entropy 'loss': label_smoothing must ..."
+  as_layer.name = "loss";
+  as_layer.type = *spec.loss;
+  as_layer.loc = spec.loss_loc;
+  as_layer.attrs = spec.loss_attrs;
+  const Attrs attrs(loss_attr_defs(loss), as_layer);
+  if (loss == LossKind::CrossEntropy || loss == LossKind::Nll) o.ignore_index = attrs.integer("ignore_index");
+  if (loss == LossKind::CrossEntropy) {
+    o.label_smoothing = attrs.real("label_smoothing");
+    o.upcast = attrs.flag("upcast");
+  }
+  return o;
+}
+
 LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where, const std::string& producer,
-                         bool amp, DType float_dtype) {
+                         bool amp, DType float_dtype, const LossOptions& options, const TorchProfile& torch) {
   LossTensors t;
-  if (amp && loss != LossKind::Mean && autocast_eligible(output.dtype) && output.dtype != DType::Float32)
+  if ((amp || options.upcast) && loss != LossKind::Mean && autocast_eligible(output.dtype) && output.dtype != DType::Float32)
     t.cast = TensorType{output.shape, DType::Float32};
   const TensorType in = t.input(output);
   const TensorType float_target{output.shape, amp ? float_dtype : output.dtype};
@@ -48,6 +82,14 @@ LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLo
       t.keeps_target = true;
       t.kept.push_back(in);                          // log_softmax's output
       t.kept.push_back(TensorType{{}, in.dtype});    // nll_loss's total_weight
+      if (options.label_smoothing > 0.0) {
+        // Backward lets the first go with the quotient's gradient, the rest with the masked
+        // smoothed loss's gradient (simulate.cpp).
+        t.smoothed = TensorType{t.target->shape, in.dtype};  // -(log_probs.sum(1)), per position
+        const TensorType mask{t.target->shape, DType::Bool};  // target == ignore_index
+        if (torch.smoothing_masked_select) t.kept.insert(t.kept.end(), {*t.smoothed, mask, mask});  // and ~mask
+        else t.kept.insert(t.kept.end(), {TensorType{{}, DType::Int64}, mask});  // the count not ignored, sum's first
+      }
       t.loss_bytes = scalar;
       break;
     case LossKind::Nll:

@@ -177,10 +177,34 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
   }
   int grad_in = -1;
   if (loss_ == LossKind::CrossEntropy) {
+    // Label smoothing: (1 - ls) * nll + ls / C * smoothed.sum() / count; the two products'
+    // scalar gradients, the quotient's (DivBackward0 then lets the count go), then the [N]
+    // gradients of the masked fill (which lets the mask go) and the negation, whose sum over the
+    // classes reaches the log-probabilities as an expanded view.
+    int nll_scale = -1, smoothed = -1;
+    if (loss_tensors_.smoothed) {
+      const std::int64_t scalar = loss_scalar_bytes(), n = loss_tensors_.smoothed->bytes();
+      const int smooth_scale = memory_.alloc(MemoryKind::Transients, scalar, "grad of the smoothed term");
+      nll_scale = memory_.alloc(MemoryKind::Transients, scalar, "grad of the nll term");
+      const int mean = memory_.alloc(MemoryKind::Transients, scalar, "grad of the smoothed sum");
+      memory_.release(loss_kept_[2]);  // 2.x: the count (1.13: the smoothed loss)
+      memory_.release(smooth_scale);
+      const int masked = memory_.alloc(MemoryKind::Transients, n, "grad of the masked smoothed loss");
+      for (std::size_t k = 3; k < loss_kept_.size(); ++k) memory_.release(loss_kept_[k]);  // the mask (1.13: and ~mask)
+      memory_.release(mean);
+      smoothed = memory_.alloc(MemoryKind::Transients, n, "grad of the smoothed loss");
+      memory_.release(masked);
+    }
     // NllLossBackward0, then LogSoftmaxBackward0; each frees what it kept once it has run.
-    const int grad_logp = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of log_softmax");
+    int grad_logp = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of log_softmax");
     memory_.release(loss_kept_[1]);  // total_weight
+    if (nll_scale >= 0) memory_.release(nll_scale);
     if (quotient >= 0) memory_.release(quotient);
+    if (smoothed >= 0) {  // the expanded view and nll's gradient summed into a new tensor
+      const int sum = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of log_softmax (summed)");
+      memory_.release(smoothed);
+      memory_.release(std::exchange(grad_logp, sum));
+    }
     grad_in = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of output");
     memory_.release(grad_logp);
     memory_.release(loss_kept_[0]);  // log-probabilities

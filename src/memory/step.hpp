@@ -35,6 +35,16 @@ std::vector<StateTensor> optimizer_state_tensors(const StepOptions& options, Dev
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
                              const TorchProfile& torch, const std::vector<TensorType>& params);
 
+/// The spec's options for its loss (`loss: {type: cross_entropy, label_smoothing: 0.1}`).
+struct LossOptions {
+  std::int64_t ignore_index = -100;  // cross_entropy, nll: changes no tensor (measured)
+  double label_smoothing = 0.0;      // cross_entropy: above 0 a second, smoothed term
+  bool upcast = false;               // Hugging Face's logits.float(): a 16-bit output copied to float32
+};
+/// The spec's loss attributes, checked against that loss's (located errors, as a layer's); the
+/// defaults when `loss` is not the spec's own (--loss chose another).
+LossOptions loss_options(LossKind loss, const ModelSpec& spec);
+
 /// The tensors a loss adds around the model's output.
 struct LossTensors {
   std::optional<TensorType> target;   // cross_entropy, nll: int64 class indices; the others: a float tensor
@@ -43,6 +53,7 @@ struct LossTensors {
   bool keeps_input = false;           // mse keeps what it runs on: the output, or its copy
   bool keeps_target = false;          // its backward keeps the target
   std::vector<TensorType> backward_scratch;  // l1: temporaries beside the output's gradient
+  std::optional<TensorType> smoothed;  // label smoothing: the per-position smoothed loss [N] (its gradient's size)
   std::int64_t loss_bytes = 4;        // the storage behind the 0-dim loss tensor
 
   /// What the loss runs on: the output, or under autocast its float32 copy.
@@ -53,7 +64,8 @@ struct LossTensors {
 /// names the output in that message ("Squeeze 'score'"). `amp`: autocast is on, and runs the
 /// losses (on both devices' float32 lists) in float32; `float_dtype` is the target's dtype.
 LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where,
-                         const std::string& producer = {}, bool amp = false, DType float_dtype = DType::Float32);
+                         const std::string& producer = {}, bool amp = false, DType float_dtype = DType::Float32,
+                         const LossOptions& options = {}, const TorchProfile& torch = default_torch_profile());
 
 /// The whole step, tensor by tensor. What lives across steps (parameters, buffers, optimizer
 /// state, input, target, the previous step's output, loss and gradients) is allocated first.

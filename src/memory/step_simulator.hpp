@@ -76,7 +76,8 @@ class StepSimulator {
   const StepOptions& options_;
   LossKind loss_;
   LossTensors loss_tensors_ = loss_tensors(loss_, graph_.values[static_cast<std::size_t>(graph_.outputs.front())].type, {}, {},
-                                           graph_.options.amp.has_value(), graph_.float_dtype);
+                                           graph_.options.amp.has_value(), graph_.float_dtype,
+                                           loss_options(loss_, graph_.spec), *graph_.options.torch);
   std::vector<int> cached_copies_;          // autocast's cache of parameter copies
   MemoryTracker memory_;
   std::vector<int> block_;                  // graph storage -> live block

@@ -113,6 +113,7 @@ class Expander {
                                  "; expected cross_entropy, mse, mean, bce_with_logits, nll, l1, smooth_l1 or huber");
       spec.loss = raw_.loss->name;
       spec.loss_loc = raw_.loss->loc;
+      for (const auto& a : raw_.loss_attrs) spec.loss_attrs.push_back({a.name, evaluate(a.value, globals_, "loss", a.name), a.key_loc});
     }
     return spec;
   }

@@ -168,6 +168,25 @@ class Reader {
     return {node.Scalar(), at};
   }
 
+  // `loss: NAME`, or `loss: {type: NAME, ATTRIBUTE: value, ...}` (checked against the loss's
+  // attributes by the memory stage, which knows them).
+  void loss(const YAML::Node& node, const SourceLoc& key_loc, RawSpec& spec) {
+    if (!node.IsMap()) {
+      if (!node.IsScalar())
+        fail(loc(node, key_loc), "loss must be a name (cross_entropy) or a mapping ({type: cross_entropy, "
+                                 "label_smoothing: 0.1}), found " + kind(node));
+      spec.loss = name(node, key_loc, "loss");
+      return;
+    }
+    const SourceLoc at = loc(node, key_loc);
+    check_node(node, at, "loss: ");
+    each_key(node, at, "the loss", [&](const std::string& key, const YAML::Node& v, const SourceLoc& k) {
+      if (key == "type") spec.loss = name(v, k, "loss: type");
+      else spec.loss_attrs.push_back({key, k, value(v, k, "loss: " + key + ": ")});
+    }, "loss: ");
+    if (!spec.loss) fail(at, "loss: a mapping needs 'type' (e.g. {type: cross_entropy, label_smoothing: 0.1})");
+  }
+
   // `allow_empty`: a layer's `inputs: []` (a Parameter, a constant) reads nothing.
   std::vector<Named> names(const YAML::Node& node, const SourceLoc& fallback, const std::string& what,
                            bool allow_empty = false) const {
@@ -381,7 +400,7 @@ class Reader {
       } else if (key == "register") {
         spec.registers = registers(v, key_loc, "the spec");
       } else if (key == "loss") {
-        spec.loss = name(v, key_loc, "loss");
+        loss(v, key_loc, spec);
       } else if (key == "extends") {
         spec.extends = name(v, key_loc, "extends (the file this spec extends)");
       }

@@ -112,6 +112,7 @@ struct RawSpec {
   std::vector<RawEntry> layers;
   std::optional<std::vector<Named>> outputs;
   std::optional<Named> loss;
+  std::vector<RawAttr> loss_attrs;    // `loss: {type: cross_entropy, label_smoothing: 0.1}`
   std::optional<Named> extends;       // `extends: base.yaml`, relative to this file
   std::vector<RawRegister> registers;
 };
