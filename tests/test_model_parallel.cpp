@@ -2,8 +2,11 @@
 // checked against Megatron-LM's parameter count and Korthikanti et al.'s activation formulas
 // term by term, the schedules' micro-batches in flight, and every error. Modelled: no GPU
 // cluster here to measure them.
+#include <nlohmann/json.hpp>
+
 #include "helpers.hpp"
 #include "nnmem/parallel.hpp"
+#include "nnmem/report.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
@@ -244,4 +247,22 @@ TEST_CASE("--checkpoint selective: each attention core a segment of its own; an 
   CHECK(error_from("inputs: {x: [16]}\nlayers:\n  - {name: fc, type: Linear, out_features: 4}\n", o) ==
         "test.yaml:1:1: error: --checkpoint selective recomputes the attention cores, and 'test' has none: expected a "
         "ScaledDotProductAttention layer, or a Softmax between two MatMul layers; found neither (use --checkpoint blocks or every:K)");
+}
+
+TEST_CASE("--tp and --pp reports: per GPU, labelled modelled, as a table and as JSON") {
+  const ModelParallelEstimate e = run(gpt(4), mp_of(2, 2), 4);
+  const std::string table = render_table(e);
+  CHECK(table.find("gpt_block: tensor parallel 2 × pipeline parallel 2 × data parallel 1; schedule 1f1b, 4 micro-batches a step") == 0);
+  CHECK(table.find("per GPU, modelled") != std::string::npos);
+  CHECK(table.find("Most loaded: stage 0") != std::string::npos);
+  CHECK(table.find("Layers with parameters: 8 column-parallel, 8 row-parallel, 8 replicated") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(render_json(e));
+  const nlohmann::json& m = j["model_parallel"];
+  CHECK(m["modelled"] == true);
+  CHECK(m["tp"] == 2);
+  CHECK(m["stages"].size() == 2);
+  CHECK(m["peak_bytes_per_gpu"] == e.stages[e.most_loaded()].peak_bytes);
+  CHECK(m["stages"][1]["in_flight"] == 1);
+  CHECK(m["stages"][0]["estimate"]["totals"]["params"] == e.stages[0].params);
+  CHECK(m["split"][1]["role"] == "column-parallel");
 }
