@@ -266,3 +266,25 @@ TEST_CASE("--tp and --pp reports: per GPU, labelled modelled, as a table and as 
   CHECK(m["stages"][0]["estimate"]["totals"]["params"] == e.stages[0].params);
   CHECK(m["split"][1]["role"] == "column-parallel");
 }
+
+TEST_CASE("--tp: a row-parallel Linear's given in_features is the rank's share; --pp: a boundary inside a skip connection") {
+  const ModelSpec explicit_in = parse_spec(R"(
+inputs: {x: [16]}
+layers:
+  - {name: up, type: Linear, in_features: 16, out_features: 32}
+  - {name: act, type: ReLU}
+  - {name: down, type: Linear, in_features: 32, out_features: 16}
+)", "e.yaml");
+  CHECK(run(explicit_in, tp(2)).stages[0].params == (16 * 16 + 16) + (16 * 16 + 16));  // up: 16 of its 32 rows; down: 16 of its 32 columns
+  const ModelSpec skip = parse_spec(R"(
+inputs: {x: [16]}
+layers:
+  - {name: a, type: Linear, out_features: 16}
+  - {name: b, type: Linear, out_features: 16}
+  - {name: c, type: Linear, out_features: 16}
+  - {name: sum, type: Add, inputs: [a, c]}
+)", "s.yaml");
+  CHECK(error_of(skip, mp_of(1, 2, PipelineSchedule::OneFOneB, 1, {2, 1})) ==
+        "s.yaml:5:5: error: --pp: pipeline stage 0 would send 2 tensors on ('a', 'b', …); a stage sends "
+                                       "one, so the boundary cannot fall inside a skip connection: move it with --stages");
+}

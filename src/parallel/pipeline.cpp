@@ -142,6 +142,10 @@ ModelSpec stage_spec(const Graph& g, const std::vector<bool>& mine, bool last, s
       }
     }
   }
+  if (!last && s.outputs.size() > 1)
+    throw Error(s.output_locs[1], "--pp: pipeline stage " + std::to_string(index) + " would send " + std::to_string(s.outputs.size()) +
+                                      " tensors on ('" + s.outputs[0] + "', '" + s.outputs[1] + "', …); a stage sends one, so the "
+                                      "boundary cannot fall inside a skip connection: move it with --stages");
   return s;
 }
 

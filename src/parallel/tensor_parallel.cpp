@@ -162,6 +162,7 @@ class Splitter {
     }
     if (static_cast<std::size_t>(in) + 1 != shape(reader).size())
       fail(n, "reads " + split_text(reader) + "; a row-parallel Linear needs it split along its last dimension");
+    set_attr(n, "in_features", local_[static_cast<std::size_t>(reader)]);  // when the spec gives it
     role(n, TpRole::Row);
   }
 
@@ -194,6 +195,7 @@ class Splitter {
     std::size_t j = 0;
     while (j < b.size() && prefix < before) prefix = checked_mul(prefix, b[j++]);
     const std::int64_t whole = a[static_cast<std::size_t>(d)], local = local_[static_cast<std::size_t>(reader)];
+    while (j < b.size() && b[j] == 1 && whole != 1) ++j;  // size-1 dimensions (a batch of 1) before it
     if (j >= b.size() || prefix != before || checked_mul(b[j], local) % whole != 0)
       fail(n, "reshapes " + split_text(reader) + " into " + to_string(b) + ", which cuts across the split; expected the split "
               "dimension to begin a dimension of the new shape (heads outermost)");
