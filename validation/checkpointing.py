@@ -4,6 +4,9 @@ plan run through torch.utils.checkpoint.checkpoint.
 
   blocks    every unit that is a block instance is checkpointed on its own
   every:K   consecutive groups of K units, each checkpointed (the last may be shorter)
+  selective Megatron's selective recomputation: every call of
+            torch.nn.functional.scaled_dot_product_attention (the attention core) checkpointed
+            on its own, the units run as they are
 
 impl: "reentrant" (use_reentrant=True) or "non-reentrant" (use_reentrant=False). Both keep
 preserve_rng_state=True, PyTorch's default.
@@ -42,6 +45,8 @@ def install(model, plan, impl, on_segment=None):
     the plain forward back."""
     if impl not in IMPLS:
         raise ValueError(impl)
+    if plan == "selective":
+        return _install_selective(impl, on_segment)
     plan_groups = groups(model.units(), plan)
     reentrant = impl == "reentrant"
 
@@ -57,3 +62,22 @@ def install(model, plan, impl, on_segment=None):
 
     model.forward = forward
     return lambda: delattr(model, "forward")
+
+
+def _install_selective(impl, on_segment):
+    """torch.nn.functional.scaled_dot_product_attention replaced by its checkpointed call (the
+    module's attribute, which transformers' sdpa_attention_forward looks up at each call)."""
+    import torch.nn.functional as F
+    core = F.scaled_dot_product_attention
+    reentrant = impl == "reentrant"
+
+    def checkpointed(query, key, value, *args, **kwargs):
+        if on_segment is not None and torch.is_grad_enabled():
+            on_segment(["scaled_dot_product_attention"], [query, key, value])
+        return checkpoint(lambda q, k, v: core(q, k, v, *args, **kwargs), query, key, value, use_reentrant=reentrant)
+
+    F.scaled_dot_product_attention = checkpointed
+
+    def restore():
+        F.scaled_dot_product_attention = core
+    return restore

@@ -3,7 +3,7 @@
 object.  Usage (torch 1.13: /usr/bin/python3; torch 2.13: /work/venv213/bin/python):
   PYTHON validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam|adamw
                    [--set-to-none | --keep-grads] [--amp bfloat16] [--foreach | --fused] [--loop plain|function]
-                   [--checkpoint blocks|every:K [--checkpoint-impl reentrant|non-reentrant]] [--grad-accum K]
+                   [--checkpoint blocks|every:K|selective [--checkpoint-impl reentrant|non-reentrant]] [--grad-accum K]
                    [--trace FILE] [--threads N]
 See README.md for what every field means."""
 import argparse
@@ -309,7 +309,8 @@ def main():
     ap.add_argument("--loop", choices=["plain", "function"], default="plain",
                     help="plain: a loop binding out and loss (default); function: each step in a "
                          "function that returns loss.item()")
-    ap.add_argument("--checkpoint", help="checkpoint the units (networks_scaling.py): blocks | every:K")
+    ap.add_argument("--checkpoint", help="checkpoint the units (networks_scaling.py): blocks | every:K; or selective: "
+                    "each scaled_dot_product_attention call")
     ap.add_argument("--checkpoint-impl", choices=checkpointing.IMPLS, default="non-reentrant",
                     help="torch.utils.checkpoint's use_reentrant=True or False (default)")
     ap.add_argument("--grad-accum", type=int, default=1,

@@ -73,6 +73,9 @@ enum class CheckpointSegments {
   None,    // none, whatever the spec says
   Blocks,  // every top-level block instance (each `repeat` instance its own segment)
   Every,   // consecutive groups of `every` top-level entries
+  /// Megatron's selective recomputation: only each attention core (a ScaledDotProductAttention,
+  /// or the MatMul, Softmax, Dropout, MatMul of attention written out), a segment of its own.
+  Selective,
 };
 enum class CheckpointImpl { NonReentrant, Reentrant };  // use_reentrant=False / True
 /// Activation checkpointing (torch.utils.checkpoint): which segments, which implementation.
@@ -83,7 +86,7 @@ struct RecomputeOptions {
 };
 std::string_view name_of(CheckpointImpl impl);
 std::optional<CheckpointImpl> parse_checkpoint_impl(std::string_view name);
-/// "spec", "none", "blocks" or "every:K" (K ≥ 1) into options.segments (and .every); false for
+/// "spec", "none", "blocks", "selective" or "every:K" (K ≥ 1) into options.segments (and .every); false for
 /// anything else.
 bool parse_checkpoint_segments(std::string_view text, RecomputeOptions& options);
 /// The same words back: "blocks", "every:2".

@@ -64,6 +64,78 @@ std::function<DataParallelStep(const Graph&)> parallel_planner(const ParallelOpt
 std::string_view name_of(FsdpStrategy strategy);
 std::optional<FsdpStrategy> parse_fsdp(std::string_view name);
 
+// --- Tensor and pipeline parallelism (Megatron-style), one rank's step simulated on the spec's own
+// shapes (docs/parallel.md). Modelled: no GPU cluster here to measure them.
+
+/// What tensor parallelism makes of a layer with parameters.
+enum class TpRole { Replicated, Column, Row, VocabEmbedding };
+std::string_view name_of(TpRole role);
+struct TpLayer {
+  std::string name, type;
+  TpRole role = TpRole::Replicated;
+};
+/// One tensor-parallel rank's model: the spec with its split layers rewritten to a rank's share.
+struct TensorParallelSpec {
+  ModelSpec spec;
+  std::vector<TpLayer> split;  // every layer with parameters, and its role
+};
+/// The spec of one of `tp` tensor-parallel ranks of `full` (a training graph): column-parallel
+/// Linear layers (reading a whole tensor) keep out_features / tp, row-parallel ones (reading a
+/// tensor split along its last dimension) their in_features / tp through their input, an
+/// Embedding ceil(num_embeddings / tp) rows, views of split tensors their share; the split is
+/// followed through views, transposes, element-wise layers, matrix products and attention.
+/// Throws nnmem::Error located at the layer for heads that do not divide, or a layer that
+/// cannot read a split tensor (a norm over it, MultiheadAttention, a convolution).
+TensorParallelSpec tensor_parallel_rank(const Graph& full, std::int64_t tp);
+
+enum class PipelineSchedule { GPipe, OneFOneB, Interleaved };
+std::string_view name_of(PipelineSchedule schedule);
+std::optional<PipelineSchedule> parse_schedule(std::string_view name);
+
+struct ModelParallelOptions {
+  std::int64_t tp = 1;
+  std::int64_t pp = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  std::int64_t virtual_stages = 1;   // interleaved: model chunks per pipeline rank
+  std::vector<std::int64_t> stages;  // pipeline layers per stage (per chunk when interleaved); empty: balanced
+  bool active() const { return tp > 1 || pp > 1; }
+};
+
+/// One pipeline stage's rank (its first tensor-parallel rank: they hold the same).
+struct PipelineStage {
+  std::int64_t index = 0;
+  std::vector<std::string> units;   // the spec's top-level entries it runs, in order
+  std::int64_t layers = 0;          // of them, the pipeline's layers (block instances)
+  std::int64_t in_flight = 1;       // micro-batches whose activations it holds at once (chunks / V when interleaved)
+  std::int64_t in_flight_chunks = 1;// interleaved: chunk forwards in flight
+  std::int64_t params = 0;          // a rank's share of its parameters
+  std::int64_t state_bytes = 0;     // its parameters, gradients and optimizer state
+  std::int64_t persistent_bytes = 0;// what lives across steps (Totals::persistent_bytes, over its chunks)
+  std::int64_t held_bytes = 0;      // what one micro-batch's forward leaves for its backward
+  std::int64_t peak_bytes = 0;      // the step's peak with in_flight micro-batches held
+  /// One micro-batch's step of the stage's rank; interleaved, of its chunk with the most
+  /// transient memory (the rank's peak: every chunk's persistent memory, that chunk's transients).
+  Estimate estimate;
+};
+
+struct ModelParallelEstimate {
+  ModelParallelOptions options;
+  std::int64_t micro_batches = 1;   // per step: --grad-accum
+  std::int64_t data_parallel = 1;   // the world's ranks / (tp × pp)
+  std::vector<TpLayer> split;       // tensor parallelism's roles
+  std::vector<PipelineStage> stages;
+  std::size_t most_loaded() const;  // the stage with the highest peak
+};
+
+/// Tensor and pipeline parallelism: each stage's rank simulated as a step of its own (its layers,
+/// tensor-parallel shares, the activations crossing into it as its inputs), its peak raised by
+/// the activations of the micro-batches the schedule keeps in flight (GPipe: all; 1F1B: pp − i at
+/// stage i; interleaved: Megatron's warm-up forwards of its chunks). `options.step.parallel`'s
+/// data parallelism runs over the world's ranks / (tp × pp). Throws nnmem::Error located at the
+/// spec for a split that cannot be made (fewer layers than stages, --stages not adding up).
+ModelParallelEstimate estimate_model_parallel(const ModelSpec& spec, const EstimateOptions& options,
+                                              const ModelParallelOptions& mp);
+
 // --- DeepSpeed's estimators (deepspeed/runtime/zero/stage_1_and_2.py and stage3.py), as its code
 // computes them: model states only (parameters, gradients, optimizer state, with fixed bytes per
 // parameter), per GPU and per node's CPU, in Python's integer and float arithmetic.

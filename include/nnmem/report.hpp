@@ -49,6 +49,10 @@ std::string render_deepspeed(const Estimate& estimate, const DeepSpeedConvention
 /// Megatron-LM's theoretical memory for a transformer shape and parallel setup, as it prints it,
 /// with the bytes and Korthikanti et al.'s per-layer activations (modelled).
 std::string render_megatron(const TransformerShape& shape, const MegatronSetup& setup);
+/// Tensor and pipeline parallelism: each stage's rank per GPU, and the most loaded one's breakdown.
+std::string render_table(const ModelParallelEstimate& estimate, const ReportOptions& options = {});
+/// The same as JSON (docs/json.md, "model_parallel"), each stage's estimate in full.
+std::string render_json(const ModelParallelEstimate& estimate, const ReportOptions& options = {}, int indent = 2);
 /// The estimate as JSON (indent < 0: one line).
 std::string render_json(const Estimate& estimate, const ReportOptions& options = {}, int indent = 2);
 /// The same, written to `os` as it is made: the layers and the timeline, which grow with the

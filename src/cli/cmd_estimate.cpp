@@ -36,6 +36,16 @@ void write_plot(const std::string& spec, const Estimate& e, const ReportOptions&
   write_file("--plot", path, layers ? render_layers_svg(e) : render_timeline_svg(e, report));
 }
 
+// --tp, --pp: every stage's rank, modelled; the table or the JSON.
+int run_model_parallel(const EstimateArgs& a, const EstimateOptions& options, const ReportOptions& report) {
+  if (a.format == "csv" || a.format == "markdown" || !a.convention.empty() || !a.plots.empty() || !a.trace.empty())
+    throw CLI::ValidationError(a.step.scale.tp > 1 ? "--tp" : "--pp", "reports as a table or JSON (--format table|json); "
+                                                                     "--format csv|markdown, --convention, --plot and --trace are for one device's step");
+  const ModelParallelEstimate m = estimate_model_parallel(a.spec.spec(), options, a.step.scale.model_parallel());
+  std::cout << (a.format == "json" ? render_json(m, report) + "\n" : render_table(m, report));
+  return report.budget_bytes && m.stages[m.most_loaded()].peak_bytes > *report.budget_bytes ? kExitDoesNotFit : 0;
+}
+
 int run_estimate(const EstimateArgs& a) {
   const EstimateOptions options = a.step.options();  // flag mistakes before reading the spec
   ReportOptions report;
@@ -43,6 +53,7 @@ int run_estimate(const EstimateArgs& a) {
   report.summary = a.summary;
   report.depth = a.depth;
   report.timeline = !a.no_timeline;
+  if (a.step.scale.model_parallel().active()) return run_model_parallel(a, options, report);
   const Estimate e = estimate(a.spec.spec(), options);
   for (const auto& plot : a.plots) write_plot(plot, e, report);
   if (!a.trace.empty()) write_file("--trace", a.trace, render_trace_json(e));
@@ -74,6 +85,7 @@ Subcommand add_estimate(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("estimate", "the answer (peak, where, what the device holds), per-layer shapes, "
                                                     "parameters and MACs, and every component of a step's memory");
   a->spec.add_to(*app);
+  a->step.scale.model_parallel_command = true;
   a->step.add_to(*app);
   app->add_option("--format", a->format, "output format; csv: one row per layer, or per memory component with --summary")
       ->check(one_of({"table", "json", "csv", "markdown"}))

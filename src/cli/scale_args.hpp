@@ -24,9 +24,15 @@ struct ScaleArgs {
   int zero = 0;              // 0: no ZeRO
   std::string fsdp;          // "": no FSDP
   std::vector<std::string> offload;  // "optimizer", "params"
+  std::int64_t tp = 1, pp = 1, virtual_stages = 1;
+  std::string schedule = "1f1b";
+  std::vector<std::int64_t> stages;
+  bool model_parallel_command = false;  // tensor and pipeline parallelism: `estimate` only, so far
 
   void add_to(CLI::App& app);
+  /// Data parallelism over the ranks tensor and pipeline parallelism leave: --gpus × --nodes / (tp × pp).
   ParallelOptions parallel() const;
+  ModelParallelOptions model_parallel() const;
   /// Sets the step's options; throws CLI::ValidationError for a malformed value.
   void apply(StepOptions& step) const;
 };

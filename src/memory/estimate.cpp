@@ -45,9 +45,9 @@ constexpr Names<Phase, 3> kPhases{{{
     {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"},
 }}};
 constexpr Names<Loop, 2> kLoops{{{{Loop::Plain, "plain"}, {Loop::Function, "function"}}}};
-constexpr Names<CheckpointSegments, 4> kCheckpointSegments{{{
+constexpr Names<CheckpointSegments, 5> kCheckpointSegments{{{
     {CheckpointSegments::Spec, "spec"}, {CheckpointSegments::None, "none"}, {CheckpointSegments::Blocks, "blocks"},
-    {CheckpointSegments::Every, "every"},
+    {CheckpointSegments::Every, "every"}, {CheckpointSegments::Selective, "selective"},
 }}};
 constexpr Names<CheckpointImpl, 2> kCheckpointImpls{{{
     {CheckpointImpl::NonReentrant, "non-reentrant"}, {CheckpointImpl::Reentrant, "reentrant"},

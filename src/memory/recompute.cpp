@@ -22,9 +22,47 @@ struct Group {
   bool asked;  // the spec asked for it (`checkpoint: true`): an error if pointless
 };
 
+// Megatron's selective recomputation: the attention cores, each a segment. A
+// ScaledDotProductAttention is one; attention written out is the MatMul of the scores (through
+// scaling or masking, one input each), the Softmax, and through its Dropout or transposes to
+// the MatMul that weights the values. Located error when the spec has none.
+std::vector<Group> attention_cores(const Graph& g) {
+  std::vector<Group> out;
+  const auto type = [&](int node) -> const std::string& { return g.layer(g.nodes[static_cast<std::size_t>(node)]).type; };
+  constexpr int kReach = 4;  // nodes between the MatMuls and the Softmax, at most
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const LayerSpec& l = g.layer(g.nodes[i]);
+    if (l.type == "ScaledDotProductAttention") {
+      out.push_back({l.name, l.loc, i, i, false});
+      continue;
+    }
+    if (l.type != "Softmax") continue;
+    int first = static_cast<int>(i), last = first;
+    for (int k = 0; k < kReach && type(first) != "MatMul"; ++k) {
+      const int producer = value(g, g.nodes[static_cast<std::size_t>(first)].inputs.front()).producer;
+      if (producer < 0) break;
+      first = producer;
+    }
+    for (int k = 0; k < kReach && type(last) != "MatMul"; ++k) {
+      const auto& readers = value(g, g.nodes[static_cast<std::size_t>(last)].outputs.front()).readers;
+      if (readers.size() != 1) break;
+      last = readers.front();
+    }
+    if (type(first) == "MatMul" && type(last) == "MatMul" && first < static_cast<int>(i))
+      out.push_back({l.name, g.layer(g.nodes[static_cast<std::size_t>(first)]).loc, static_cast<std::size_t>(first),
+                     static_cast<std::size_t>(last), false});
+  }
+  if (out.empty())
+    throw Error(g.spec.loc, "--checkpoint selective recomputes the attention cores, and '" + g.spec.name +
+                                "' has none: expected a ScaledDotProductAttention layer, or a Softmax between two MatMul "
+                                "layers; found neither (use --checkpoint blocks or every:K)");
+  return out;
+}
+
 std::vector<Group> groups(const Graph& g, const RecomputeOptions& o) {
   std::vector<Group> out;
   const auto layer = [&](std::size_t i) -> const LayerSpec& { return g.layer(g.nodes[i]); };
+  if (o.segments == CheckpointSegments::Selective) return attention_cores(g);
   if (o.segments == CheckpointSegments::Spec) {
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       const LayerSpec& l = layer(i);

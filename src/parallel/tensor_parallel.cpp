@@ -1,0 +1,258 @@
+// Megatron-style tensor parallelism as one rank's spec (docs/parallel.md, "Tensor parallelism"):
+// which tensors are split over the ranks is followed through the graph from the spec's own
+// structure, and the layers that split them are rewritten to a rank's share. Modelled.
+//
+// A Linear reading a whole tensor is column-parallel: its weight's rows and its output's last
+// dimension are split. A Linear reading a tensor split along its last dimension is
+// row-parallel: its weight's columns are split and its output is whole again (all-reduced). An
+// Embedding is vocabulary-parallel (ceil(V / T) rows, the output all-reduced whole). Between
+// them, views, transposes, element-wise ops, attention and matrix products carry the split
+// along; norms and everything else are replicated and must not read a split tensor.
+#include <algorithm>
+
+#include "nnmem/checked.hpp"
+#include "nnmem/diagnostic.hpp"
+#include "nnmem/parallel.hpp"
+
+namespace nnmem {
+namespace {
+
+constexpr int kWhole = -1;
+
+bool is_view(const std::string& t) {
+  return t == "View" || t == "Reshape" || t == "Flatten" || t == "Unsqueeze" || t == "Squeeze";
+}
+// Layers that would reduce or mix along a dimension they are given: they cannot read a split one.
+bool reduces(const std::string& t) {
+  return t.find("Norm") != std::string::npos || t.find("Softmax") != std::string::npos || t == "Softmin" || t == "GLU";
+}
+// Parameter-free layers whose output's elements each come from the same position of their
+// inputs (broadcast from the right): the split goes through them unchanged.
+bool elementwise(const Node& n, const Graph& g) {
+  if (!n.result.params.empty() || n.outputs.size() != 1) return false;
+  const Shape& out = g.values[static_cast<std::size_t>(n.outputs.front())].type.shape;
+  return std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) {
+    return g.values[static_cast<std::size_t>(v)].type.shape.size() <= out.size();
+  });
+}
+
+class Splitter {
+ public:
+  Splitter(const Graph& g, std::int64_t tp) : g_(g), tp_(tp), split_(g.values.size(), kWhole), local_(g.values.size(), 0) {}
+
+  TensorParallelSpec run() {
+    check_heads();
+    for (const Node& n : g_.nodes)
+      if (spec_of(n).type == "Embedding") vocab_ = std::max(vocab_, rows(n));
+    out_.spec = g_.spec;
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) visit(g_.nodes[i]);
+    return std::move(out_);
+  }
+
+ private:
+  const LayerSpec& spec_of(const Node& n) const { return g_.layer(n); }
+  const Shape& shape(int v) const { return g_.values[static_cast<std::size_t>(v)].type.shape; }
+  [[noreturn]] void fail(const Node& n, const std::string& what) const {
+    const LayerSpec& l = spec_of(n);
+    throw Error(l.loc, "--tp " + std::to_string(tp_) + ": " + l.type + " '" + l.name + "' " + what);
+  }
+  std::string split_text(int v) const {
+    return "'" + g_.values[static_cast<std::size_t>(v)].name + "' " + to_string(shape(v)) + ", split over the ranks along dimension " +
+           std::to_string(split_[static_cast<std::size_t>(v)]);
+  }
+  void set_attr(const Node& n, const std::string& attr, std::int64_t value) {
+    for (Attribute& a : out_.spec.layers[static_cast<std::size_t>(n.layer)].attrs)
+      if (a.name == attr) a.value.integer = value;
+  }
+  void role(const Node& n, TpRole r) { out_.split.push_back({spec_of(n).name, spec_of(n).type, r}); }
+  void mark(int v, int dim, std::int64_t local) {
+    split_[static_cast<std::size_t>(v)] = dim;
+    local_[static_cast<std::size_t>(v)] = local;
+  }
+
+  // Attention heads split across the ranks: the query's and the key-value heads must divide.
+  void check_heads() const {
+    for (const Node& n : g_.nodes) {
+      const std::string& t = spec_of(n).type;
+      std::int64_t q = 0, kv = 0;
+      if (t == "ScaledDotProductAttention" && shape(n.inputs[0]).size() == 4) {
+        q = shape(n.inputs[0])[1];
+        kv = shape(n.inputs[1])[1];
+      } else if (t == "MultiheadAttention") {
+        fail(n, "is one module with its projections inside; for tensor parallelism write its projections as Linear layers "
+                "and its core as ScaledDotProductAttention, as examples/gpt2.yaml does");
+      } else {
+        continue;
+      }
+      if (q % tp_ != 0 || kv % tp_ != 0)
+        fail(n, "splits its attention heads across the ranks: expected the " + std::to_string(q) + " query heads and " +
+                    std::to_string(kv) + " key-value heads to divide by " + std::to_string(tp_) + ", found remainders " +
+                    std::to_string(q % tp_) + " and " + std::to_string(kv % tp_));
+    }
+  }
+
+  void visit(const Node& n) {
+    const std::string& t = spec_of(n).type;
+    int in = kWhole, reader = -1;
+    for (int v : n.inputs)
+      if (split_[static_cast<std::size_t>(v)] != kWhole) in = split_[static_cast<std::size_t>(v)], reader = v;
+    if (t == "Linear") return linear(n, in, reader);
+    if (t == "Embedding" && rows(n) == vocab_) {
+      set_attr(n, "num_embeddings", ceil_div(vocab_));
+      return role(n, TpRole::VocabEmbedding);
+    }
+    if (in == kWhole) {
+      if (!n.result.params.empty()) role(n, TpRole::Replicated);
+      return;
+    }
+    const int out = n.outputs.front();
+    const std::size_t rank_in = shape(reader).size();
+    if (is_view(t)) return view(n, reader, out);
+    if (t == "Transpose" || t == "Permute") return move_dim(n, reader, out);
+    if (t == "ScaledDotProductAttention" || t == "MatMul") {
+      if (static_cast<std::size_t>(in) + 2 >= rank_in) fail(n, "multiplies along the split dimension of " + split_text(reader));
+      return mark(out, in, local_[static_cast<std::size_t>(reader)]);
+    }
+    if (reduces(t)) fail(n, "normalises or reduces a tensor split across the ranks, " + split_text(reader) + "; only Linear, views, "
+                            "transposes, element-wise layers and attention can read one");
+    const Attribute* dim = spec_of(n).find_attr("dim");
+    if (dim && dim->value.kind == Value::Kind::Int) {
+      const std::int64_t d = dim->value.integer < 0 ? dim->value.integer + static_cast<std::int64_t>(rank_in) : dim->value.integer;
+      if (d == in && (t == "Split" || t == "Chunk")) return split_parts(n, reader);
+      if (d == in) fail(n, "works along the split dimension of " + split_text(reader));
+    }
+    if (!elementwise(n, g_)) fail(n, "cannot read " + split_text(reader) + ": only Linear, views, transposes, element-wise "
+                                    "layers and attention can");
+    const std::size_t from_end = rank_in - static_cast<std::size_t>(in);
+    for (int v : n.inputs) {
+      const Shape& s = shape(v);
+      if (split_[static_cast<std::size_t>(v)] != kWhole || s.size() < from_end) continue;
+      if (s[s.size() - from_end] != 1)
+        fail(n, "combines " + split_text(reader) + " with the whole tensor '" + g_.values[static_cast<std::size_t>(v)].name +
+                    "' " + to_string(s) + "; expected both split or the whole one broadcast along that dimension");
+    }
+    const Shape& o = shape(out);
+    mark(out, static_cast<int>(o.size() - from_end), local_[static_cast<std::size_t>(reader)]);
+    for (std::size_t k = 1; k < n.outputs.size(); ++k) mark(n.outputs[k], split_[static_cast<std::size_t>(out)], local_[static_cast<std::size_t>(out)]);
+  }
+
+  // An Embedding's rows. The largest table is the vocabulary's (Megatron's word embeddings):
+  // vocabulary-parallel; position and token-type tables are replicated.
+  std::int64_t rows(const Node& n) const { return spec_of(n).find_attr("num_embeddings")->value.integer; }
+  std::int64_t ceil_div(std::int64_t n) const { return (n + tp_ - 1) / tp_; }
+
+  // Column-parallel (whole input) or row-parallel (input split along its last dimension).
+  void linear(const Node& n, int in, int reader) {
+    const int out = n.outputs.front();
+    const Shape& o = shape(out);
+    if (in == kWhole) {
+      const std::int64_t features = o.back();
+      const bool head = std::find(g_.outputs.begin(), g_.outputs.end(), out) != g_.outputs.end() ||
+                        std::any_of(g_.values[static_cast<std::size_t>(out)].readers.begin(),
+                                    g_.values[static_cast<std::size_t>(out)].readers.end(),
+                                    [&](int r) { return is_view(spec_of(g_.nodes[static_cast<std::size_t>(r)]).type) &&
+                                                        std::find(g_.outputs.begin(), g_.outputs.end(),
+                                                                  g_.nodes[static_cast<std::size_t>(r)].outputs.front()) != g_.outputs.end(); });
+      if (features % tp_ != 0 && !head)
+        fail(n, "is column-parallel: expected its out_features to divide by " + std::to_string(tp_) + ", found " + std::to_string(features));
+      const std::int64_t local = ceil_div(features);  // a head's vocabulary padded, as Megatron pads it
+      set_attr(n, "out_features", local);
+      mark(out, static_cast<int>(o.size() - 1), local);
+      return role(n, TpRole::Column);
+    }
+    if (static_cast<std::size_t>(in) + 1 != shape(reader).size())
+      fail(n, "reads " + split_text(reader) + "; a row-parallel Linear needs it split along its last dimension");
+    set_attr(n, "in_features", local_[static_cast<std::size_t>(reader)]);  // when the spec gives it
+    role(n, TpRole::Row);
+  }
+
+  // A fused projection's parts (GPT-2's c_attn: q, k, v): each part split as the whole was, so a
+  // rank holds its heads' share of every part (Megatron's fused QKV layout).
+  void split_parts(const Node& n, int reader) {
+    const int d = split_[static_cast<std::size_t>(reader)];
+    const std::int64_t whole = shape(reader)[static_cast<std::size_t>(d)], local = local_[static_cast<std::size_t>(reader)];
+    const auto share = [&](std::int64_t part) {
+      if (checked_mul(part, local) % whole != 0)
+        fail(n, "cuts " + split_text(reader) + " into a part of " + std::to_string(part) + ", which does not split over the ranks");
+      return checked_mul(part, local) / whole;
+    };
+    for (int v : n.outputs) mark(v, d, share(shape(v)[static_cast<std::size_t>(d)]));
+    for (Attribute& a : out_.spec.layers[static_cast<std::size_t>(n.layer)].attrs) {
+      if (a.name != "split_size_or_sections") continue;
+      if (a.value.kind == Value::Kind::Int) a.value.integer = share(a.value.integer);
+      for (Value& item : a.value.items) item.integer = share(item.integer);
+    }
+  }
+
+  // A view: the output dimension that begins where the input's split one begins carries the split.
+  void view(const Node& n, int reader, int out) {
+    const Shape& a = shape(reader);
+    const Shape& b = shape(out);
+    const int d = split_[static_cast<std::size_t>(reader)];
+    std::int64_t before = 1;
+    for (int k = 0; k < d; ++k) before = checked_mul(before, a[static_cast<std::size_t>(k)]);
+    std::int64_t prefix = 1;
+    std::size_t j = 0;
+    while (j < b.size() && prefix < before) prefix = checked_mul(prefix, b[j++]);
+    const std::int64_t whole = a[static_cast<std::size_t>(d)], local = local_[static_cast<std::size_t>(reader)];
+    while (j < b.size() && b[j] == 1 && whole != 1) ++j;  // size-1 dimensions (a batch of 1) before it
+    if (j >= b.size() || prefix != before || checked_mul(b[j], local) % whole != 0)
+      fail(n, "reshapes " + split_text(reader) + " into " + to_string(b) + ", which cuts across the split; expected the split "
+              "dimension to begin a dimension of the new shape (heads outermost)");
+    const std::int64_t share = checked_mul(b[j], local) / whole;
+    mark(out, static_cast<int>(j), share);
+    const std::string& t = spec_of(n).type;
+    if (t != "View" && t != "Reshape") return;
+    const LayerSpec& l = spec_of(n);
+    const Attribute* given = l.find_attr("shape");
+    const Attribute* with_batch = l.find_attr("with_batch");
+    const std::size_t skip = with_batch && with_batch->value.boolean ? 0 : 1;
+    if (!given || j < skip) fail(n, "reshapes the batch dimension of " + split_text(reader));
+    for (Attribute& a2 : out_.spec.layers[static_cast<std::size_t>(n.layer)].attrs)
+      if (a2.name == "shape" && a2.value.items[j - skip].integer != -1) a2.value.items[j - skip].integer = share;
+  }
+
+  void move_dim(const Node& n, int reader, int out) {
+    const auto rank = static_cast<std::int64_t>(shape(reader).size());
+    const auto norm = [&](std::int64_t d) { return d < 0 ? d + rank : d; };
+    const int d = split_[static_cast<std::size_t>(reader)];
+    const LayerSpec& l = spec_of(n);
+    int to = d;
+    if (l.type == "Transpose") {
+      const std::int64_t a = norm(l.find_attr("dim0")->value.integer), b = norm(l.find_attr("dim1")->value.integer);
+      to = a == d ? static_cast<int>(b) : b == d ? static_cast<int>(a) : d;
+    } else {
+      const auto& dims = l.find_attr("dims")->value.items;
+      for (std::size_t k = 0; k < dims.size(); ++k)
+        if (norm(dims[k].integer) == d) to = static_cast<int>(k);
+    }
+    mark(out, to, local_[static_cast<std::size_t>(reader)]);
+  }
+
+  const Graph& g_;
+  std::int64_t tp_;
+  std::vector<int> split_;               // per value: the dimension split across the ranks, or kWhole
+  std::vector<std::int64_t> local_;      // per split value: a rank's size of that dimension
+  std::int64_t vocab_ = 0;               // the largest Embedding's rows
+  TensorParallelSpec out_;
+};
+
+}  // namespace
+
+std::string_view name_of(TpRole role) {
+  switch (role) {
+    case TpRole::Replicated: return "replicated";
+    case TpRole::Column: return "column-parallel";
+    case TpRole::Row: return "row-parallel";
+    case TpRole::VocabEmbedding: return "vocabulary-parallel";
+  }
+  return "?";
+}
+
+TensorParallelSpec tensor_parallel_rank(const Graph& full, std::int64_t tp) {
+  if (tp < 1) throw Error(SourceLoc{}, "--tp: expected at least 1 rank, found " + std::to_string(tp));
+  if (tp == 1) return {full.spec, {}};
+  return Splitter(full, tp).run();
+}
+
+}  // namespace nnmem

@@ -1,0 +1,114 @@
+// Tensor and pipeline parallelism's report (docs/parallel.md): every stage's rank, per GPU, and
+// the most loaded one's breakdown; the table and the JSON. Modelled figures, labelled so.
+#include <array>
+#include <nlohmann/json.hpp>
+
+#include "nnmem/report.hpp"
+#include "nnmem/units.hpp"
+#include "text_table.hpp"
+
+namespace nnmem {
+namespace {
+
+using nlohmann::ordered_json;
+using Align = report::TextTable::Align;
+using report::TextTable;
+
+std::string setup_line(const ModelParallelEstimate& m) {
+  const ModelParallelOptions& o = m.options;
+  std::string s = "tensor parallel " + std::to_string(o.tp) + " × pipeline parallel " + std::to_string(o.pp) + " × data parallel " +
+                  std::to_string(m.data_parallel);
+  if (o.pp > 1) {
+    s += "; schedule " + std::string(name_of(o.schedule));
+    if (o.virtual_stages > 1) s += " with " + std::to_string(o.virtual_stages) + " virtual stages";
+    s += ", " + std::to_string(m.micro_batches) + " micro-batch" + (m.micro_batches == 1 ? "" : "es") + " a step (--grad-accum)";
+  }
+  return s;
+}
+
+std::string units_text(const PipelineStage& s) {
+  if (s.units.empty()) return "";
+  return s.units.size() == 1 ? s.units.front() : s.units.front() + " … " + s.units.back();
+}
+
+std::string roles_line(const ModelParallelEstimate& m) {
+  std::array<int, 4> count{};
+  for (const TpLayer& l : m.split) ++count[static_cast<std::size_t>(l.role)];
+  std::string s;
+  for (TpRole r : {TpRole::Column, TpRole::Row, TpRole::VocabEmbedding, TpRole::Replicated})
+    if (count[static_cast<std::size_t>(r)]) s += (s.empty() ? "" : ", ") + std::to_string(count[static_cast<std::size_t>(r)]) + " " + std::string(name_of(r));
+  return "Layers with parameters: " + s + "\n";
+}
+
+}  // namespace
+
+std::string render_table(const ModelParallelEstimate& m, const ReportOptions& options) {
+  const PipelineStage& worst = m.stages[m.most_loaded()];
+  std::string out = worst.estimate.model.substr(0, worst.estimate.model.rfind(" chunk ")) + ": " + setup_line(m) +
+                    " — per GPU, modelled (no GPU cluster measured it)\n";
+  out += "Most loaded: stage " + std::to_string(worst.index) + ", peak " + human_bytes_exact(worst.peak_bytes) + " per GPU\n";
+  if (options.budget_bytes)
+    out += "Budget " + human_bytes_exact(*options.budget_bytes) + ": " + (worst.peak_bytes <= *options.budget_bytes ? "fits" : "does not fit") + "\n";
+  if (m.options.tp > 1) out += roles_line(m);
+  out += '\n';
+  TextTable t;
+  t.column("Stage");
+  t.column("Entries", Align::Left);
+  t.column("Layers");
+  t.column("Params/GPU");
+  t.column("Params+grads+optim");
+  t.column("Held/micro-batch");
+  t.column("In flight");
+  t.column("Peak/GPU");
+  for (const PipelineStage& s : m.stages) {
+    t.row({std::to_string(s.index), units_text(s), std::to_string(s.layers), with_commas(s.params), human_bytes(s.state_bytes),
+           human_bytes(s.held_bytes), std::to_string(s.in_flight), human_bytes(s.peak_bytes)});
+  }
+  out += t.text();
+  out += "\nStage " + std::to_string(worst.index) + ", one micro-batch's step simulated";
+  if (m.options.virtual_stages > 1) out += " (its chunk with the most transient memory; the others' states add " +
+                                           human_bytes(worst.persistent_bytes - worst.estimate.totals.persistent_bytes) + ")";
+  const std::int64_t extra = worst.peak_bytes - worst.persistent_bytes - (worst.estimate.totals.peak_bytes - worst.estimate.totals.persistent_bytes);
+  if (extra > 0) out += ", and " + human_bytes(extra) + " more for the other micro-batches' activations in flight";
+  out += ":\n";
+  ReportOptions summary = options;
+  summary.summary = true;
+  summary.budget_bytes.reset();
+  out += render_table(worst.estimate, summary);
+  return out;
+}
+
+std::string render_json(const ModelParallelEstimate& m, const ReportOptions& options, int indent) {
+  ordered_json j;
+  j["schema_version"] = kJsonSchemaVersion;
+  const ModelParallelOptions& o = m.options;
+  ordered_json split = ordered_json::array();
+  for (const TpLayer& l : m.split) split.push_back({{"name", l.name}, {"type", l.type}, {"role", name_of(l.role)}});
+  ordered_json stages = ordered_json::array();
+  for (const PipelineStage& s : m.stages)
+    stages.push_back({{"index", s.index},
+                      {"units", s.units},
+                      {"layers", s.layers},
+                      {"params", s.params},
+                      {"state_bytes", s.state_bytes},
+                      {"persistent_bytes", s.persistent_bytes},
+                      {"in_flight", s.in_flight},
+                      {"in_flight_chunks", s.in_flight_chunks},
+                      {"held_bytes", s.held_bytes},
+                      {"peak_bytes", s.peak_bytes},
+                      {"estimate", ordered_json::parse(render_json(s.estimate, options, -1))}});
+  j["model_parallel"] = {{"modelled", true},
+                         {"tp", o.tp},
+                         {"pp", o.pp},
+                         {"dp", m.data_parallel},
+                         {"schedule", name_of(o.schedule)},
+                         {"virtual_stages", o.virtual_stages},
+                         {"micro_batches", m.micro_batches},
+                         {"most_loaded", m.most_loaded()},
+                         {"peak_bytes_per_gpu", m.stages[m.most_loaded()].peak_bytes},
+                         {"split", split},
+                         {"stages", stages}};
+  return j.dump(indent);
+}
+
+}  // namespace nnmem
