@@ -207,7 +207,7 @@ class Replay {
     };
     StateHash hash{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
     std::int64_t segment = 0;
-    for (const auto& b : allocator_.snapshot()) {
+    allocator_.for_each_block([&](const CudaCachingAllocator::BlockInfo& b) {
       if (b.segment_start && !b.expandable) segment = b.address;
       const std::int64_t place = b.expandable ? b.address : b.address - segment;  // expandable: fixed addresses
       Carry what = Carry::None;
@@ -223,7 +223,7 @@ class Replay {
         hash.first = mix(hash.first, v);
         hash.second = mix(hash.second ^ 0x5555555555555555ULL, v);
       }
-    }
+    });
     return hash;
   }
 
