@@ -1,6 +1,7 @@
 // The CUDA allocator model's sorted sets (chunked_set.hpp) against std::set, on random
-// sequences of inserts, erases, searches and walks; and the allocator's block walk (which the
-// replay's state hash and snapshot() read) against its own totals after random requests.
+// sequences of inserts, erases, searches and walks; the allocator's block walk (which the
+// replay's state hash and snapshot() read) against its own totals after random requests; and
+// the allocator's every decision on random requests against the rb-tree version's.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -8,6 +9,7 @@
 
 #include "../src/memory/chunked_set.hpp"
 #include "../src/memory/cuda_allocator.hpp"
+#include "allocator_digest.hpp"
 
 using nnmem::detail::ChunkedSet;
 using nnmem::detail::CudaCachingAllocator;
@@ -96,4 +98,13 @@ TEST_CASE("the allocator's block walk covers every mapped byte, by address, afte
         REQUIRE(handles == static_cast<std::int64_t>(held.size()));
       }
     }
+}
+
+TEST_CASE("the allocator decides as the version on rb-trees and sorted snapshots did (d039e1c), in four configurations") {
+  // tests/allocator_digest_of.sh d039e1c printed these; for the current sources it prints the same.
+  const std::uint64_t expected[] = {0x187f1af20b250228ULL, 0x727c808454237a67ULL, 0xefa998f044d4cb13ULL, 0x71faa81e3c8c84f1ULL};
+  for (int which = 0; which < 4; ++which) {
+    CAPTURE(which);
+    CHECK(nnmem::test::allocator_digest<CudaCachingAllocator>(which, 20000) == expected[which]);
+  }
 }
