@@ -73,16 +73,18 @@ std::int64_t CudaCachingAllocator::allocation_size(std::int64_t size) {
 }
 
 int CudaCachingAllocator::new_block(const Block& b) {
+  int id = static_cast<int>(blocks_.size());
   if (!unused_ids_.empty()) {
-    const int id = unused_ids_.back();
+    id = unused_ids_.back();
     unused_ids_.pop_back();
     blocks_[static_cast<std::size_t>(id)] = b;
     live_[static_cast<std::size_t>(id)] = true;
-    return id;
+  } else {
+    blocks_.push_back(b);
+    live_.push_back(true);
   }
-  blocks_.push_back(b);
-  live_.push_back(true);
-  return static_cast<int>(blocks_.size()) - 1;
+  if (b.prev < 0) segments_[static_cast<std::size_t>(b.segment)] = id;  // its segment's first block now
+  return id;
 }
 
 void CudaCachingAllocator::delete_block(int id) {
@@ -132,21 +134,21 @@ int CudaCachingAllocator::get_free_block(Pool pool, std::int64_t size) {
   auto& cached = cached_[pool];
   auto it = cached.lower_bound({size, kLowest, -1});
   if (it == cached.end()) return -1;
-  if (at(std::get<2>(*it)).expandable) {
+  if (at(it->id).expandable) {
     // A block at the end of an expandable segment's mapped memory counts as the size it could
     // grow to: prefer a later (larger) block that could not grow further.
     const auto expandable_size = [&](int id) {
       const Block& b = at(id);
       return b.size + (b.next >= 0 && !at(b.next).mapped ? at(b.next).size : 0);
     };
-    for (auto next = std::next(it); at(std::get<2>(*it)).expandable && next != cached.end() &&
-                                    expandable_size(std::get<2>(*next)) < expandable_size(std::get<2>(*it));)
+    for (auto next = std::next(it); at(it->id).expandable && next != cached.end() &&
+                                    expandable_size(next->id) < expandable_size(it->id);)
       it = next++;
   }
-  const std::int64_t found = std::get<0>(*it);
+  const std::int64_t found = it->size;
   if (size < max_split_size_ && found >= max_split_size_) return -1;
   if (size >= max_split_size_ && found >= checked_add(size, kLargeBuffer)) return -1;
-  const int id = std::get<2>(*it);
+  const int id = it->id;
   cached.erase(it);
   return id;
 }
@@ -200,6 +202,7 @@ std::int64_t CudaCachingAllocator::try_merge_blocks(int dst, int src) {
     at(dst).address = s.address;
     at(dst).prev = s.prev;
     if (s.prev >= 0) at(s.prev).next = dst;
+    else segments_[static_cast<std::size_t>(s.segment)] = dst;
   } else {
     at(dst).next = s.next;
     if (s.next >= 0) at(s.next).prev = dst;
@@ -220,6 +223,8 @@ int CudaCachingAllocator::alloc_block(Pool pool, std::int64_t size, std::int64_t
   b.address = next_address_;
   b.size = alloc_size;
   b.pool = pool;
+  b.segment = static_cast<int>(segments_.size());
+  segments_.push_back(-1);
   next_address_ = checked_add(next_address_, alloc_size);
   if (next_address_ > kAddressLimit) throw OverflowError("the simulated CUDA segments' addresses, " + std::to_string(next_address_));
   add_reserved(pool, alloc_size);
@@ -229,6 +234,7 @@ int CudaCachingAllocator::alloc_block(Pool pool, std::int64_t size, std::int64_t
 // release_block: a cached, unsplit segment goes back to the device (cudaFree).
 void CudaCachingAllocator::release_block(int id) {
   uncache(id);
+  segments_[static_cast<std::size_t>(at(id).segment)] = -1;
   add_reserved(at(id).pool, -at(id).size);
   delete_block(id);
 }
@@ -242,16 +248,16 @@ bool CudaCachingAllocator::release_available_cached_blocks(Pool pool, std::int64
   const std::int64_t key = std::max(size, max_split_size_);
   auto it = cached.lower_bound({key, kLowest, -1});
   if (it != cached.end()) {
-    if (at(std::get<2>(*it)).expandable) return false;
-    release_block(std::get<2>(*it));
+    if (at(it->id).expandable) return false;
+    release_block(it->id);
     return true;
   }
   if (it == cached.begin()) return false;
   std::int64_t released = 0;
   --it;
-  while (released < key && std::get<0>(*it) >= max_split_size_ && !at(std::get<2>(*it)).expandable) {
-    const int id = std::get<2>(*it);
-    released = checked_add(released, std::get<0>(*it));
+  while (released < key && it->size >= max_split_size_ && !at(it->id).expandable) {
+    const int id = it->id;
+    released = checked_add(released, it->size);
     const bool first = it == cached.begin();
     if (!first) --it;
     release_block(id);
@@ -274,6 +280,7 @@ void CudaCachingAllocator::release_cached_blocks() {
       unmap_block(id);
       if (at(id).prev < 0 && at(id).next < 0 && !at(id).mapped) {
         unmapped_[pool].erase({at(id).address, id});
+        segments_[static_cast<std::size_t>(at(id).segment)] = -1;
         delete_block(id);
         expandable_open_[pool] = false;
       }
@@ -283,19 +290,13 @@ void CudaCachingAllocator::release_cached_blocks() {
 
 std::vector<CudaCachingAllocator::BlockInfo> CudaCachingAllocator::snapshot() const {
   std::vector<BlockInfo> out;
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    const Block& b = blocks_[i];
-    if (!live_[i] || !b.mapped) continue;
-    out.push_back({b.address, b.size, b.allocated, b.pool == kSmall, b.prev < 0 || !at(b.prev).mapped, b.expandable,
-                   b.allocated ? static_cast<int>(i) : -1});
-  }
-  std::sort(out.begin(), out.end(), [](const BlockInfo& a, const BlockInfo& b) { return a.address < b.address; });
+  for_each_block([&](const BlockInfo& b) { out.push_back(b); });
   return out;
 }
 
 std::int64_t CudaCachingAllocator::segments() const {
   std::int64_t n = 0;
-  for (const BlockInfo& b : snapshot()) n += b.segment_start ? 1 : 0;
+  for_each_block([&](const BlockInfo& b) { n += b.segment_start ? 1 : 0; });
   return n;
 }
 

@@ -9,15 +9,14 @@
 // address space enough for any request.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <memory>
-#include <memory_resource>
 #include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "chunked_set.hpp"
 #include "nnmem/estimate.hpp"
 
 namespace nnmem::detail {
@@ -38,8 +37,6 @@ class CudaCachingAllocator {
   static std::string problem(const CudaAllocatorConfig& config);
   /// Throws std::invalid_argument with problem(config) if there is one.
   explicit CudaCachingAllocator(const CudaAllocatorConfig& config);
-  CudaCachingAllocator(const CudaCachingAllocator&) = delete;  // its sets' nodes are its own
-  CudaCachingAllocator& operator=(const CudaCachingAllocator&) = delete;
 
   /// A block for a request of `bytes` (> 0), as a handle for free(); -1 when the device is out
   /// of memory (the capacity is reached even after releasing the cache, or the request is 1 EiB
@@ -67,6 +64,9 @@ class CudaCachingAllocator {
   };
   /// Every block of every segment (unmapped address space excluded), by address.
   std::vector<BlockInfo> snapshot() const;
+  /// f(BlockInfo) for each block snapshot() lists, in its order, without building the list.
+  template <class F>
+  void for_each_block(F&& f) const;
   /// Segments held (expandable segments: each contiguous mapped range counts as one).
   std::int64_t segments() const;
 
@@ -85,8 +85,13 @@ class CudaCachingAllocator {
     bool allocated = false;
     bool mapped = true;            // false: an expandable segment's unmapped address space
     bool expandable = false;
+    int segment = -1;              // its segment's index in segments_
   };
-  using SizeKey = std::tuple<std::int64_t, std::int64_t, int>;  // (size, address, id)
+  struct SizeKey {  // a trivially copyable key, which a ChunkedSet moves with memmove
+    std::int64_t size = 0, address = 0;
+    int id = -1;
+    auto operator<=>(const SizeKey&) const = default;
+  };
   using AddressKey = std::pair<std::int64_t, int>;
 
   Block& at(int id) { return blocks_[static_cast<std::size_t>(id)]; }
@@ -121,15 +126,31 @@ class CudaCachingAllocator {
   std::vector<Block> blocks_;
   std::vector<int> unused_ids_;
   std::vector<bool> live_;                  // id -> whether blocks_[id] is a block
-  // The sets' nodes come from a pool that reuses them: a replay makes millions of inserts and
-  // erases, which through malloc took a third of its time.
-  std::unique_ptr<std::pmr::unsynchronized_pool_resource> nodes_ = std::make_unique<std::pmr::unsynchronized_pool_resource>();
-  std::pmr::set<SizeKey> cached_[2] = {std::pmr::set<SizeKey>(nodes_.get()), std::pmr::set<SizeKey>(nodes_.get())};  // free blocks, by size then address (BlockPool::blocks)
-  std::pmr::set<AddressKey> unmapped_[2] = {std::pmr::set<AddressKey>(nodes_.get()), std::pmr::set<AddressKey>(nodes_.get())};  // expandable address space not mapped, by address
+  // Each segment's first block (-1 once the segment is released), in the order the segments
+  // were made: by address, but for expandable segments, whose addresses are fixed.
+  std::vector<int> segments_;
+  ChunkedSet<SizeKey> cached_[2];           // free blocks, by size then address (BlockPool::blocks)
+  std::set<AddressKey> unmapped_[2];        // expandable address space not mapped, by address
   bool expandable_open_[2] = {false, false};
   std::int64_t next_address_;
   std::int64_t allocated_ = 0, reserved_ = 0, max_allocated_ = 0, max_reserved_ = 0, reserved_small_ = 0;
   std::int64_t alloc_retries_ = 0;
 };
+
+template <class F>
+void CudaCachingAllocator::for_each_block(F&& f) const {
+  std::vector<int> firsts;
+  for (const int id : segments_)
+    if (id >= 0) firsts.push_back(id);
+  const auto by_address = [&](int a, int b) { return at(a).address < at(b).address; };
+  if (!std::is_sorted(firsts.begin(), firsts.end(), by_address)) std::sort(firsts.begin(), firsts.end(), by_address);
+  for (const int first : firsts)
+    for (int id = first; id >= 0; id = at(id).next) {
+      const Block& b = at(id);
+      if (!b.mapped) continue;
+      f(BlockInfo{b.address, b.size, b.allocated, b.pool == kSmall, b.prev < 0 || !at(b.prev).mapped, b.expandable,
+                  b.allocated ? id : -1});
+    }
+}
 
 }  // namespace nnmem::detail

@@ -56,6 +56,8 @@ int CudaCachingAllocator::find_expandable_block(Pool pool, std::int64_t size) {
   space.pool = pool;
   space.mapped = false;
   space.expandable = true;
+  space.segment = static_cast<int>(segments_.size());
+  segments_.push_back(-1);
   const int id = new_block(space);
   unmapped_[pool].insert({space.address, id});
   expandable_open_[pool] = true;

@@ -22,7 +22,9 @@
 // (hundreds of iterations on a small network); the replay gives up (converged: false) after
 // 1,000 iterations, or 20 million events replayed in all.
 #include <algorithm>
+#include <array>
 #include <map>
+#include <unordered_map>
 #include <stdexcept>
 #include <utility>
 
@@ -35,6 +37,7 @@ namespace {
 
 constexpr int kMaxIterations = 1000;  // the first, then steady ones ...
 constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than this in all
+constexpr std::size_t kCarries = static_cast<std::size_t>(Carry::Grad) + 1;
 
 class Replay {
  public:
@@ -43,7 +46,14 @@ class Replay {
       : events_(events), trace_(trace), allocator_(options.allocator), give_up_above_(give_up_above), handle_(trace_.block_bytes.size(), -1),
         eager_state_(options.optimizer == OptimizerKind::Adagrad),
         rebinds_output_(std::find(trace_.block_carry.begin(), trace_.block_carry.end(), Carry::LastOutput) !=
-                        trace_.block_carry.end()) {}
+                        trace_.block_carry.end()) {
+    steps_.reserve(events_.size());
+    for (const TimelineEvent& ev : events_) {
+      steps_.push_back({ev.block, ev.delta > 0 ? std::int8_t{1} : ev.delta < 0 ? std::int8_t{-1} : std::int8_t{0}, ev.phase});
+      if (ev.delta > 0 && (carry(ev.block) == Carry::Model || carry(ev.block) == Carry::Batch || carry(ev.block) == Carry::State))
+        made_[static_cast<std::size_t>(carry(ev.block))].push_back(ev.block);
+    }
+  }
 
   CudaAllocatorFigures run() {
     CudaAllocatorFigures f;
@@ -96,7 +106,18 @@ class Replay {
   // to order blocks), and unlike the addresses themselves it repeats when a released segment
   // is replaced by a new one (which the simulation puts above all the others).
   using StateHash = std::pair<std::uint64_t, std::uint64_t>;
-  using Left = std::multimap<std::int64_t, int>;  // tensors left by the previous iteration: bytes -> handle
+  // Tensors of one kind left by the previous iteration, by bytes then handle, each taken once:
+  // of equal sizes, the lowest handle first.
+  struct Left {
+    std::vector<std::pair<std::int64_t, int>> left;  // (bytes, handle), sorted
+    std::unordered_map<std::int64_t, std::size_t> next;  // bytes -> the first of that size not yet taken
+    int take(std::int64_t bytes) {
+      auto [it, fresh] = next.try_emplace(bytes);
+      if (fresh) it->second = static_cast<std::size_t>(std::lower_bound(left.begin(), left.end(), std::pair(bytes, -1)) - left.begin());
+      if (it->second == left.size() || left[it->second].first != bytes) return -1;
+      return left[it->second++].second;
+    }
+  };
 
   Carry carry(int block) const { return trace_.block_carry[static_cast<std::size_t>(block)]; }
   std::int64_t bytes(int block) const { return trace_.block_bytes[static_cast<std::size_t>(block)]; }
@@ -128,8 +149,8 @@ class Replay {
   // The step's allocations of one kind of block, in order, made at `event` (PyTorch allocates
   // nothing for an empty tensor, so events of 0 bytes are no events here).
   bool alloc_all(Carry wanted, std::size_t event) {
-    for (const TimelineEvent& ev : events_)
-      if (ev.delta > 0 && carry(ev.block) == wanted && !alloc(ev.block, event)) return false;
+    for (const int block : made_[static_cast<std::size_t>(wanted)])
+      if (!alloc(block, event)) return false;
     return true;
   }
 
@@ -142,19 +163,20 @@ class Replay {
     Left outputs, losses, grads;
     for (std::size_t h = 0; h < held_.size(); ++h) {
       const Held& what = held_[h];
-      if (what.carry == Carry::Output) outputs.insert({what.bytes, static_cast<int>(h)});
-      if (what.carry == Carry::Loss) losses.insert({what.bytes, static_cast<int>(h)});
-      if (what.carry == Carry::Grad) grads.insert({what.bytes, static_cast<int>(h)});
+      if (what.carry == Carry::Output) outputs.left.emplace_back(what.bytes, static_cast<int>(h));
+      if (what.carry == Carry::Loss) losses.left.emplace_back(what.bytes, static_cast<int>(h));
+      if (what.carry == Carry::Grad) grads.left.emplace_back(what.bytes, static_cast<int>(h));
     }
+    for (Left* left : {&outputs, &losses, &grads}) std::sort(left->left.begin(), left->left.end());
     bool state_made = !first || eager_state_;
-    for (std::size_t e = 0; e < events_.size(); ++e) {
-      if (!state_made && events_[e].phase == Phase::Optimizer) {
+    for (std::size_t e = 0; e < steps_.size(); ++e) {
+      if (!state_made && steps_[e].phase == Phase::Optimizer) {
         state_made = true;  // created lazily, at the start of the first step()
         if (!alloc_all(Carry::State, e)) return false;
       }
-      const int block = events_[e].block;
-      if (events_[e].delta == 0) continue;
-      const bool allocation = events_[e].delta > 0;
+      const int block = steps_[e].block;
+      if (steps_[e].sign == 0) continue;
+      const bool allocation = steps_[e].sign > 0;
       switch (carry(block)) {
         case Carry::Model:
         case Carry::Batch:
@@ -191,11 +213,7 @@ class Replay {
   // be none: an output that is a persistent tensor written in place (the batch), a parameter
   // no gradient reached (its .grad stays None). The step simulation counts such a tensor as
   // its own; PyTorch, and so the replay, has nothing more.
-  void take_left(int block, Left& left) {
-    const auto it = left.find(bytes(block));
-    handle_[static_cast<std::size_t>(block)] = it == left.end() ? -1 : it->second;
-    if (it != left.end()) left.erase(it);
-  }
+  void take_left(int block, Left& left) { handle_[static_cast<std::size_t>(block)] = left.take(bytes(block)); }
 
   StateHash state_hash() const {
     // splitmix64's finaliser, folded over the fields from two seeds.
@@ -207,7 +225,7 @@ class Replay {
     };
     StateHash hash{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
     std::int64_t segment = 0;
-    for (const auto& b : allocator_.snapshot()) {
+    allocator_.for_each_block([&](const CudaCachingAllocator::BlockInfo& b) {
       if (b.segment_start && !b.expandable) segment = b.address;
       const std::int64_t place = b.expandable ? b.address : b.address - segment;  // expandable: fixed addresses
       Carry what = Carry::None;
@@ -223,7 +241,7 @@ class Replay {
         hash.first = mix(hash.first, v);
         hash.second = mix(hash.second ^ 0x5555555555555555ULL, v);
       }
-    }
+    });
     return hash;
   }
 
@@ -232,7 +250,16 @@ class Replay {
     std::int64_t bytes = 0;  // as requested
   };
 
+  // An event as the replay reads it: 8 bytes instead of a TimelineEvent's hundred (a replay
+  // walks a million of them several times over).
+  struct Step {
+    int block = -1;
+    std::int8_t sign = 0;  // the sign of its delta
+    Phase phase = Phase::Forward;
+  };
   const std::vector<TimelineEvent>& events_;  // the steady step's, each naming its block
+  std::vector<Step> steps_;                   // the same events
+  std::array<std::vector<int>, kCarries> made_;  // by Carry: the blocks of Model, Batch and State allocated, in order
   const AllocationTrace& trace_;
   CudaCachingAllocator allocator_;
   std::int64_t give_up_above_;
