@@ -40,7 +40,8 @@ struct TensorValue {
   Layout layout = Layout::Contiguous;
   bool strided = false;        // a non-contiguous view of its storage (LayerResult::output_strided)
   /// The node after which forward()'s Python code stops referring to it (a caller holding a
-  /// call's argument), when that may be after its last reader; -1: none (src/graph/references.hpp).
+  /// block's argument, a variable, a function's argument: ModelSpec::references), when that may
+  /// be after its last reader; -1: none (src/graph/references.hpp).
   int held_until = -1;
 };
 

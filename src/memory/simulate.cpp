@@ -1,10 +1,12 @@
 // One training step (or one inference pass), tensor by tensor, the way PyTorch's loop
 //   opt.zero_grad(); out = model(x); loss = loss_fn(out, y); loss.backward(); opt.step()
 // spends memory in its steady state (the optimizer state already exists):
-//   forward  — each output is allocated; a tensor is freed once nothing later reads it and no
-//              backward node keeps it; in a plain loop the previous step's output and loss are
-//              released when `out` and `loss` are rebound (a function returning loss.item()
-//              frees them as it returns, so the next step starts without them);
+//   forward  — each output is allocated; a tensor is freed once nothing later reads it, no
+//              backward node keeps it and forward()'s code no longer refers to it (a block's
+//              argument, a variable: TensorValue::held_until); in a plain loop the previous
+//              step's output and loss are released when `out` and `loss` are rebound (a
+//              function returning loss.item() frees them as it returns, so the next step
+//              starts without them);
 //   backward — in reverse order, each node allocates its inputs' gradients (or passes its own
 //              on, for views, add and cat) and its parameters' gradients, then frees what it
 //              kept and the gradient it consumed; gradients of tensors read twice accumulate;
