@@ -59,7 +59,7 @@ AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "une
 # only with --only, until they are (README: BERT's autocast, held by Python variables).
 HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa", "hf_vit_sdpa",
                "hf_gpt2_eager", "hf_llama_eager", "hf_bert_eager", "hf_vit_eager"]
-HF_AMP_NETWORKS = ["hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_vit_sdpa"]
+HF_AMP_NETWORKS = ["hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_bert_sdpa", "hf_vit_sdpa"]
 HF_VARIANTS_2 = [("adamw", None)]
 # Activation checkpointing and gradient accumulation, on the networks made for them
 # (networks_scaling.py), at their first batch, under both versions: (optimizer, set_to_none,

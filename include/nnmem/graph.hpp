@@ -39,6 +39,10 @@ struct TensorValue {
   bool cached = false;         // autocast keeps it until the forward pass and loss are done
   Layout layout = Layout::Contiguous;
   bool strided = false;        // a non-contiguous view of its storage (LayerResult::output_strided)
+  /// The node after which forward()'s Python code stops referring to it (a caller holding a
+  /// block's argument, a variable, a function's argument: ModelSpec::references), when that may
+  /// be after its last reader; -1: none (src/graph/references.hpp).
+  int held_until = -1;
 };
 
 /// A parameter tensor, once however many layers use it: a module called again (`share`) or a

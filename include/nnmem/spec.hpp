@@ -88,6 +88,14 @@ struct Registration {
   std::vector<std::string> members;  // local names: a layer's, a block instance's, or a prefix ("m" of m.0, m.1)
 };
 
+/// A reference forward()'s Python code holds to a tensor beyond its readers, until a layer has
+/// run (docs/memory-model.md, "Python references"): a caller holding a call's argument until the
+/// call returns, or a variable (`var: x`) until it is assigned again or its function returns.
+struct Reference {
+  std::string value;                 // qualified value name
+  std::size_t until = 0;             // index into ModelSpec::layers
+};
+
 struct InputSpec {
   std::string name;
   Shape shape;                       // per sample, without the batch dimension
@@ -103,6 +111,7 @@ struct ModelSpec {
   std::vector<InputSpec> inputs;
   std::vector<LayerSpec> layers;     // in execution order; every input refers to an earlier name
   std::vector<Registration> registrations;  // blocks whose registration order is given
+  std::vector<Reference> references;
   std::vector<std::string> outputs;  // the values the model returns (default: the last layer)
   std::vector<SourceLoc> output_locs;
   std::optional<std::string> loss;   // cross_entropy | mse | mean

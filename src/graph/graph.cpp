@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "parameters.hpp"
+#include "references.hpp"
 
 namespace nnmem {
 
@@ -46,6 +47,7 @@ class Builder {
       graph_.outputs.push_back(value_of(spec.outputs[i], i < spec.output_locs.size() ? spec.output_locs[i] : spec.loc, "'outputs'"));
     check_everything_used();
     detail::order_parameters(graph_);
+    detail::mark_python_references(graph_, [&](const std::string& name) { return value_of(name, spec.loc, "a reference"); });
     return std::move(graph_);
   }
 

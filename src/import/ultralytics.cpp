@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "hf_families.hpp"
@@ -169,10 +170,15 @@ class Translator {
       for (const auto& e : list->items) all.push_back(&e);
     }
     std::vector<std::string> ch;  // each module's output channels, as an expression (no '$')
+    // _predict_once keeps the output of each module a later one names by index (`from` other
+    // than -1) in its list y until it returns: `var: "y[K]"` (docs/memory-model.md).
+    std::set<std::size_t> saved;
+    std::vector<std::string> lines;
     for (std::size_t i = 0; i < all.size(); ++i) {
       const YamlNode& e = *all[i];
       if (e.kind != YamlNode::Kind::List || e.items.size() != 4) throw Error(e.loc, "a module is [from, repeats, module, args]");
       const YamlNode &f = e.items[0], &args = e.items[3];
+      std::ostringstream line;
       const std::string module = scalar(e.items[2], "module");
       const std::int64_t n = integer(e.items[1], "repeats");
       if (n < 1) throw Error(e.items[1].loc, "repeats: expected at least 1, found " + std::to_string(n));
@@ -191,6 +197,13 @@ class Translator {
         from.push_back(std::size_t(-1));  // the image
       else
         from.push_back(source(f, i));
+      const auto keep = [&](const YamlNode& x) {
+        if (integer(x, "from") != -1) saved.insert(source(x, i));
+      };
+      if (f.kind == YamlNode::Kind::List)
+        for (const auto& x : f.items) keep(x);
+      else
+        keep(f);
       const auto input = [&](std::size_t k) { return "model." + std::to_string(k); };
       const auto in_key = [&] {
         return from[0] == std::size_t(-1) || from[0] + 1 == i ? std::string() : ", input: " + input(from[0]);
@@ -207,17 +220,17 @@ class Translator {
         const std::string c2 = c == nc_ ? "$nc" : width(c);
         if (module == "Conv") {
           at_most(3);
-          out << name << ", block: Conv" << in_key() << ", c2: " << c2 << ", k: " << (arg(1) ? integer(*arg(1), "Conv: k") : 1)
+          line << name << ", block: Conv" << in_key() << ", c2: " << c2 << ", k: " << (arg(1) ? integer(*arg(1), "Conv: k") : 1)
               << ", s: " << (arg(2) ? integer(*arg(2), "Conv: s") : 1) << "}\n";
         } else if (module == "C2f") {
           at_most(2);
           const std::string reps = n > 1 ? "\"$max(round(" + std::to_string(n) + " * depth_multiple), 1)\"" : "1";
-          out << name << ", block: C2f" << in_key() << ", c2: " << c2 << ", n: " << reps
+          line << name << ", block: C2f" << in_key() << ", c2: " << c2 << ", n: " << reps
               << ", shortcut: " << (arg(1) && truth(*arg(1), "C2f: shortcut") ? "true" : "false") << "}\n";
         } else {
           at_most(2);
           if (arg(1) && integer(*arg(1), "SPPF: k") != 5) throw Error(arg(1)->loc, "SPPF: k: nnmem's SPPF pools with k = 5");
-          out << name << ", block: SPPF" << in_key() << ", c1: \"$" << c_in << "\", c2: " << c2 << "}\n";
+          line << name << ", block: SPPF" << in_key() << ", c1: \"$" << c_in << "\", c2: " << c2 << "}\n";
         }
         ch.push_back(c == nc_ ? "nc" : c2.substr(2, c2.size() - 3));  // the quoted "$…" without its quotes and '$'
       } else if (module == "nn.Upsample") {
@@ -225,7 +238,7 @@ class Translator {
         at_most(3);
         if (!arg(1) || (arg(2) && scalar(*arg(2), "mode") != "nearest") || (arg(0) && arg(0)->scalar != "None"))
           throw Error(args.loc, "nn.Upsample: nnmem reads [None, scale_factor, \"nearest\"]");
-        out << name << ", type: Upsample" << in_key() << ", scale_factor: " << number(*arg(1), "scale_factor") << ", mode: nearest}\n";
+        line << name << ", type: Upsample" << in_key() << ", scale_factor: " << number(*arg(1), "scale_factor") << ", mode: nearest}\n";
         ch.push_back(c_in);
       } else if (module == "Concat") {
         if (arg(0) && integer(*arg(0), "Concat: dim") != 1) throw Error(arg(0)->loc, "Concat: only dim 1 (channels) is supported");
@@ -234,20 +247,24 @@ class Translator {
           inputs += (inputs.empty() ? "" : ", ") + input(k);
           sum += (sum.empty() ? "" : " + ") + ("(" + ch.at(k) + ")");
         }
-        out << name << ", type: Concat, inputs: [" << inputs << "], dim: 1}\n";
+        line << name << ", type: Concat, inputs: [" << inputs << "], dim: 1}\n";
         ch.push_back(sum);
       } else if (module == "Detect") {
         if (from.size() != 3) throw Error(f.loc, "Detect: from: expected the three levels P3, P4, P5, found " + std::to_string(from.size()));
         if (!arg(0) || scalar(*arg(0), "Detect: nc") != "nc") throw Error(args.loc, "Detect: args: expected [nc]");
         const std::string& p3 = ch.at(from[0]);
-        out << name << ", block: Detect, inputs: [" << input(from[0]) << ", " << input(from[1]) << ", " << input(from[2])
+        line << name << ", block: Detect, inputs: [" << input(from[0]) << ", " << input(from[1]) << ", " << input(from[2])
             << "], c2: \"$max(max(16, (" << p3 << ") // 4), reg_max * 4)\", c3: \"$max(" << p3 << ", min(nc, 100))\"}\n";
         detect_ = i;
         ch.push_back("nc");
       } else {
         throw std::logic_error("a supported Ultralytics module without a translation: " + module);
       }
+      lines.push_back(line.str());
     }
+    for (const std::size_t i : saved) lines[i].insert(lines[i].rfind('}'), ", var: \"y[" + std::to_string(i) + "]\"");
+    for (const std::string& l : lines) out << l;
+
     if (detect_ == std::size_t(-1)) throw Error(root_.loc, "no Detect module: nnmem translates detection models");
   }
 

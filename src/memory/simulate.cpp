@@ -1,10 +1,12 @@
 // One training step (or one inference pass), tensor by tensor, the way PyTorch's loop
 //   opt.zero_grad(); out = model(x); loss = loss_fn(out, y); loss.backward(); opt.step()
 // spends memory in its steady state (the optimizer state already exists):
-//   forward  — each output is allocated; a tensor is freed once nothing later reads it and no
-//              backward node keeps it; in a plain loop the previous step's output and loss are
-//              released when `out` and `loss` are rebound (a function returning loss.item()
-//              frees them as it returns, so the next step starts without them);
+//   forward  — each output is allocated; a tensor is freed once nothing later reads it, no
+//              backward node keeps it and forward()'s code no longer refers to it (a block's
+//              argument, a variable: TensorValue::held_until); in a plain loop the previous
+//              step's output and loss are released when `out` and `loss` are rebound (a
+//              function returning loss.item() frees them as it returns, so the next step
+//              starts without them);
 //   backward — in reverse order, each node allocates its inputs' gradients (or passes its own
 //              on, for views, add and cat) and its parameters' gradients, then frees what it
 //              kept and the gradient it consumed; gradients of tensors read twice accumulate;
@@ -57,6 +59,7 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
       fresh.push_back(block_of(v));
     }
     if (!stop) hold_reads(block_of(v), pass == Pass::Recompute ? checkpoint_.reads(v) : static_cast<int>(value(v).readers.size()) + (is_output(v) ? 1 : 0));
+    if (pass != Pass::Recompute && value(v).held_until >= 0) memory_.hold(block_of(v));  // forward()'s code refers to it
   }
   if (keeps && pass != Pass::Checkpointed) {
     for (std::size_t k = 0; k < node.result.saved.size(); ++k) {
@@ -93,12 +96,14 @@ void StepSimulator::drop_read(int block) {
 }
 
 void StepSimulator::forward(bool training) {
-  for (int v : graph_.inputs) memory_.hold(block_of(v), static_cast<int>(value(v).readers.size()));
+  for (int v : graph_.inputs) memory_.hold(block_of(v), static_cast<int>(value(v).readers.size()) + (value(v).held_until >= 0 ? 1 : 0));
   for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
     const Segment* s = checkpoints_.of(i);
     if (s && i == s->first) checkpoint_.begin_segment(*s);
     shard_.forward(i);  // ZeRO-3, FSDP: the unit's parameters gathered
     forward_node(i, !training ? Pass::Forward : s ? Pass::Checkpointed : Pass::Forward);
+    if (auto it = unreferenced_after_.find(static_cast<int>(i)); it != unreferenced_after_.end())
+      for (int v : it->second) memory_.release(block_of(v));  // the code's reference dropped (a call returned)
     shard_.forward_done(i);
     if (s && i == s->last && s->keepers.empty()) checkpoint_.end_frame(*s);  // nothing refers to its frame
   }

@@ -16,6 +16,8 @@ StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, Los
                    [this](std::size_t node, bool stop) { forward_node(node, Pass::Recompute, stop); }}),
       shard_(graph, options.parallel.sharding, shards, memory_) {
   for (int v : graph.outputs) returned_[static_cast<std::size_t>(v)] = true;
+  for (std::size_t v = 0; v < graph.values.size(); ++v)
+    if (graph.values[v].held_until >= 0) unreferenced_after_[graph.values[v].held_until].push_back(static_cast<int>(v));
 }
 
 StepResult StepSimulator::run(const std::vector<TensorType>& params) {

@@ -4,6 +4,7 @@
 // in flight. With tensor parallelism, each stage is one tensor-parallel rank's. Modelled.
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
 
 #include "nnmem/checked.hpp"
@@ -103,8 +104,12 @@ ModelSpec stage_spec(const Graph& g, const std::vector<bool>& mine, bool last, s
   s.output_locs.clear();
   if (!last) s.loss.reset();
   std::set<std::string> names, read_in;
+  std::map<std::size_t, std::size_t> index_of;  // g.spec.layers -> s.layers
   for (std::size_t i = 0; i < g.nodes.size(); ++i)
-    if (keep[i]) names.insert(g.layer(g.nodes[i]).name);
+    if (keep[i]) {
+      names.insert(g.layer(g.nodes[i]).name);
+      index_of.emplace(static_cast<std::size_t>(g.nodes[i].layer), index_of.size());
+    }
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     if (!keep[i]) continue;
     const Node& n = g.nodes[i];
@@ -128,6 +133,18 @@ ModelSpec stage_spec(const Graph& g, const std::vector<bool>& mine, bool last, s
       s.inputs.push_back({val.name, Shape(val.type.shape.begin() + 1, val.type.shape.end()), val.type.dtype, true, l.loc});
     }
     s.layers.push_back(std::move(l));
+  }
+  // Python's references into this stage: held until their layer, or to the stage's end when
+  // that layer runs on a later stage (the stage's forward returns its tensors then).
+  std::set<std::string> here = read_in;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (keep[i])
+      for (int v : g.nodes[i].outputs) here.insert(g.values[static_cast<std::size_t>(v)].name);
+  s.references.clear();
+  for (const Reference& r : g.spec.references) {
+    if (!here.count(r.value) || index_of.empty() || r.until < index_of.begin()->first) continue;
+    const auto until = index_of.lower_bound(r.until);
+    s.references.push_back({r.value, until != index_of.end() && until->first == r.until ? until->second : s.layers.size() - 1});
   }
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     if (!mine[i]) continue;

@@ -32,6 +32,8 @@ struct NameScope {
   std::map<std::string, std::string> bound;    // local name -> qualified value name
   std::map<std::string, Declared> declared;    // every local name of this list (forward refs)
   std::optional<std::string> previous;         // what an entry without `input` reads
+  std::map<std::string, std::string> vars;     // forward()'s variables (`var: x`) -> the value each holds
+  std::multimap<std::string, std::string> held;  // `held_until`: a later entry's local name -> the values it lets go
 
   bool knows(const std::string& name) const { return bound.count(name) || declared.count(name); }
 };
@@ -92,6 +94,7 @@ class Expander {
     spec_ = &spec;
     add_registrations(raw_.registers, "", spec_->registrations);
     expand_list(raw_.layers, top, globals_, Inherited{});
+    for (const auto& [var, value] : top.vars) refer(value);  // forward() returns
 
     if (raw_.outputs) {
       for (const auto& out : *raw_.outputs) {
@@ -259,6 +262,7 @@ class Expander {
         fail((skipped ? e.when : e.repeat)->loc, who + ": a layer skipped with '" + (skipped ? "when: false" : "repeat: 0") +
                                                      "' stands for its first input, but it reads none");
       scope.bound[local] = inputs[0];
+      refer_python(e, local, scope, who, inputs[0]);
       return;
     }
     std::string output;
@@ -279,6 +283,38 @@ class Expander {
     }
     scope.bound[local] = output;
     scope.previous = output;
+    refer_python(e, local, scope, who, output);
+  }
+
+  // Python references (spec.hpp's Reference): `value` is referred to until the layer made last.
+  void refer(const std::string& value) {
+    if (!spec_->layers.empty()) spec_->references.push_back({value, spec_->layers.size() - 1});
+  }
+
+  // The references forward()'s code holds once the entry `local` has run and made `value`:
+  // `var: x` — x now holds it, and what x held before is let go; `held_until: NAME` — it is held
+  // until the later entry NAME has run (a function's argument); what waited for `local` is let go.
+  void refer_python(const RawEntry& e, const std::string& local, NameScope& scope, const std::string& who,
+                    const std::string& value) {
+    const auto [first, last] = scope.held.equal_range(local);
+    for (auto it = first; it != last; ++it) refer(it->second);
+    scope.held.erase(first, last);
+    if (e.var) {
+      auto [it, fresh] = scope.vars.emplace(e.var->name, value);
+      if (!fresh) refer(std::exchange(it->second, value));
+    }
+    if (!e.held_until) return;
+    const Named& until = *e.held_until;
+    if (scope.bound.count(until.name) && until.name != local)
+      fail(until.loc, who + ": held_until names '" + until.name + "', which runs before it; name a later entry of " + scope.owner);
+    if (!scope.declared.count(until.name) || until.name == local) {
+      std::vector<std::string> names;
+      for (const auto& [n, d] : scope.declared)
+        if (!scope.bound.count(n)) names.push_back(n);
+      fail(until.loc, who + ": held_until names '" + until.name + "', which is no later entry of " + scope.owner +
+                          suggestion(until.name, names));
+    }
+    scope.held.emplace(until.name, value);
   }
 
   static Value index_value(std::int64_t i, const SourceLoc& at) {
@@ -410,6 +446,9 @@ class Expander {
     stack_.push_back(block.name);
     expand_list(block.layers, inner, params, inherited);
     stack_.pop_back();
+    // Its caller holds the arguments until it returns; its variables go as it returns.
+    for (const std::string& in : inputs) refer(in);
+    for (const auto& [var, value] : inner.vars) refer(value);
     return block.output ? resolve(*block.output, inner, nullptr, "") : *inner.previous;
   }
 

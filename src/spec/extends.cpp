@@ -44,6 +44,8 @@ void override_entry(RawEntry& base, RawEntry&& over) {
                              {&base.checkpoint, &over.checkpoint}})
     if (*from) *field = std::move(*from);
   if (over.share) base.share = std::move(over.share);
+  if (over.var) base.var = std::move(over.var);
+  if (over.held_until) base.held_until = std::move(over.held_until);
   for (auto& tie : over.ties)
     override_or_add(base.ties, std::move(tie), [](const auto& t) { return t.first.name; });
   for (auto& attr : over.attrs) override_or_add(base.attrs, std::move(attr), [](const RawAttr& a) { return a.name; });

@@ -241,6 +241,10 @@ class Reader {
         e.inputs = names(v, key_loc, who + "'" + key + "'", true);
       } else if (key == "share") {
         e.share = name(v, key_loc, who + "'share'");
+      } else if (key == "var") {
+        e.var = name(v, key_loc, who + "'var'");
+      } else if (key == "held_until") {
+        e.held_until = name(v, key_loc, who + "'held_until'");
       } else if (key == "tie") {
         each_key(v, key_loc, who + "'tie'", [&](const std::string& param, const YAML::Node& target, const SourceLoc& k) {
           e.ties.emplace_back(Named{param, k}, value(target, k, who + "tie: " + param + ": "));

@@ -53,6 +53,8 @@ struct RawEntry {
   std::optional<std::vector<Named>> inputs;
   std::optional<RawValue> repeat, when, trainable, functional, checkpoint;
   std::optional<Named> share;         // `share: NAME`: calls that layer's module again
+  std::optional<Named> var;           // `var: x`: forward() assigns the entry's result to variable x
+  std::optional<Named> held_until;    // `held_until: NAME`: the result is referred to until that later entry has run
   std::vector<std::pair<Named, RawValue>> ties;  // `tie: {weight: wte.weight}`: (own parameter, LAYER.PARAM or null)
   std::vector<RawAttr> attrs;         // layer attributes, or block arguments
 };
