@@ -37,7 +37,7 @@ AMP_OPTIMIZERS = ["sgd", "adam"]
 # The optimizers' multi-tensor implementation (foreach=True), at the first batch; and
 # AdamW (decoupled weight decay 0.01), single-tensor and foreach.
 FOREACH_NETWORKS = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "resnet18", "efficientnet_b0",
-                    "unet_valid", "diffusion_unet", "yolov8n"]
+                    "unet_valid", "diffusion_unet", "yolov8n", "convnext_valid"]
 FOREACH_OPTIMIZERS = ["momentum", "adam"]
 ADAMW_VARIANTS = [("adamw", None), ("adamw", "foreach")]
 # torch 2.13: a representative subset (linear, conv + dropout, BN, residual forks,
@@ -45,14 +45,18 @@ ADAMW_VARIANTS = [("adamw", None), ("adamw", "foreach")]
 # implementation at its first batch; SGD/momentum/Adam/AdamW with foreach, and fused (the
 # CPU build has fused SGD, Adam and AdamW), AdamW single-tensor too.
 OPTIM_NETWORKS_2 = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "residual_net", "concat_net",
-                    "frozen_backbone", "activations_net", "resnet18", "unet_valid", "diffusion_unet", "yolov8n"]
+                    "frozen_backbone", "activations_net", "resnet18", "unet_valid", "diffusion_unet", "yolov8n",
+                    "convnext_valid"]
 OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"), ("momentum", "fused"),
                     ("adam", "foreach"), ("adam", "fused"),
                     ("adamw", None), ("adamw", "foreach"), ("adamw", "fused")]
 # Under 2.13 autocast runs for more networks: activations_net (2.13's CPU bfloat16 kernels
 # have ReLU6's backward, 1.13's do not), se_net and unet_small, and issue 13's U-Nets and
-# YOLOv8n.
-AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "unet_valid", "diffusion_unet", "yolov8n"]
+# YOLOv8n; and ConvNeXt (1.13's CPU layer_norm refuses a bfloat16 input beside float32
+# weights: "expected scalar type BFloat16 but found Float", as its group_norm does in the
+# diffusion U-Net).
+AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "unet_valid", "diffusion_unet", "yolov8n",
+                                 "convnext_valid"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2. Those
 # nnmem is exact on run by default; the others only with --only, until they are (README:
