@@ -76,7 +76,9 @@ LayerResult infer_layer_norm_2d(const LayerCall& call) {
   require_float(call);
   const Shape& in = call.shape();
   check_declared(call, "normalized_shape", in[1], "channels");
-  return layer_norm(call, {in[1]}, {in[0], in[2], in[3], 1});
+  LayerResult res = layer_norm(call, {in[1]}, {in[0], in[2], in[3], 1});
+  res.layout = Layout::ChannelsLast;  // layer_norm's contiguous [N, H, W, C] result, permuted back
+  return res;
 }
 
 LayerResult infer_rms_norm(const LayerCall& call) {

@@ -117,6 +117,7 @@ struct Context {
 enum class Layout {
   Contiguous,
   Swapped12,  // stored as .transpose(1, 2) of a contiguous tensor ([B, L, H, D] viewed as [B, H, L, D])
+  ChannelsLast,  // [N, C, H, W] stored as a contiguous [N, H, W, C] permuted (ConvNeXt's Permute, LayerNorm2d)
   Strided,    // anything else
 };
 
@@ -195,6 +196,10 @@ struct ParamDecl {
   /// Its gradient is the output's gradient summed down by the engine after the node has run
   /// (validate_outputs' sum_to), not by the node itself: Linear's bias.
   bool grad_summed = false;
+  /// Its gradient comes with other strides than the parameter's (a 2-D convolution's weight on a
+  /// channels-last input gets a channels-last gradient): AccumulateGrad, which keeps a new
+  /// gradient as .grad only when its strides are the parameter's, copies it when .grad is None.
+  bool grad_restrided = false;
   /// A buffer in the module's state_dict (register_buffer's `persistent`); parameters always are.
   bool persistent = true;
 };

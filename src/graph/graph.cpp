@@ -143,7 +143,10 @@ class Builder {
     // Under autocast, a layer on the lower-precision list runs in the amp dtype and one on the
     // float32 list in float32: floating-point inputs of another dtype are cast first, except
     // float64 ones, which autocast never casts (a float64 model runs in float64).
-    const Autocast policy = graph_.options.amp ? def->autocast_on(ctx_.device) : Autocast::Inherit;
+    const Autocast policy = !graph_.options.amp ? Autocast::Inherit
+                            : ctx_.device == Device::Cpu && ctx_.torch->cpu_autocast_in_float32(def->type)
+                                ? Autocast::Float32
+                                : def->autocast_on(ctx_.device);
     const bool casts = policy != Autocast::Inherit;
     const DType cast_to = policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
     std::vector<InputTensor> inputs;
@@ -159,7 +162,10 @@ class Builder {
         graph_.values[copy].copy_of = v;
       }
       node.input_casts.push_back(copy);
-      inputs.push_back({type, graph_.values[v].requires_grad, copy >= 0 ? Layout::Contiguous : graph_.values[v].layout,
+      // autocast's copy (.to(dtype), preserve_format) is contiguous, or channels-last like its source
+      const Layout layout = graph_.values[v].layout;
+      inputs.push_back({type, graph_.values[v].requires_grad,
+                        copy >= 0 && layout != Layout::ChannelsLast ? Layout::Contiguous : layout,
                         copy < 0 && graph_.values[v].strided});
     }
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};

@@ -35,6 +35,7 @@ TEST_CASE("LayerNorm2d: LayerNorm over the channels of [N, C, H, W]") {
   const auto r = run_rule("{type: LayerNorm2d, eps: 1e-6}", {tensor({2, 3, 8, 8})});
   CHECK(params_of(r) == "weight[3] bias[3]");
   CHECK(r.outputs[0].shape == Shape{2, 3, 8, 8});
+  CHECK(r.layout == Layout::ChannelsLast);  // layer_norm's contiguous [N, H, W, C] result, permuted back
   CHECK(saved_of(r) == "input0 extra[2, 8, 8, 1]:float32 extra[2, 8, 8, 1]:float32");
   CHECK(kept_params(r) == "param0 param1");
   CHECK(params_of(run_rule("{type: LayerNorm2d, bias: false}", {tensor({2, 3, 8, 8})})) == "weight[3]");
