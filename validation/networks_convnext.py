@@ -4,6 +4,13 @@ names, initialisation and forward() code, at any width and depth (examples/convn
 variables c, d1..d4). No torchvision import: it does not install beside torch 2.13's CPU
 build. check_torchvision.py compares it with torchvision's convnext_tiny and a small
 ConvNeXt under torch 1.13.
+
+Stochastic depth (mode row) draws which samples keep their residual branch, at random in
+training mode; what it allocates does not depend on the draw: a [N, 1, 1, 1] noise tensor
+(bernoulli_, div_ in place), kept by the multiply, and an output of the input's size even for
+samples it zeroes. measure.py seeds torch (manual_seed(0)) before building the model, so the
+draws, like every other random number, are the same on every run anyway; the first block's
+p is 0 (torchvision's linear rule), which returns the input itself, as nnmem's does.
 """
 import torch
 import torch.nn as nn
