@@ -196,12 +196,12 @@ struct ParamDecl {
   /// Its gradient is the output's gradient summed down by the engine after the node has run
   /// (validate_outputs' sum_to), not by the node itself: Linear's bias.
   bool grad_summed = false;
+  /// A buffer in the module's state_dict (register_buffer's `persistent`); parameters always are.
+  bool persistent = true;
   /// Its gradient comes with other strides than the parameter's (a 2-D convolution's weight on a
   /// channels-last input gets a channels-last gradient): AccumulateGrad, which keeps a new
   /// gradient as .grad only when its strides are the parameter's, copies it when .grad is None.
   bool grad_restrided = false;
-  /// A buffer in the module's state_dict (register_buffer's `persistent`); parameters always are.
-  bool persistent = true;
 };
 
 /// One event of a backward PyTorch runs as several autograd nodes — a recurrent layer's layers,
