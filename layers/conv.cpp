@@ -143,6 +143,13 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
   Shape weight = transposed ? Shape{channels, out_channels / groups} : Shape{out_channels, channels / groups};
   weight.insert(weight.end(), kernel.begin(), kernel.end());
   res.params.push_back({"weight", weight});
+  // On a channels-last input a 2-D convolution computes channels-last: its output, and its
+  // weight's gradient, whose strides differ from the weight's unless they cannot (one input
+  // channel per group, or a 1x1 kernel). validation/fixtures: convnext_valid's downsampling.
+  if (rank == 2 && !transposed && call.inputs[0].layout == Layout::ChannelsLast) {
+    res.layout = Layout::ChannelsLast;
+    res.params.back().grad_restrided = channels / groups > 1 && checked_product(kernel) > 1;
+  }
   if (a.flag("bias")) res.params.push_back({"bias", {out_channels}});
 
   // Each output (or, transposed, each input) element takes in/groups × prod(kernel) products.

@@ -1,9 +1,14 @@
-// Normalisations over the last dimensions or over groups: LayerNorm, RMSNorm, GroupNorm,
-// InstanceNorm1d/2d/3d. What each keeps (torch 2.13, saved_tensors_hooks;
+// Normalisations over the last dimensions or over groups: LayerNorm, LayerNorm2d (torchvision's,
+// over the channels of [N, C, H, W]), RMSNorm, GroupNorm, InstanceNorm1d/2d/3d. What each keeps (torch 2.13, saved_tensors_hooks;
 // validation/probe_transformer_ops.py):
 //   layer_norm    — the input, weight and bias, and mean and rstd ([..., 1] per normalised
 //                   dimension) in the input's dtype, or float32 beside float32 parameters
 //                   (autocast on the CPU runs it on a bfloat16 input with the float32 weight);
+//   LayerNorm2d   — permute to [N, H, W, C], layer_norm, permute back (torchvision's ConvNeXt):
+//                   layer_norm's tensors, its input the permuted view of the input (the same
+//                   storage), mean and rstd [N, H, W, 1]; the permutes are views, and
+//                   layer_norm's contiguous copy of its input is workspace
+//                   (validation/probe_zoo.py);
 //   rms_norm      — (form: torch, F.rms_norm, a composite) the input in float32 (a float32 copy
 //                   of a 16-bit input), rstd in float32 and, when affine, the weight and the
 //                   normalised input x * rstd in float32; a 16-bit input's result is cast back;
@@ -43,10 +48,8 @@ bool needs_backward(const LayerCall& call, bool has_params) {
   return call.training() && (call.input_requires_grad() || (call.trainable && has_params));
 }
 
-LayerResult infer_layer_norm(const LayerCall& call) {
-  require_float(call);
-  const auto shape = call.attrs.list("normalized_shape");
-  const Shape stats = normalised(call, shape);
+// layer_norm over `shape` with per-row statistics `stats`: LayerNorm's and LayerNorm2d's.
+LayerResult layer_norm(const LayerCall& call, const std::vector<std::int64_t>& shape, const Shape& stats) {
   const bool affine = call.attrs.flag("elementwise_affine");
   LayerResult res;
   res.outputs.push_back(call.input());
@@ -59,6 +62,22 @@ LayerResult infer_layer_norm(const LayerCall& call) {
     res.save_extra({stats, stats_dtype(call)}, "mean");
     res.save_extra({stats, stats_dtype(call)}, "rstd");
   }
+  return res;
+}
+
+LayerResult infer_layer_norm(const LayerCall& call) {
+  require_float(call);
+  const auto shape = call.attrs.list("normalized_shape");
+  return layer_norm(call, shape, normalised(call, shape));
+}
+
+LayerResult infer_layer_norm_2d(const LayerCall& call) {
+  require_rank(call, 4, 4, "[N, C, H, W]");
+  require_float(call);
+  const Shape& in = call.shape();
+  check_declared(call, "normalized_shape", in[1], "channels");
+  LayerResult res = layer_norm(call, {in[1]}, {in[0], in[2], in[3], 1});
+  res.layout = Layout::ChannelsLast;  // layer_norm's contiguous [N, H, W, C] result, permuted back
   return res;
 }
 
@@ -166,6 +185,16 @@ const bool registered = [] {
                   .attrs = trailing_attrs(true),
                   .autocast = Autocast::Float32,
                   .infer = infer_layer_norm,
+                  .autocast_cpu = Autocast::Inherit});
+  register_layer({.type = "LayerNorm2d",
+                  .summary = "torchvision's LayerNorm2d (ConvNeXt): LayerNorm over the channels of [N, C, H, W], "
+                             "permuted to the last dimension and back",
+                  .attrs = {AttrDef::integer("normalized_shape", "the channels; inferred, checked when given").optional().at_least(1),
+                            AttrDef::real("eps", "added to the variance").or_else_real(1e-5),
+                            AttrDef::flag("elementwise_affine", true, "a learnable weight"),
+                            AttrDef::flag("bias", true, "a learnable bias too (with elementwise_affine)")},
+                  .autocast = Autocast::Float32,
+                  .infer = infer_layer_norm_2d,
                   .autocast_cpu = Autocast::Inherit});
   std::vector<AttrDef> rms = trailing_attrs(false);
   rms.push_back(AttrDef::word("form", {"torch", "hf"},

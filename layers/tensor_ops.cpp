@@ -51,7 +51,14 @@ LayerResult infer_permute(const LayerCall& call) {
     throw LayerError("dims must keep the batch dimension first (nnmem's tensors have the batch in dimension 0), found " +
                          to_string(dims),
                      "dims");
-  return view_of(call, out);
+  LayerResult res = view_of(call, out);
+  // [N, H, W, C] -> [N, C, H, W] of a contiguous tensor is channels-last, and back is contiguous
+  // (ConvNeXt's CNBlock); other permutations keep the input's layout as nnmem follows it.
+  const Layout from = call.inputs[0].layout;
+  const std::vector<std::int64_t> to_first = {0, 3, 1, 2}, to_last = {0, 2, 3, 1};
+  if (from == Layout::Contiguous && dims == to_first) res.layout = Layout::ChannelsLast;
+  if (from == Layout::ChannelsLast && dims == to_last) res.layout = Layout::Contiguous;
+  return res;
 }
 
 // A copy (CloneBackward keeps nothing), unless the input already is contiguous: then x itself.

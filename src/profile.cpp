@@ -13,6 +13,9 @@ namespace {
 constexpr std::array<std::string_view, 6> kAbsentIn1_13 = {"ZeroPad1d",     "ZeroPad3d", "CircularPad1d", "CircularPad2d",
                                                            "CircularPad3d", "ScaledDotProductAttention"};
 
+constexpr std::array<std::string_view, 3> kCpuAutocastFloat32In1_13 = {"ConvTranspose1d", "ConvTranspose2d",
+                                                                        "ConvTranspose3d"};
+
 constexpr std::array kProfiles = {
     TorchProfile{
         .version = "2.13",
@@ -35,6 +38,7 @@ constexpr std::array kProfiles = {
         .measured = "torch 1.13.1 (Debian's python3-torch)",
         .absent_layers = kAbsentIn1_13,
         .rms_norm_op = false,
+        .cpu_autocast_float32 = kCpuAutocastFloat32In1_13,
         .hooks_see_wrapped_numbers = true,
         .global_avg_pool_keeps_input = true,
         .im2col_keeps_input = true,
@@ -51,6 +55,12 @@ bool TorchProfile::has_layer(std::string_view type) const {
   for (std::string_view absent : absent_layers)
     if (absent == type) return false;
   return true;
+}
+
+bool TorchProfile::cpu_autocast_in_float32(std::string_view type) const {
+  for (std::string_view t : cpu_autocast_float32)
+    if (t == type) return true;
+  return false;
 }
 
 std::span<const TorchProfile> torch_profiles() { return kProfiles; }

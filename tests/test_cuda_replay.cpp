@@ -182,6 +182,7 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"bn_relu_cnn", {17}},
       {"concat_fork", {17}},
       {"concat_net", {17, 33}},
+      {"convnext_tiny", {54, 56}},
       {"davenet_audio", {3, 5, 6, 10, 15, 17, 29, 33, 44, 64}},
       {"davenet_vgg16", {}},
       // 16 since the optimizer state follows model.parameters() (up.0 before up.2): other cached blocks;

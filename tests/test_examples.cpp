@@ -68,6 +68,11 @@ TEST_CASE("YOLOv8 at every scale, the U-Net and the diffusion U-Net have their r
             .params == 68229648);
   CHECK(totals_of("examples/unet.yaml").params == 31030658);
   CHECK(totals_of("examples/diffusion_unet.yaml").params == 13168515);
+  // torchvision's convnext_tiny, _small, _base and _large (0.14.1; check_torchvision.py)
+  CHECK(totals_of("examples/convnext_tiny.yaml").params == 28589128);
+  CHECK(totals_of("examples/convnext_tiny.yaml", {{"d3", "27"}}).params == 50223688);
+  CHECK(totals_of("examples/convnext_tiny.yaml", {{"d3", "27"}, {"c", "128"}}).params == 88591464);
+  CHECK(totals_of("examples/convnext_tiny.yaml", {{"d3", "27"}, {"c", "192"}}).params == 197767336);
 }
 
 TEST_CASE("the examples' outputs: YOLOv8's three levels at strides 8, 16, 32; the U-Net's 388 x 388 map") {

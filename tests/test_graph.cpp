@@ -129,6 +129,34 @@ outputs: [contiguous, contiguous_half]
   CHECK(node("contiguous_half").result.alias != Alias::View);
 }
 
+TEST_CASE("CPU autocast: 1.13 runs ConvTranspose in float32, 2.13 in bfloat16; a cast keeps channels-last") {
+  // validation/fixtures: unet_valid's ConvTranspose2d under bfloat16 keeps a float32 input and
+  // weight on 1.13 (its fp32 list), a bfloat16 copy of the weight on 2.13.
+  const std::string spec = R"(
+inputs: {x: [8, 4, 4]}
+layers:
+  - {name: up, type: ConvTranspose2d, out_channels: 4, kernel_size: 2, stride: 2}
+  - {name: norm, type: LayerNorm2d}
+  - {name: down, type: Conv2d, out_channels: 8, kernel_size: 2, stride: 2}
+)";
+  for (const std::string version : {"1.13", "2.13"}) {
+    CAPTURE(version);
+    GraphOptions amp;
+    amp.amp = DType::BFloat16;
+    amp.device = Device::Cpu;
+    amp.torch = find_torch_profile(version);
+    const Graph g = graph_from(spec, amp);
+    const bool old = version == "1.13";
+    CHECK(g.values[static_cast<std::size_t>(g.nodes[0].outputs.front())].type.dtype ==
+          (old ? DType::Float32 : DType::BFloat16));
+    CHECK((g.nodes[0].param_casts[0] >= 0) == !old);
+    // the convolution after LayerNorm2d reads a channels-last tensor: on 1.13 a bfloat16 copy of
+    // LayerNorm2d's float32 output, itself channels-last
+    CHECK((g.nodes[2].input_casts[0] >= 0) == old);
+    CHECK(g.nodes[2].result.params[0].grad_restrided);
+  }
+}
+
 TEST_CASE("unknown layer types get suggestions by meaning, not only by spelling") {
   CHECK(layer_type_hint("Cat") == "; did you mean 'Concat'?");                       // torch.cat
   CHECK(layer_type_hint("Conv2dTranspose") == "; did you mean 'ConvTranspose2d'?");  // the words in another order

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""networks.py's ResNet-18/50, VGG16, DAVEnet's VGG16 and EfficientNet-B0 against torchvision's
+"""networks.py's ResNet-18/50, VGG16, DAVEnet's VGG16, EfficientNet-B0 and ConvNeXt (tiny, and
+the small convnext_valid) against torchvision's
 (run under torch 1.13 with torchvision 0.14: /usr/bin/python3 validation/check_torchvision.py).
 
 For each pair, built after the same torch.manual_seed(0), it checks that both have
@@ -23,6 +24,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import memtrace  # noqa: E402
 import networks  # noqa: E402
+import networks_convnext  # noqa: E402
 from memtrace import Marker  # noqa: E402
 
 PAIRS = [
@@ -31,7 +33,13 @@ PAIRS = [
     ("vgg16", torchvision.models.vgg16, (1, 3, 224, 224)),
     ("davenet_vgg16", None, (1, 3, 64, 64)),
     ("efficientnet_b0", torchvision.models.efficientnet_b0, (2, 3, 64, 64)),
+    ("convnext_tiny", torchvision.models.convnext_tiny, (2, 3, 64, 64)),
+    ("convnext_valid", lambda: torchvision.models.convnext.ConvNeXt(
+        [torchvision.models.convnext.CNBlockConfig(c, c * 2 if c < 128 else None, 3) for c in (16, 32, 64, 128)],
+        stochastic_depth_prob=0.1), (4, 3, 32, 32)),
 ]
+# networks checked that are no validation network of networks.py
+OURS = {"convnext_tiny": networks_convnext.ConvNeXt}
 
 
 class TorchvisionDavenetVGG16(torch.nn.Module):
@@ -77,7 +85,7 @@ def memory_events(model, x):
 
 
 def check(name, reference, shape):
-    ours, rng_ours = build(networks.NETWORKS[name].build)
+    ours, rng_ours = build(OURS[name] if name in OURS else networks.NETWORKS[name].build)
     theirs, rng_theirs = build(reference)
     fail = []
     for what, a, b in zip(("modules", "parameters", "buffers"), describe(ours), describe(theirs)):

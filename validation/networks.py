@@ -1023,5 +1023,8 @@ NETWORKS.update({
     "yolov8n": Net(YoloV8, (3, 64, 64), "float32", "mean", [2]),                # YOLOv8n at 64x64
 })
 
+from networks_convnext import convnext_valid  # noqa: E402  (torchvision's ConvNeXt, small)
+NETWORKS["convnext_valid"] = Net(convnext_valid, (3, 32, 32), "float32", "cross_entropy", [4])  # c 16, depths 3, 3, 3, 3
+
 from networks_scaling import SCALING_NETWORKS  # noqa: E402  (checkpointing, accumulation, DDP)
 NETWORKS.update({name: Net(*args) for name, args in SCALING_NETWORKS.items()})

@@ -55,6 +55,14 @@ def stochastic_depth(x, p, mode, training=True):
     return x * noise
 
 
+def layer_norm_2d(x, ln):
+    """torchvision.models.convnext.LayerNorm2d.forward (0.14 and later), line for line."""
+    x = x.permute(0, 2, 3, 1)
+    x = F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+    x = x.permute(0, 3, 1, 2)
+    return x
+
+
 def has(name):
     return hasattr(nn, name)
 
@@ -122,6 +130,7 @@ CASES = [
     ("stochastic_depth(0.2, row)", lambda: (lambda xs: stochastic_depth(xs[0], 0.2, "row")), [X4]),
     ("stochastic_depth(0.2, batch)", lambda: (lambda xs: stochastic_depth(xs[0], 0.2, "batch")), [X4]),
     ("stochastic_depth(1.0, row)", lambda: (lambda xs: stochastic_depth(xs[0], 1.0, "row")), [X4]),
+    ("LayerNorm2d(3) (ConvNeXt's)", lambda: (lambda ln: lambda xs: layer_norm_2d(xs[0], ln))(nn.LayerNorm(3, eps=1e-6)), [X4]),
     ("AlphaDropout(0.5)", lambda: m(nn.AlphaDropout(0.5)), [X2]),
     ("AlphaDropout(0.5, inplace)", lambda: m(nn.AlphaDropout(0.5, inplace=True)), [X2]),
     ("AlphaDropout(1.0)", lambda: m(nn.AlphaDropout(1.0)), [X2]),

@@ -31,13 +31,19 @@ from networks import NETWORKS  # noqa: E402
 OPTIMIZERS = ["sgd", "momentum", "adam"]
 MODES = [True, False]           # zero_grad(set_to_none=...)
 AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", "concat_net",
-                "frozen_backbone", "resnet18", "zoo_mlp", "efficientnet_b0"]
-# (CPU bfloat16 lacks hardtanh's backward in 1.13: ReLU6, Hardtanh; so not zoo_net, zoo_seq)
+                "frozen_backbone", "resnet18", "zoo_mlp", "efficientnet_b0",
+                "unet_valid", "yolov8n"]
+# (CPU bfloat16 lacks hardtanh's backward in 1.13: ReLU6, Hardtanh; so not zoo_net, zoo_seq;
+# and 1.13's group_norm and layer_norm refuse a bfloat16 input beside float32 weights,
+# "expected scalar type BFloat16 but found Float": not diffusion_unet, convnext_valid. The
+# recurrent networks run under autocast in both versions, but what the generic RNN/GRU/LSTM
+# path keeps there — per-step matmuls in bfloat16, gate arithmetic in mixed dtypes — is not
+# modelled yet: not lstm_lm, gru_tagger, lstm_seq, rnn_cells)
 AMP_OPTIMIZERS = ["sgd", "adam"]
 # The optimizers' multi-tensor implementation (foreach=True), at the first batch; and
 # AdamW (decoupled weight decay 0.01), single-tensor and foreach.
 FOREACH_NETWORKS = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "resnet18", "efficientnet_b0",
-                    "unet_valid", "diffusion_unet", "yolov8n"]
+                    "unet_valid", "diffusion_unet", "yolov8n", "convnext_valid", "lstm_lm", "gru_tagger"]
 FOREACH_OPTIMIZERS = ["momentum", "adam"]
 ADAMW_VARIANTS = [("adamw", None), ("adamw", "foreach")]
 # torch 2.13: a representative subset (linear, conv + dropout, BN, residual forks,
@@ -45,14 +51,15 @@ ADAMW_VARIANTS = [("adamw", None), ("adamw", "foreach")]
 # implementation at its first batch; SGD/momentum/Adam/AdamW with foreach, and fused (the
 # CPU build has fused SGD, Adam and AdamW), AdamW single-tensor too.
 OPTIM_NETWORKS_2 = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "residual_net", "concat_net",
-                    "frozen_backbone", "activations_net", "resnet18", "unet_valid", "diffusion_unet", "yolov8n"]
+                    "frozen_backbone", "activations_net", "resnet18", "unet_valid", "diffusion_unet", "yolov8n",
+                    "convnext_valid", "lstm_lm", "gru_tagger"]
 OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"), ("momentum", "fused"),
                     ("adam", "foreach"), ("adam", "fused"),
                     ("adamw", None), ("adamw", "foreach"), ("adamw", "fused")]
 # Under 2.13 autocast runs for more networks: activations_net (2.13's CPU bfloat16 kernels
-# have ReLU6's backward, 1.13's do not), se_net and unet_small, and issue 13's U-Nets and
-# YOLOv8n.
-AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "unet_valid", "diffusion_unet", "yolov8n"]
+# have ReLU6's backward, 1.13's do not), se_net and unet_small, and issue 13's diffusion U-Net
+# and ConvNeXt (1.13's group_norm and layer_norm cannot mix the dtypes).
+AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "diffusion_unet", "convnext_valid"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2 (both
 # attention implementations), LLaMA and ViT. Those nnmem is exact on run by default; the others

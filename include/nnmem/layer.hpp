@@ -118,6 +118,7 @@ enum class Layout {
   Contiguous,
   Swapped12,  // stored as .transpose(1, 2) of a contiguous tensor ([B, L, H, D] viewed as [B, H, L, D])
   TransposedLast,  // a contiguous tensor of 4 or more dimensions with its last two swapped (k.transpose(-2, -1))
+  ChannelsLast,  // [N, C, H, W] stored as a contiguous [N, H, W, C] permuted (ConvNeXt's Permute, LayerNorm2d)
   Strided,    // anything else
 };
 
@@ -198,6 +199,10 @@ struct ParamDecl {
   bool grad_summed = false;
   /// A buffer in the module's state_dict (register_buffer's `persistent`); parameters always are.
   bool persistent = true;
+  /// Its gradient comes with other strides than the parameter's (a 2-D convolution's weight on a
+  /// channels-last input gets a channels-last gradient): AccumulateGrad, which keeps a new
+  /// gradient as .grad only when its strides are the parameter's, copies it when .grad is None.
+  bool grad_restrided = false;
 };
 
 /// One event of a backward PyTorch runs as several autograd nodes — a recurrent layer's layers,

@@ -20,6 +20,10 @@ struct TorchProfile {
   // nn.RMSNorm / F.rms_norm exist (2.4+; 1.13.1 has neither). RMSNorm form: hf, transformers'
   // hand-written LlamaRMSNorm, runs on any version.
   bool rms_norm_op = true;
+  // Layer types CPU autocast runs in float32 (inputs cast up, the weight used as it is): 1.13's
+  // fp32 list has conv_transpose1d/2d/3d, which 2.x moved to the lower-precision one
+  // (validation/fixtures: unet_valid's ConvTranspose2d under bfloat16 keeps float32 tensors).
+  std::span<const std::string_view> cpu_autocast_float32 = {};
 
   // --- the autograd engine
   // Two gradients of one tensor (a residual fork, a weight used twice): 2.x's InputBuffer adds
@@ -107,6 +111,8 @@ struct TorchProfile {
 
   /// Whether this version has the layer type (a PyTorch class name).
   bool has_layer(std::string_view type) const;
+  /// Whether CPU autocast runs the layer type in float32 here, whatever its usual list.
+  bool cpu_autocast_in_float32(std::string_view type) const;
 };
 
 /// Every profile nnmem has, newest first; the first is the default.

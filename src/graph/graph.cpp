@@ -145,7 +145,10 @@ class Builder {
     // Under autocast, a layer on the lower-precision list runs in the amp dtype and one on the
     // float32 list in float32: floating-point inputs of another dtype are cast first, except
     // float64 ones, which autocast never casts (a float64 model runs in float64).
-    const Autocast policy = graph_.options.amp ? def->autocast_on(ctx_.device) : Autocast::Inherit;
+    const Autocast policy = !graph_.options.amp ? Autocast::Inherit
+                            : ctx_.device == Device::Cpu && ctx_.torch->cpu_autocast_in_float32(def->type)
+                                ? Autocast::Float32
+                                : def->autocast_on(ctx_.device);
     const bool casts = policy != Autocast::Inherit;
     const DType cast_to = policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
     std::vector<InputTensor> inputs;
@@ -162,10 +165,12 @@ class Builder {
       }
       node.input_casts.push_back(copy);
       // The cast is .to(dtype), memory_format preserve: a dense permutation keeps its strides (a
-      // transposed query cast for attention stays transposed, and so does the attention's
-      // output; measured, validation/ops_saved_transformers.md), anything else comes out contiguous.
-      const Layout layout = copy < 0 || graph_.values[v].layout == Layout::Swapped12 ? graph_.values[v].layout
-                                                                                     : Layout::Contiguous;
+      // transposed query cast for attention stays transposed, and so does the attention's output;
+      // a channels-last tensor stays channels-last; measured, validation/ops_saved_transformers.md
+      // and ops_saved_zoo.md), anything else comes out contiguous.
+      const Layout source = graph_.values[v].layout;
+      const Layout layout =
+          copy < 0 || source == Layout::Swapped12 || source == Layout::ChannelsLast ? source : Layout::Contiguous;
       inputs.push_back({type, graph_.values[v].requires_grad, layout, copy < 0 && graph_.values[v].strided});
     }
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};

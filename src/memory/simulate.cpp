@@ -124,7 +124,8 @@ void StepSimulator::release_autocast_cache() {
   cached_copies_.clear();
 }
 
-// ToCopyBackward0: the gradient of an autocast copy becomes one in the original dtype.
+// A gradient replaced by a converted copy: ToCopyBackward0's (the gradient of an autocast copy
+// in the original dtype) and AccumulateGrad's (a parameter's gradient in the parameter's strides).
 int StepSimulator::cast_back(int grad, std::int64_t bytes, const std::string& what) {
   const int converted = memory_.alloc(memory_.kind(grad), bytes, what);
   memory_.release(grad);
@@ -304,8 +305,12 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
                                      "grad of " + name + "." + node.result.params[k].name);
         // .grad is made in the first micro-step (when set_to_none left none); later ones, and
         // --keep-grads, have AccumulateGrad add into it and free the new gradient.
-        const int complete = param_gradient(node.params[k], param_grads[k]);
+        int complete = param_gradient(node.params[k], param_grads[k]);
         if (complete < 0) continue;  // a shared parameter's sum waits for its other uses
+        // AccumulateGrad's copy into the parameter's strides, made where it would keep the gradient itself
+        if (node.result.params[k].grad_restrided && micro_ == 1 && !options_.keep_grads)
+          complete = cast_back(complete, memory_.bytes(complete), "grad of " + name + "." + node.result.params[k].name +
+                                                                       " (AccumulateGrad's copy in the parameter's strides)");
         if (shard_.take_gradient(node.params[k], complete)) continue;  // reduce-scattered as its unit ends
         if (micro_ == 1) memory_.mark(complete, Carry::Grad);
         if (options_.keep_grads || micro_ > 1) memory_.release(complete);

@@ -432,3 +432,21 @@ TEST_CASE("ConvTranspose3d on the CPU: an output smaller than its input has the 
   o.graph.device = Device::Cpu;
   CHECK(estimate_from("inputs: {x: [8, 8, 8, 8]}\nlayers:\n  - " + t3 + "\n  - {type: SiLU}\n", o).layers.at(1).saved_bytes == 32768);
 }
+
+// On a channels-last input (after torchvision's LayerNorm2d) a 2-D convolution's output and its
+// weight's gradient are channels-last: AccumulateGrad copies a gradient whose strides are not the
+// weight's (more than one input channel per group and a kernel larger than 1x1), measured in
+// convnext_valid's downsampling (validation/fixtures).
+TEST_CASE("Conv2d on a channels-last input: channels-last output, a restrided weight gradient") {
+  InputTensor cl = tensor({2, 16, 8, 8});
+  cl.layout = Layout::ChannelsLast;
+  const auto down = run_rule("{type: Conv2d, out_channels: 32, kernel_size: 2, stride: 2}", {cl});
+  CHECK(down.layout == Layout::ChannelsLast);
+  CHECK(down.params[0].grad_restrided);
+  CHECK(!down.params[1].grad_restrided);
+  CHECK(!run_rule("{type: Conv2d, out_channels: 16, kernel_size: 7, padding: 3, groups: 16}", {cl}).params[0].grad_restrided);
+  CHECK(!run_rule("{type: Conv2d, out_channels: 32, kernel_size: 1}", {cl}).params[0].grad_restrided);
+  const auto plain = run_rule("{type: Conv2d, out_channels: 32, kernel_size: 2, stride: 2}", {tensor({2, 16, 8, 8})});
+  CHECK(!plain.layout);
+  CHECK(!plain.params[0].grad_restrided);
+}

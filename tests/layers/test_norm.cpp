@@ -1,4 +1,4 @@
-// LayerNorm, RMSNorm, GroupNorm, InstanceNorm (layers/norm.cpp). Parameter counts from PyTorch;
+// LayerNorm, LayerNorm2d, RMSNorm, GroupNorm, InstanceNorm (layers/norm.cpp). Parameter counts from PyTorch;
 // what each keeps read on torch 2.13.0+cpu with saved_tensors_hooks
 // (validation/probe_transformer_ops.py, and the bfloat16 and autocast cases beside it).
 #include "../helpers.hpp"
@@ -27,6 +27,22 @@ TEST_CASE("LayerNorm: parameters; keeps the input, weight, bias, mean and rstd")
         "input0 extra[2, 8, 1]:float32 extra[2, 8, 1]:float32");
   CHECK(rule_error("{type: LayerNorm, normalized_shape: 32}", {tensor({2, 8, 64})}) ==
         "normalized_shape is [32], but the input [2, 8, 64] does not end with it (after the batch dimension)");
+}
+
+// torchvision's LayerNorm2d: layer_norm on the input permuted to [N, H, W, C] (a view: the input's
+// storage is what it keeps), statistics per pixel (validation/probe_zoo.py, ops_saved_zoo.md)
+TEST_CASE("LayerNorm2d: LayerNorm over the channels of [N, C, H, W]") {
+  const auto r = run_rule("{type: LayerNorm2d, eps: 1e-6}", {tensor({2, 3, 8, 8})});
+  CHECK(params_of(r) == "weight[3] bias[3]");
+  CHECK(r.outputs[0].shape == Shape{2, 3, 8, 8});
+  CHECK(r.layout == Layout::ChannelsLast);  // layer_norm's contiguous [N, H, W, C] result, permuted back
+  CHECK(saved_of(r) == "input0 extra[2, 8, 8, 1]:float32 extra[2, 8, 8, 1]:float32");
+  CHECK(kept_params(r) == "param0 param1");
+  CHECK(params_of(run_rule("{type: LayerNorm2d, bias: false}", {tensor({2, 3, 8, 8})})) == "weight[3]");
+  CHECK(params_of(run_rule("{type: LayerNorm2d, normalized_shape: 3}", {tensor({2, 3, 8, 8})})) == "weight[3] bias[3]");
+  CHECK(rule_error("{type: LayerNorm2d, normalized_shape: 4}", {tensor({2, 3, 8, 8})}) ==
+        "normalized_shape is 4, but the input [2, 3, 8, 8] has 3 channels");
+  CHECK(rule_error("{type: LayerNorm2d}", {tensor({2, 3, 8})}) == "expected a 4-D input [N, C, H, W], found 3-D [2, 3, 8]");
 }
 
 TEST_CASE("RMSNorm: the torch and hf forms keep different tensors") {

@@ -14,6 +14,13 @@ TEST_CASE("views: Transpose, Permute, Expand keep nothing and alias the input") 
   CHECK(saved_of(t).empty());
   CHECK(out_shape(run_rule("{type: Permute, dims: [0, 2, 3, 1]}", {tensor({2, 3, 4, 5})})) == "[2, 4, 5, 3]");
   CHECK(rule_error("{type: Permute, dims: [0, 1, 1]}", {tensor({2, 3, 4})}) == "dims must name each dimension once, found [0, 1, 1]");
+  // ConvNeXt's CNBlock: [N, H, W, C] -> [N, C, H, W] of a contiguous tensor is channels-last, and back is contiguous
+  const auto cl = run_rule("{type: Permute, dims: [0, 3, 1, 2]}", {tensor({2, 4, 5, 3})});
+  CHECK(cl.layout == Layout::ChannelsLast);
+  InputTensor channels_last = tensor({2, 3, 4, 5});
+  channels_last.layout = Layout::ChannelsLast;
+  CHECK(run_rule("{type: Permute, dims: [0, 2, 3, 1]}", {channels_last}).layout == Layout::Contiguous);
+  CHECK(!run_rule("{type: Permute, dims: [0, 2, 3, 1]}", {tensor({2, 3, 4, 5})}).layout);
   Context batch4 = kCpu;
   batch4.batch = 4;
   const auto e = run_rule("{type: Expand, shape: [-1, -1]}", {tensor({1, 1, 768})}, batch4);
