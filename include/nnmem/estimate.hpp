@@ -238,6 +238,15 @@ struct TorchSummaryFigures {
   std::int64_t total_bytes = 0;
 };
 
+/// One term of the training loss, `weight * kind(output, target)`: the spec's `loss:`, resolved.
+struct LossTerm {
+  LossKind kind = LossKind::Mean;
+  int output = -1;                // the graph value it reads
+  std::string output_name;        // as the spec names it ("" for the only output)
+  std::optional<double> weight;   // none: added to the sum as it is
+  SourceLoc loc;                  // its kind in the spec (for errors)
+};
+
 struct InputEstimate {
   std::string name;
   TensorType type;                 // batch included
@@ -251,7 +260,8 @@ struct Estimate {
   std::vector<InputEstimate> inputs;
   EstimateOptions options;
   Mode mode = Mode::Train;
-  LossKind loss = LossKind::Mean;
+  LossKind loss = LossKind::Mean;  // the first term's
+  std::vector<LossTerm> losses;    // training: the terms summed into the loss
   DType float_dtype = DType::Float32;
   std::vector<LayerEstimate> layers;
   std::vector<OptimizerSlot> optimizer_slots;

@@ -16,6 +16,8 @@
 // output is not cast.
 #include "step.hpp"
 
+#include <algorithm>
+
 namespace nnmem::detail {
 
 namespace {
@@ -36,6 +38,9 @@ TensorType class_target(LossKind loss, const TensorType& output, const SourceLoc
 
 LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where, const std::string& producer,
                          bool amp, DType float_dtype) {
+  if (!is_floating(output.dtype))  // PyTorch's losses and mean() take floating-point values only
+    throw Error(where, std::string(name_of(loss)) + " needs a floating-point output; the model's output" +
+                           (producer.empty() ? "" : ", " + producer + ",") + " is " + std::string(dtype_name(output.dtype)));
   LossTensors t;
   if (amp && loss != LossKind::Mean && autocast_eligible(output.dtype) && output.dtype != DType::Float32)
     t.cast = TensorType{output.shape, DType::Float32};
@@ -77,6 +82,31 @@ LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLo
       break;
   }
   return t;
+}
+
+std::vector<LossTerm> loss_terms(const Graph& graph, const std::optional<LossKind>& override, bool training) {
+  const ModelSpec& spec = graph.spec;
+  const auto index_of = [&](const std::string& name) {
+    const auto at = std::find(spec.outputs.begin(), spec.outputs.end(), name);
+    return graph.outputs.at(static_cast<std::size_t>(at - spec.outputs.begin()));
+  };
+  std::vector<LossTerm> terms;
+  if (override && spec.losses.size() > 1)
+    throw Error(spec.losses[1].loc, "--loss names one loss, and this spec sums " + std::to_string(spec.losses.size()) +
+                                        "; change their kinds in the spec");
+  for (const LossSpec& l : spec.losses)
+    terms.push_back({override.value_or(*parse_loss(l.kind)), l.output.empty() ? -1 : index_of(l.output), l.output, l.weight,
+                     l.kind_loc});
+  if (terms.empty()) terms.push_back({override.value_or(LossKind::Mean), -1, "", std::nullopt, spec.loc});
+  for (LossTerm& t : terms) {
+    if (t.output >= 0) continue;
+    if (training && graph.outputs.size() != 1)
+      throw Error(spec.output_locs.at(1), "training needs a single output for its loss, or a loss per output "
+                                          "({output: NAME, kind: KIND} in a 'loss' list); this model returns " +
+                                              std::to_string(graph.outputs.size()));
+    t.output = graph.outputs.front();
+  }
+  return terms;
 }
 
 }  // namespace nnmem::detail

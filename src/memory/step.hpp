@@ -55,6 +55,11 @@ struct LossTensors {
 LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where,
                          const std::string& producer = {}, bool amp = false, DType float_dtype = DType::Float32);
 
+/// The spec's loss terms on the graph's values (one `mean` of the only output when it names none);
+/// `override` (--loss) replaces a single term's kind. Throws Error when training has an output
+/// a term cannot tell from the others, or --loss would replace several terms.
+std::vector<LossTerm> loss_terms(const Graph& graph, const std::optional<LossKind>& override, bool training);
+
 /// The whole step, tensor by tensor. What lives across steps (parameters, buffers, optimizer
 /// state, input, target, the previous step's output, loss and gradients) is allocated first.
 struct StepResult {
@@ -69,7 +74,7 @@ struct StepResult {
 };
 struct CheckpointPlan;
 struct ShardPlan;
-StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
+StepResult simulate_step(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
                          const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints,
                          const ShardPlan& shards);
 

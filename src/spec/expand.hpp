@@ -50,6 +50,10 @@ VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options);
 /// it replaces (an unknown or repeated NAME, or a text that is not a list of sizes, is an error).
 std::map<std::string, RawValue> input_overrides(const RawSpec& spec, const LoadOptions& options);
 
+/// The spec's loss terms: those `when` keeps, each kind a known loss and each weight a number
+/// >= 0; `output` is the name as written, for the caller to resolve. expand_loss.cpp.
+std::vector<LossSpec> expand_losses(const std::vector<RawLoss>& raw, const VarScope& vars);
+
 /// " (did you mean 'x'?)", or "" when no candidate is close.
 std::string suggestion(const std::string& word, const std::vector<std::string>& names);
 

@@ -23,6 +23,7 @@ const std::vector<std::string> kTopLevelKeys = {"nnmem",  "name",   "description
                                                 "blocks", "layers", "outputs",     "loss",    "extends", "register"};
 const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
+const std::vector<std::string> kLossKeys = {"output", "kind", "weight", "when"};
 
 // A word such as a layer type's name: a letter, then letters, digits and underscores.
 bool is_identifier(const std::string& s) {
@@ -178,6 +179,31 @@ class Reader {
     } else {
       out.push_back(name(node, fallback, what));
     }
+    return out;
+  }
+
+  // `loss: KIND`, or a list of terms {output: NAME, kind: KIND, weight: W, when: COND}.
+  std::vector<RawLoss> losses(const YAML::Node& node, const SourceLoc& at) {
+    if (!node.IsSequence() && !node.IsMap()) return {RawLoss{at, std::nullopt, value(node, at, "loss: "), std::nullopt, std::nullopt}};
+    std::vector<RawLoss> out;
+    std::vector<YAML::Node> items;
+    if (node.IsMap()) items.push_back(node);  // one term written without its list
+    else
+      for (const auto& item : node) items.push_back(item);
+    for (const auto& item : items) {
+      RawLoss l;
+      l.loc = loc(item, at);
+      each_key(item, l.loc, "a loss (such as {output: logits, kind: cross_entropy, weight: 1})",
+               [&](const std::string& key, const YAML::Node& v, const SourceLoc& k) {
+                 check_known(key, k, kLossKeys, "a loss");
+                 auto& slot = key == "output" ? l.output : key == "kind" ? l.kind : key == "weight" ? l.weight : l.when;
+                 slot = value(v, k, "loss: " + key + ": ");
+               });
+      for (const auto& [part, given] : {std::pair{"output", l.output.has_value()}, std::pair{"kind", l.kind.has_value()}})
+        if (!given) fail(l.loc, std::string("a loss in a list needs '") + part + "'");
+      out.push_back(std::move(l));
+    }
+    if (out.empty()) fail(at, "'loss' is an empty list; omit it for the default (mean)");
     return out;
   }
 
@@ -381,7 +407,7 @@ class Reader {
       } else if (key == "register") {
         spec.registers = registers(v, key_loc, "the spec");
       } else if (key == "loss") {
-        spec.loss = name(v, key_loc, "loss");
+        spec.loss = losses(v, key_loc);
       } else if (key == "extends") {
         spec.extends = name(v, key_loc, "extends (the file this spec extends)");
       }

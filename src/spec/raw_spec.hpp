@@ -100,6 +100,12 @@ struct RawVariable {
   RawValue value;
 };
 
+/// One term of `loss:`, as written (each part may be an expression).
+struct RawLoss {
+  SourceLoc loc;
+  std::optional<RawValue> output, kind, weight, when;
+};
+
 struct RawSpec {
   std::string file;
   SourceLoc loc;
@@ -111,7 +117,7 @@ struct RawSpec {
   std::vector<RawBlock> blocks;
   std::vector<RawEntry> layers;
   std::optional<std::vector<Named>> outputs;
-  std::optional<Named> loss;
+  std::optional<std::vector<RawLoss>> loss;  // `loss: KIND` is one term without an output
   std::optional<Named> extends;       // `extends: base.yaml`, relative to this file
   std::vector<RawRegister> registers;
 };
