@@ -5,7 +5,10 @@ NETWORKS: name -> Net(build, input_shape (per sample), input_dtype, loss,
 batches).  Losses: 'cross_entropy' (int64 targets of shape [N], classes =
 last dim of the output), 'mse' (float target shaped like the output),
 'mean' (loss = out.mean(), no target), 'nll' (like cross_entropy), 'l1' and
-'bce_with_logits' (like mse; bce's target in [0, 1]).
+'bce_with_logits' (like mse; bce's target in [0, 1]).  A model with several outputs has a list
+of (kind, weight) terms, one per output (measure.py sums them as `w1 * l1 + w2 * l2`, a weight
+None adding its loss as it is); own_loss: the model computes the loss itself from the targets
+(Hugging Face's labels=...).
 """
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple, Union
