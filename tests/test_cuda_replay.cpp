@@ -205,6 +205,7 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"lstm_lm", {}},
       {"lstm_seq", {}},
       {"mlp", {}},
+      {"multihead_net", {12, 33, 50}},
       {"residual_net", {}},
       {"resblock_cnn", {33}},
       {"resblock_mlp", {}},

@@ -2,6 +2,7 @@
 // (validation/hf_configs.py, committed as validation/hf_configs.json): the parameter count
 // exact for every config, every state_dict tensor's name and size for the small ones; and the
 // spec `nnmem import` prints estimates as the config itself does.
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -42,9 +43,10 @@ TEST_CASE("every config's parameters, as transformers counts them") {
     CAPTURE(architecture);
     const Graph graph = graph_of(config, architecture);
     CHECK(estimate(graph).totals.params == m["parameters"].get<std::int64_t>());
-    // BertForMaskedLM's state_dict also lists the decoder's bias as cls.predictions.bias, one
-    // tensor under two names; its base model is under "bert." (the spec is BertModel's with a head).
-    if (!m.contains("state_dict") || architecture == "BertForMaskedLM") continue;
+    // BertForMaskedLM's and BertForPreTraining's state_dicts also list the decoder's bias as
+    // cls.predictions.bias, one tensor under two names; their base model is under "bert." (the
+    // spec is BertModel's with heads).
+    if (!m.contains("state_dict") || architecture == "BertForMaskedLM" || architecture == "BertForPreTraining") continue;
     std::map<std::string, std::int64_t> theirs, ours;
     std::multiset<std::int64_t> their_sizes, our_sizes;
     for (const auto& t : m["state_dict"]) {
@@ -70,28 +72,29 @@ TEST_CASE("every config's parameters, as transformers counts them") {
 // modules themselves, not only against the example it was made from.
 // Both attention implementations: attn_implementation "eager" (--set) writes the attention out.
 TEST_CASE("imported small configs are exact against transformers' measured runs") {
-  const std::vector<std::pair<std::string, std::string>> pairs = {
-      {"examples/hf/tiny-gpt2/config.json", "hf_gpt2"},
-      {"examples/hf/tiny-llama/config.json", "hf_llama"},
-      {"examples/hf/tiny-bert/config.json", "hf_bert"}};
-  for (const auto& [config, model] : pairs) {
-    for (const std::string impl : {"sdpa", "eager"}) {
-      const std::string network = model + "_" + impl;
-      const nlohmann::json fixture =
-          nlohmann::json::parse(std::ifstream(source_path("validation/fixtures/torch-2.13/" + network + ".json")));
-      LoadOptions load;
-      load.overrides.emplace_back("seq_len", "32");
-      load.overrides.emplace_back("attn_implementation", impl);
-      const ModelSpec spec = parse_spec(import_hf_config(source_path(config), model == "hf_bert" ? "BertModel" : "").text,
-                                        config, load);
-      REQUIRE(fixture["runs"].size() >= 7);
-      for (const auto& run : fixture["runs"]) {
-        CAPTURE(config);
-        CAPTURE(run.dump());
-        const Totals t = estimate(spec, fixture_run_options("2.13", run)).totals;
-        check_measured_figures(t, run);
-        CHECK(t.peak_bytes == run["peak_bytes"].get<std::int64_t>());
-      }
+  const std::vector<std::array<std::string, 4>> cases = {  // config, network, architecture, attention
+      {"examples/hf/tiny-gpt2/config.json", "hf_gpt2", "", "sdpa"},
+      {"examples/hf/tiny-gpt2/config.json", "hf_gpt2", "", "eager"},
+      {"examples/hf/tiny-llama/config.json", "hf_llama", "", "sdpa"},
+      {"examples/hf/tiny-llama/config.json", "hf_llama", "", "eager"},
+      {"examples/hf/tiny-bert/config.json", "hf_bert", "BertModel", "sdpa"},
+      {"examples/hf/tiny-bert/config.json", "hf_bert", "BertModel", "eager"},
+      {"examples/hf/tiny-bert/config.json", "hf_bert_pretraining", "BertForPreTraining", ""}};
+  for (const auto& [config, model, architecture, impl] : cases) {
+    const std::string network = impl.empty() ? model : model + "_" + impl;
+    const nlohmann::json fixture =
+        nlohmann::json::parse(std::ifstream(source_path("validation/fixtures/torch-2.13/" + network + ".json")));
+    LoadOptions load;
+    load.overrides.emplace_back("seq_len", "32");
+    if (!impl.empty()) load.overrides.emplace_back("attn_implementation", impl);
+    const ModelSpec spec = parse_spec(import_hf_config(source_path(config), architecture).text, config, load);
+    REQUIRE(fixture["runs"].size() >= 7);
+    for (const auto& run : fixture["runs"]) {
+      CAPTURE(network);
+      CAPTURE(run.dump());
+      const Totals t = estimate(spec, fixture_run_options("2.13", run)).totals;
+      check_measured_figures(t, run);
+      CHECK(t.peak_bytes == run["peak_bytes"].get<std::int64_t>());
     }
   }
 }
@@ -99,6 +102,8 @@ TEST_CASE("imported small configs are exact against transformers' measured runs"
 TEST_CASE("the published counts") {
   CHECK(estimate(graph_of("examples/hf/gpt2/config.json", "")).totals.params == 124'439'808);
   CHECK(estimate(graph_of("examples/hf/bert-base-uncased/config.json", "BertModel")).totals.params == 109'482'240);
+  // transformers' BertForPreTraining(BertConfig()) on the meta device (validation/hf_configs.py).
+  CHECK(estimate(graph_of("examples/hf/bert-base-uncased/config.json", "BertForPreTraining")).totals.params == 110'106'428);
   CHECK(estimate(graph_of("examples/hf/vit-base-patch16-224/config.json", "")).totals.params == 86'567'656);
   CHECK(estimate(graph_of("examples/hf/Llama-2-7b-hf/config.json", "")).totals.params == 6'738'415'616);
 }
@@ -161,17 +166,22 @@ TEST_CASE("the family's rules: defaults, nulls, head classes, storage dtype, win
   // --architecture replaces architectures[0], which may then be absent.
   const std::string bert = R"({"model_type": "bert", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 1,
     "num_attention_heads": 4, "intermediate_size": 128})";
-  CHECK(import_hf_config_text(bert, "c.json", "BertForMaskedLM").text.find("loss: cross_entropy\n") != std::string::npos);
+  // The head class picks bert_base.yaml's head, whose losses follow (pretraining: two, summed).
+  CHECK(import_hf_config_text(bert, "c.json", "BertForMaskedLM").text.find("  head: masked_lm\n") != std::string::npos);
+  const std::string pretraining = import_hf_config_text(bert, "c.json", "BertForPreTraining").text;
+  CHECK(pretraining.find("  head: pretraining\n") != std::string::npos);
+  CHECK(estimate(parse_spec(pretraining, "c.json"), EstimateOptions{}).losses.size() == 2);
   CHECK(error_of(bert) == "config.json:1:1: error: missing field 'architectures', the model class (as [\"BertModel\"]); "
                           "--architecture gives it");
-  CHECK(error_of(bert, "BertForPreTraining").find("model class 'BertForPreTraining' of model_type 'bert' is not supported; "
-                                                  "supported: BertModel, BertForMaskedLM") != std::string::npos);
+  CHECK(error_of(bert, "BertForNextSentencePrediction")
+            .find("model class 'BertForNextSentencePrediction' of model_type 'bert' is not supported; "
+                  "supported: BertModel, BertForMaskedLM, BertForPreTraining") != std::string::npos);
 }
 
 TEST_CASE("located errors name the field") {
   CHECK(error_of("{\n  \"model_type\": \"t5\"\n}") ==
         "config.json:2:17: error: model_type 't5' is not supported; supported: gpt2 (GPT2LMHeadModel); llama "
-        "(LlamaForCausalLM); mistral (MistralForCausalLM); qwen2 (Qwen2ForCausalLM); bert (BertModel, BertForMaskedLM); "
+        "(LlamaForCausalLM); mistral (MistralForCausalLM); qwen2 (Qwen2ForCausalLM); bert (BertModel, BertForMaskedLM, BertForPreTraining); "
         "vit (ViTForImageClassification)");
   CHECK(error_of("{}").find("config.json:1:1: error: missing field 'model_type'") == 0);
   // Nested objects and strings with braces and escaped quotes do not confuse the positions.

@@ -96,3 +96,27 @@ TEST_CASE("Losses: the options belong to the spec's loss; --loss and extends rep
                    "loss: {type: nll, label_smoothing: 0.1}\n") ==
         "test.yaml:4:19: error: nll 'loss': unknown attribute 'label_smoothing'; nll takes: ignore_index");
 }
+
+TEST_CASE("Losses: a weighted sum, a loss per output") {
+  // Two heads on one Linear: scores [4, 10] with cross_entropy, boxes [4, 4] with mse.
+  const auto two = [](const std::string& weights, const char* torch, Device device = Device::Cpu) {
+    EstimateOptions o;
+    o.graph.batch = 4;
+    o.graph.device = device;
+    o.graph.torch = find_torch_profile(torch);
+    return estimate_from("inputs: {x: [8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 6}\n"
+                         "  - {name: cls, type: Linear, out_features: 10}\n  - {name: box, type: Linear, input: fc, out_features: 4}\n"
+                         "loss:\n  - {output: cls, type: cross_entropy" + weights + "}\n  - {output: box, type: mse" + weights + "}\n", o);
+  };
+  const Estimate plain = two("", "1.13"), weighted = two(", weight: 0.5", "1.13");
+  REQUIRE(plain.losses.size() == 2);
+  CHECK(plain.losses[0].output_name == "cls");
+  CHECK(plain.losses[1].kind == LossKind::Mse);
+  CHECK(weighted.losses[1].weight == 0.5);
+  // Both targets: int64 [4] (32 bytes) and float [4, 4] (64).
+  CHECK(plain.totals.target_bytes == 32 + 64);
+  // MulBackward0 keeps each weight, an 8-byte wrapped number on the CPU, which 1.13's saved-tensor
+  // hooks see and 2.13's do not.
+  CHECK(weighted.totals.saved_bytes == plain.totals.saved_bytes + 16);
+  CHECK(two(", weight: 0.5", "2.13").totals.saved_bytes == two("", "2.13").totals.saved_bytes);
+}

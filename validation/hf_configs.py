@@ -20,7 +20,8 @@ import transformers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HF = os.path.join(ROOT, "examples", "hf")
-EXTRA = [("bert-base-uncased", "BertModel"), ("tiny-bert", "BertForMaskedLM")]
+EXTRA = [("bert-base-uncased", "BertModel"), ("bert-base-uncased", "BertForPreTraining"), ("tiny-bert", "BertForMaskedLM"),
+         ("tiny-bert", "BertForPreTraining")]
 SMALL = 10_000_000  # state_dicts are recorded below this many parameters
 
 

@@ -79,6 +79,38 @@ def loss_fn(kind, out, y, batch=None):
     return LOSSES[kind](out, y) if kind in LOSSES else out.mean()
 
 
+def loss_terms(net):
+    """The network's loss as (kind, weight) terms: one unweighted term, or networks.py's list."""
+    return [(net.loss, None)] if isinstance(net.loss, str) else list(net.loss)
+
+
+def total_loss(terms, outs, ys, batch=None):
+    """`w1 * l1(out1, y1) + w2 * l2(out2, y2) + ...` as one Python expression evaluates it: each
+    term (times its weight, a Python number) added to the sum as soon as it is made, no name
+    keeping a term or an unweighted loss alive. A single unweighted term is loss_fn's."""
+    if len(terms) == 1 and terms[0][1] is None:
+        return loss_fn(terms[0][0], outs, ys[0], batch)
+    total = None
+    for (kind, weight), out, y in zip(terms, outs, ys):
+        term = loss_fn(kind, out, y, batch) if weight is None else weight * loss_fn(kind, out, y, batch)
+        total = term if total is None else total + term
+        del term
+    return total
+
+
+def make_target(kind, oshape):
+    """The target a loss kind reads for an output of that shape (None: `mean` has none)."""
+    if kind in CLASS_LOSSES and len(oshape) > 2:  # per pixel: [B, C, d1, ...] -> [B, d1, ...]
+        return torch.randint(0, oshape[1], [oshape[0]] + oshape[2:])
+    if kind in CLASS_LOSSES:
+        return torch.randint(0, oshape[-1], (oshape[0],))  # [B], or [B * T] for a language model
+    if kind in ("mse", "l1", "smooth_l1", "huber"):
+        return torch.randn(oshape)
+    if kind == "bce_with_logits":
+        return torch.rand(oshape)
+    return None
+
+
 def optimizer_state(opt):
     """Total and per-slot bytes of the optimizer state (dedup by storage)."""
     seen, slots = {}, {}
@@ -128,7 +160,10 @@ def run(args):
                 x = torch.randint(0, net.vocab, (args.batch, *net.input_shape))
             else:
                 x = torch.randn(args.batch, *net.input_shape, dtype=getattr(torch, net.input_dtype))
-            forward = (lambda: net.call(model, x)) if net.call else (lambda: model(x))
+            # A network whose model computes its own loss (Hugging Face's labels=...) is called
+            # with the targets in training: forward(ys) returns its output, whose .loss is it.
+            forward = (lambda ys=None: net.call(model, x, ys) if ys is not None else net.call(model, x)) if net.call \
+                else (lambda: model(x))
             tracker = ModuleTracker(model)
             # An eval-mode forward (no BN stat update) to learn the output shape
             # for the target and each layer's output shape. With grad enabled: under
@@ -137,7 +172,10 @@ def run(args):
             model.eval()
             tracker.record_shapes = True
             with torch.enable_grad():
-                oshape = list(forward().shape)
+                outs = forward()
+                oshapes = [list(o.shape) for o in (outs if isinstance(outs, tuple) else (outs,))]
+                del outs
+            oshape = oshapes[0] if len(oshapes) == 1 else oshapes
             tracker.record_shapes = False
             model.train()
             inner = model
@@ -145,16 +183,8 @@ def run(args):
                 with Marker("nnmem::wrap"):
                     model = data_parallel.wrap(model, args.parallel, args.bucket_cap_mb)
                 shards = data_parallel.shard_storages(model)
-            if net.loss in CLASS_LOSSES and len(oshape) > 2:  # per pixel: [B, C, d1, ...] -> [B, d1, ...]
-                y = torch.randint(0, oshape[1], [oshape[0]] + oshape[2:])
-            elif net.loss in CLASS_LOSSES:
-                y = torch.randint(0, oshape[-1], (oshape[0],))  # [B], or [B * T] for a language model
-            elif net.loss in ("mse", "l1", "smooth_l1", "huber"):
-                y = torch.randn(oshape)
-            elif net.loss == "bce_with_logits":
-                y = torch.rand(oshape)
-            else:
-                y = None
+            terms = loss_terms(net)
+            ys = [make_target(kind, shape) for (kind, _), shape in zip(terms, oshapes)]
             trainable = [p for p in model.parameters() if p.requires_grad]
             opt = make_optimizer(args.optimizer, trainable, args.foreach, args.fused)
 
@@ -163,8 +193,9 @@ def run(args):
             params = functools.partial(data_parallel.param_storages, model)
         buffers = {storage_key(b)[0] for b in model.buffers()}
         named = {storage_key(x)[0]: "input"}
-        if y is not None:
-            named[storage_key(y)[0]] = "target"
+        for y in ys:
+            if y is not None:
+                named[storage_key(y)[0]] = "target"
         rec = SavedRecorder(tracker, params, buffers, named)
         graph_map = {}
         recording = [False]  # the forward whose saved tensors are recorded
@@ -200,10 +231,13 @@ def run(args):
             recording[0] = record
             with rec.hooks() if record else contextlib.nullcontext(), autocast():
                 with Marker("nnmem::forward"):
-                    held["out"] = forward()
+                    held["out"] = forward(ys) if net.own_loss else forward()
                 with Marker("nnmem::loss"), Marker("module::<loss>"):
-                    held["loss"] = loss_fn(net.loss, held["out"], y, args.batch) if k == 1 else \
-                        loss_fn(net.loss, held["out"], y, args.batch) / k
+                    if net.own_loss:  # computed in the model's forward: its output holds it
+                        held["loss"] = held["out"].loss if k == 1 else held["out"].loss / k
+                    else:
+                        held["loss"] = total_loss(terms, held["out"], ys, args.batch) if k == 1 else \
+                            total_loss(terms, held["out"], ys, args.batch) / k
             recording[0] = False
             # Reading a checkpointed node's saved tensors would recompute its segment.
             if record and not args.checkpoint:
@@ -229,7 +263,7 @@ def run(args):
         res["grad_bytes"] = storage_bytes(p.grad for p in model.parameters())
         res["optimizer_state_bytes"], res["optimizer_state_slots"] = optimizer_state(opt)
         res["input_bytes"] = storage_bytes([x])
-        res["target_bytes"] = storage_bytes([y]) if y is not None else 0
+        res["target_bytes"] = storage_bytes(ys)
         res["output_shape"] = oshape
         res["loss_value"] = loss_value
 

@@ -5,10 +5,13 @@ NETWORKS: name -> Net(build, input_shape (per sample), input_dtype, loss,
 batches).  Losses: 'cross_entropy' (int64 targets of shape [N], classes =
 last dim of the output), 'mse' (float target shaped like the output),
 'mean' (loss = out.mean(), no target), 'nll' (like cross_entropy), 'l1' and
-'bce_with_logits' (like mse; bce's target in [0, 1]).
+'bce_with_logits' (like mse; bce's target in [0, 1]).  A model with several outputs has a list
+of (kind, weight) terms, one per output (measure.py sums them as `w1 * l1 + w2 * l2`, a weight
+None adding its loss as it is); own_loss: the model computes the loss itself from the targets
+(Hugging Face's labels=...).
 """
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple, Union
 
 import math
 
@@ -899,10 +902,11 @@ class Net:
     build: Callable[[], nn.Module]
     input_shape: Tuple[int, ...]     # per sample
     input_dtype: str
-    loss: str
+    loss: Union[str, List[Tuple[str, Optional[float]]]]  # a kind, or (kind, weight) per output
     batches: List[int]
-    call: Optional[Callable] = None  # (model, x) -> the output tensor, when model(x) is not it
+    call: Optional[Callable] = None  # (model, x) -> the output tensor(s), when model(x) is not it
     vocab: int = 0                   # int64 inputs: ids in [0, vocab)
+    own_loss: bool = False           # call(model, x, targets) returns an output whose .loss is the loss
 
 
 # Hugging Face transformers models from small configs with random weights (no download),
@@ -921,6 +925,10 @@ def _hf(kind, impl):
             return T.LlamaForCausalLM(T.LlamaConfig(vocab_size=HF_VOCAB, hidden_size=64, intermediate_size=128,
                                                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                                     max_position_embeddings=64, attn_implementation=impl))
+        if kind == "bert_pretraining":
+            return T.BertForPreTraining(T.BertConfig(vocab_size=HF_VOCAB, hidden_size=64, num_hidden_layers=2,
+                                                     num_attention_heads=4, intermediate_size=128,
+                                                     max_position_embeddings=64, attn_implementation=impl))
         if kind == "bert":
             return T.BertModel(T.BertConfig(vocab_size=HF_VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                             intermediate_size=128, max_position_embeddings=64, attn_implementation=impl))
@@ -936,6 +944,15 @@ def _lm_logits(model, ids):  # ForCausalLMLoss's view: [B * T, vocab]
 
 def _bert_pooled(model, ids):
     return model(input_ids=ids).pooler_output
+
+
+def _bert_pretraining(model, ids, targets=None):
+    """BertForPreTraining's two outputs (the MLM scores viewed as its loss views them); with
+    the targets, its own output: HF's loss is masked_lm_loss + next_sentence_loss."""
+    if targets is None:
+        out = model(input_ids=ids)
+        return out.prediction_logits.view(-1, HF_VOCAB), out.seq_relationship_logits
+    return model(input_ids=ids, labels=targets[0].view(ids.shape[0], -1), next_sentence_label=targets[1])
 
 
 def _vit_logits(model, pixels):
@@ -1014,13 +1031,19 @@ NETWORKS = {
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa", "eager")})
+# BertForPreTraining: masked-LM scores [B * T, vocab] and next-sentence scores [B, 2], each with
+# cross-entropy, summed by the model itself.
+NETWORKS["hf_bert_pretraining"] = Net(_hf("bert_pretraining", "sdpa"), (HF_SEQ,), "int64",
+                                      [("cross_entropy", None), ("cross_entropy", None)], [2], _bert_pretraining,
+                                      HF_VOCAB, own_loss=True)
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
 
-from networks_zoo import UNet, DiffusionUNet, YoloV8  # noqa: E402  (issue 13's examples, small)
+from networks_zoo import UNet, DiffusionUNet, YoloV8, MultiHeadNet  # noqa: E402  (issue 13's examples, small)
 NETWORKS.update({
     "unet_valid": Net(UNet, (1, 188, 188), "float32", "cross_entropy", [2]),        # unet.yaml, image 188, base 8
     "diffusion_unet": Net(DiffusionUNet, (3, 16, 16), "float32", "mse", [4]),    # ch 32, groups 8, image 16
     "yolov8n": Net(YoloV8, (3, 64, 64), "float32", "mean", [2]),                # YOLOv8n at 64x64
+    "multihead_net": Net(MultiHeadNet, (3, 32, 32), "float32", [("cross_entropy", 1.0), ("smooth_l1", 0.5)], [4]),
 })
 
 from networks_convnext import convnext_valid  # noqa: E402  (torchvision's ConvNeXt, small)

@@ -354,3 +354,28 @@ class YoloV8(nn.Module):
             x = m(x)
             y.append(x if i in self.save else None)
         return torch.cat([x["boxes"], x["scores"]], 1)
+
+
+# --------------------------------------------------------------------------
+# A detector's two heads on one backbone, trained with a weighted sum of two losses
+# (examples/multihead_net.yaml): per-cell class scores with cross-entropy, per-cell boxes with
+# smooth L1, `loss = 1.0 * ce + 0.5 * smooth_l1` (networks.py's loss terms).
+# --------------------------------------------------------------------------
+
+class MultiHeadNet(nn.Module):
+    def __init__(self, classes=5):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.bn = nn.BatchNorm2d(16)
+        self.relu = nn.ReLU()
+        self.pool = nn.MaxPool2d(2)
+        self.conv = nn.Conv2d(16, 32, 3, padding=1)
+        self.relu2 = nn.ReLU()
+        self.pool2 = nn.MaxPool2d(2)
+        self.cls = nn.Conv2d(32, classes, 1)
+        self.box = nn.Conv2d(32, 4, 1)
+
+    def forward(self, x):
+        f = self.pool(self.relu(self.bn(self.stem(x))))
+        f = self.pool2(self.relu2(self.conv(f)))
+        return self.cls(f), self.box(f)

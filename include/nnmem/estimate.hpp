@@ -241,6 +241,23 @@ struct TorchSummaryFigures {
   std::int64_t total_bytes = 0;
 };
 
+/// One term of the training loss, `weight * kind(output, target)`: the spec's `loss:`, resolved.
+/// A loss's options (`loss: {type: cross_entropy, label_smoothing: 0.1}`; docs/spec.md, "Losses").
+struct LossOptions {
+  std::int64_t ignore_index = -100;  // cross_entropy, nll: changes no tensor (measured)
+  double label_smoothing = 0.0;      // cross_entropy: above 0 a second, smoothed term
+  bool upcast = false;               // Hugging Face's logits.float(): a 16-bit output copied to float32
+};
+
+struct LossTerm {
+  LossKind kind = LossKind::Mean;
+  int output = -1;                // the graph value it reads
+  std::string output_name;        // as the spec names it ("" for the only output)
+  std::optional<double> weight;   // none: added to the sum as it is
+  SourceLoc loc;                  // its kind in the spec (for errors)
+  LossOptions options;
+};
+
 struct InputEstimate {
   std::string name;
   TensorType type;                 // batch included
@@ -254,7 +271,8 @@ struct Estimate {
   std::vector<InputEstimate> inputs;
   EstimateOptions options;
   Mode mode = Mode::Train;
-  LossKind loss = LossKind::Mean;
+  LossKind loss = LossKind::Mean;  // the first term's
+  std::vector<LossTerm> losses;    // training: the terms summed into the loss
   DType float_dtype = DType::Float32;
   std::vector<LayerEstimate> layers;
   std::vector<OptimizerSlot> optimizer_slots;

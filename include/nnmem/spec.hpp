@@ -104,6 +104,16 @@ struct InputSpec {
   SourceLoc loc;
 };
 
+/// One term of the training loss (`loss:`): `weight * kind(output, target)`, the terms summed
+/// in order as one Python expression, `w1 * l1 + w2 * l2`.
+struct LossSpec {
+  std::string output;             // the value it reads: resolved; "" = the model's only output
+  std::string kind;               // cross_entropy | nll | mse | l1 | smooth_l1 | huber | bce_with_logits | mean
+  std::optional<double> weight;   // none: the loss enters the sum as it is (no multiplication)
+  std::vector<Attribute> attrs;   // its options (cross_entropy's ignore_index, label_smoothing, upcast), evaluated
+  SourceLoc loc, output_loc, kind_loc, weight_loc;
+};
+
 struct ModelSpec {
   std::string file;
   std::string name;
@@ -114,9 +124,7 @@ struct ModelSpec {
   std::vector<Reference> references;
   std::vector<std::string> outputs;  // the values the model returns (default: the last layer)
   std::vector<SourceLoc> output_locs;
-  std::optional<std::string> loss;   // cross_entropy | mse | mean
-  SourceLoc loss_loc;
-  std::vector<Attribute> loss_attrs;  // its options (cross_entropy's label_smoothing, ...), evaluated
+  std::vector<LossSpec> losses;      // summed into the training loss; empty: `out.mean()`
   std::vector<std::pair<std::string, Value>> variables;  // final values, after --set
   /// What it was loaded with: LoadOptions' --set and --input texts, for reports.
   std::vector<std::pair<std::string, std::string>> set, input_shapes;

@@ -119,7 +119,8 @@ std::vector<Family> make() {
                   number("attention_probs_dropout_prob", "0.1"), {"pad_token_id", Kind::Index, "0", {}},
                   flag("tie_word_embeddings", "true"), word("hidden_act", "gelu"), word("position_embedding_type", "absolute")},
                  {{"BertModel", {}, ""},
-                  {"BertForMaskedLM", {{"add_pooling_layer", "false"}, {"mlm_head", "true"}}, "cross_entropy"}},
+                  {"BertForMaskedLM", {{"head", "masked_lm"}}, ""},
+                  {"BertForPreTraining", {{"head", "pretraining"}}, ""}},
                  finish_bert});
   out.push_back({"vit", "vit_b16",
                  {size("hidden_size"), size("num_hidden_layers"), size("num_attention_heads"), size("intermediate_size"),

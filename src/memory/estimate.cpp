@@ -157,7 +157,6 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
   e.mode = graph.options.mode;
   const bool training = e.mode == Mode::Train;
   e.float_dtype = graph.float_dtype;
-  e.loss = options.loss.value_or(graph.spec.loss ? *parse_loss(*graph.spec.loss) : LossKind::Mean);
   Totals& t = e.totals;
   if (const std::string problem = detail::CudaCachingAllocator::problem(options.allocator); !problem.empty())
     throw Error(graph.spec.loc, "CUDA allocator settings: " + problem);
@@ -170,14 +169,13 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
   }
 
   try {
-    if (training && graph.outputs.size() != 1)
-      throw Error(graph.spec.output_locs.at(1), "training needs a single output for its loss; this model returns " +
-                                                    std::to_string(graph.outputs.size()));
-    const TensorType& output = graph.values[static_cast<std::size_t>(graph.outputs.front())].type;
-    const SourceLoc loss_loc = graph.spec.loss ? graph.spec.loss_loc : graph.spec.loc;
-    const detail::LossTensors loss = detail::loss_tensors(e.loss, output, loss_loc, producer_of(graph, graph.outputs.front()),
-                                                          graph.options.amp.has_value(), e.float_dtype,
-                                                          detail::loss_options(e.loss, graph.spec), *graph.options.torch);
+    e.losses = detail::loss_terms(graph, options.loss, training);
+    e.loss = e.losses.front().kind;
+    std::vector<detail::LossTensors> losses;
+    for (const LossTerm& term : training ? e.losses : std::vector<LossTerm>{})
+      losses.push_back(detail::loss_tensors(term.kind, graph.values[static_cast<std::size_t>(term.output)].type, term.loc,
+                                            producer_of(graph, term.output), graph.options.amp.has_value(), e.float_dtype,
+                                            term.options, *graph.options.torch));
 
     // What backward keeps: each storage once, attributed to the first layer that keeps it. A
     // checkpointed segment keeps its inputs instead of what its layers would.
@@ -250,16 +248,22 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
       if (t.trainable_params == 0)
         throw Error(graph.spec.loc, "nothing to train: every layer with parameters is frozen (trainable: false); "
                                     "use --mode eval for inference");
-      t.target_bytes = loss.target ? loss.target->bytes() : 0;
-      for (const auto& k : loss.kept) t.saved_bytes = sum(t.saved_bytes, k.bytes());
-      const int out_storage = graph.values[static_cast<std::size_t>(graph.outputs.front())].storage;
-      if (loss.keeps_input && loss.cast) t.saved_bytes = sum(t.saved_bytes, loss.cast->bytes());
-      else if (loss.keeps_input && kept_storages.insert(out_storage).second)
-        t.saved_bytes = sum(t.saved_bytes, graph.storages[static_cast<std::size_t>(out_storage)].bytes);
-      if (loss.keeps_target) t.saved_bytes = sum(t.saved_bytes, t.target_bytes);
-      // Accumulating, the loss is divided by K, which DivBackward0 keeps (a CPU tensor).
-      if (options.grad_accum > 1 && graph.options.device == Device::Cpu && graph.options.torch->hooks_see_wrapped_numbers)
-        t.saved_bytes = sum(t.saved_bytes, detail::kWrappedNumberBytes);
+      // Each loss's target and what it keeps; a weight is a wrapped number MulBackward0 keeps
+      // (a CPU tensor), as accumulating's divisor K is DivBackward0's.
+      const bool wrapped_saved = graph.options.device == Device::Cpu && graph.options.torch->hooks_see_wrapped_numbers;
+      for (std::size_t k = 0; k < losses.size(); ++k) {
+        const detail::LossTensors& loss = losses[k];
+        const std::int64_t target = loss.target ? loss.target->bytes() : 0;
+        t.target_bytes = sum(t.target_bytes, target);
+        for (const auto& kept : loss.kept) t.saved_bytes = sum(t.saved_bytes, kept.bytes());
+        const int out_storage = graph.values[static_cast<std::size_t>(e.losses[k].output)].storage;
+        if (loss.keeps_input && loss.cast) t.saved_bytes = sum(t.saved_bytes, loss.cast->bytes());
+        else if (loss.keeps_input && kept_storages.insert(out_storage).second)
+          t.saved_bytes = sum(t.saved_bytes, graph.storages[static_cast<std::size_t>(out_storage)].bytes);
+        if (loss.keeps_target) t.saved_bytes = sum(t.saved_bytes, target);
+        if (e.losses[k].weight && wrapped_saved) t.saved_bytes = sum(t.saved_bytes, detail::kWrappedNumberBytes);
+      }
+      if (options.grad_accum > 1 && wrapped_saved) t.saved_bytes = sum(t.saved_bytes, detail::kWrappedNumberBytes);
       t.grad_bytes = t.trainable_param_bytes;
       e.optimizer_slots = detail::optimizer_slots(options, graph.options.device, trainable_params);
       for (const auto& s : e.optimizer_slots) t.optimizer_state_bytes = sum(t.optimizer_state_bytes, s.bytes);
@@ -269,7 +273,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
 
     const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, trainable_params);
     if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);
-    step = detail::simulate_step(graph, options, e.loss, trainable_params, checkpoints, shards);
+    step = detail::simulate_step(graph, options, e.losses, trainable_params, checkpoints, shards);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
     t.peak_layer = step.peak_layer;

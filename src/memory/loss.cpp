@@ -22,6 +22,8 @@
 // [N, C] gradients of the log-probabilities are summed into a third.
 #include "step.hpp"
 
+#include <algorithm>
+
 namespace nnmem::detail {
 
 namespace {
@@ -51,14 +53,14 @@ const std::vector<AttrDef>& loss_attr_defs(LossKind loss) {
 
 }  // namespace
 
-LossOptions loss_options(LossKind loss, const ModelSpec& spec) {
+LossOptions loss_options(LossKind loss, const LossSpec& spec) {
   LossOptions o;
-  if (!spec.loss || name_of(loss) != *spec.loss) return o;
+  if (name_of(loss) != spec.kind) return o;
   LayerSpec as_layer;  // checked as a layer's attributes are: "cross_entropy 'loss': label_smoothing must ..."
   as_layer.name = "loss";
-  as_layer.type = *spec.loss;
-  as_layer.loc = spec.loss_loc;
-  as_layer.attrs = spec.loss_attrs;
+  as_layer.type = spec.kind;
+  as_layer.loc = spec.kind_loc;
+  as_layer.attrs = spec.attrs;
   const Attrs attrs(loss_attr_defs(loss), as_layer);
   if (loss == LossKind::CrossEntropy || loss == LossKind::Nll) o.ignore_index = attrs.integer("ignore_index");
   if (loss == LossKind::CrossEntropy) {
@@ -70,6 +72,9 @@ LossOptions loss_options(LossKind loss, const ModelSpec& spec) {
 
 LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLoc& where, const std::string& producer,
                          bool amp, DType float_dtype, const LossOptions& options, const TorchProfile& torch) {
+  if (!is_floating(output.dtype))  // PyTorch's losses and mean() take floating-point values only
+    throw Error(where, std::string(name_of(loss)) + " needs a floating-point output; the model's output" +
+                           (producer.empty() ? "" : ", " + producer + ",") + " is " + std::string(dtype_name(output.dtype)));
   LossTensors t;
   if ((amp || options.upcast) && loss != LossKind::Mean && autocast_eligible(output.dtype) && output.dtype != DType::Float32)
     t.cast = TensorType{output.shape, DType::Float32};
@@ -119,6 +124,32 @@ LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLo
       break;
   }
   return t;
+}
+
+std::vector<LossTerm> loss_terms(const Graph& graph, const std::optional<LossKind>& override, bool training) {
+  const ModelSpec& spec = graph.spec;
+  const auto index_of = [&](const std::string& name) {
+    const auto at = std::find(spec.outputs.begin(), spec.outputs.end(), name);
+    return graph.outputs.at(static_cast<std::size_t>(at - spec.outputs.begin()));
+  };
+  std::vector<LossTerm> terms;
+  if (override && spec.losses.size() > 1)
+    throw Error(spec.losses[1].loc, "--loss names one loss, and this spec sums " + std::to_string(spec.losses.size()) +
+                                        "; change their kinds in the spec");
+  for (const LossSpec& l : spec.losses) {
+    const LossKind kind = override.value_or(*parse_loss(l.kind));
+    terms.push_back({kind, l.output.empty() ? -1 : index_of(l.output), l.output, l.weight, l.kind_loc, loss_options(kind, l)});
+  }
+  if (terms.empty()) terms.push_back({override.value_or(LossKind::Mean), -1, "", std::nullopt, spec.loc});
+  for (LossTerm& t : terms) {
+    if (t.output >= 0) continue;
+    if (training && graph.outputs.size() != 1)
+      throw Error(spec.output_locs.at(1), "training needs a single output for its loss, or a loss per output "
+                                          "({output: NAME, type: TYPE} in a 'loss' list); this model returns " +
+                                              std::to_string(graph.outputs.size()));
+    t.output = graph.outputs.front();
+  }
+  return terms;
 }
 
 }  // namespace nnmem::detail

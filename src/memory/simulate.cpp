@@ -170,60 +170,7 @@ int StepSimulator::param_gradient(int param, int contribution) {
 }
 
 void StepSimulator::backward(const std::vector<TensorType>&) {
-  memory_.at(Phase::Backward, "loss");
-  const int out = graph_.outputs.front();
-  const std::int64_t in_bytes = loss_tensors_.input(value(out).type).bytes();
-  // torch.autograd.backward() holds the root gradient (ones_like(loss)) until it returns: the
-  // loss's dtype (under autocast a `mean` of a bfloat16 output is bfloat16).
-  const int root = memory_.alloc(MemoryKind::Transients, loss_scalar_bytes(), "grad of loss");
-  int quotient = -1;  // loss / K: DivBackward0's gradient of the undivided loss, then its divisor let go
-  if (divisor_ >= 0) {
-    quotient = memory_.alloc(MemoryKind::Transients, loss_scalar_bytes(), "grad of the undivided loss");
-    memory_.release(std::exchange(divisor_, -1));
-  }
-  int grad_in = -1;
-  if (loss_ == LossKind::CrossEntropy) {
-    // Label smoothing: (1 - ls) * nll + ls / C * smoothed.sum() / count; the two products'
-    // scalar gradients, the quotient's (DivBackward0 then lets the count go), then the [N]
-    // gradients of the masked fill (which lets the mask go) and the negation, whose sum over the
-    // classes reaches the log-probabilities as an expanded view.
-    int nll_scale = -1, smoothed = -1;
-    if (loss_tensors_.smoothed) {
-      const std::int64_t scalar = loss_scalar_bytes(), n = loss_tensors_.smoothed->bytes();
-      const int smooth_scale = memory_.alloc(MemoryKind::Transients, scalar, "grad of the smoothed term");
-      nll_scale = memory_.alloc(MemoryKind::Transients, scalar, "grad of the nll term");
-      const int mean = memory_.alloc(MemoryKind::Transients, scalar, "grad of the smoothed sum");
-      memory_.release(loss_kept_[2]);  // 2.x: the count (1.13: the smoothed loss)
-      memory_.release(smooth_scale);
-      const int masked = memory_.alloc(MemoryKind::Transients, n, "grad of the masked smoothed loss");
-      for (std::size_t k = 3; k < loss_kept_.size(); ++k) memory_.release(loss_kept_[k]);  // the mask (1.13: and ~mask)
-      memory_.release(mean);
-      smoothed = memory_.alloc(MemoryKind::Transients, n, "grad of the smoothed loss");
-      memory_.release(masked);
-    }
-    // NllLossBackward0, then LogSoftmaxBackward0; each frees what it kept once it has run.
-    int grad_logp = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of log_softmax");
-    memory_.release(loss_kept_[1]);  // total_weight
-    if (nll_scale >= 0) memory_.release(nll_scale);
-    if (quotient >= 0) memory_.release(quotient);
-    if (smoothed >= 0) {  // the expanded view and nll's gradient summed into a new tensor
-      const int sum = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of log_softmax (summed)");
-      memory_.release(smoothed);
-      memory_.release(std::exchange(grad_logp, sum));
-    }
-    grad_in = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of output");
-    memory_.release(grad_logp);
-    memory_.release(loss_kept_[0]);  // log-probabilities
-  } else {
-    std::vector<int> scratch;
-    for (const TensorType& t : loss_tensors_.backward_scratch) scratch.push_back(memory_.alloc(MemoryKind::Transients, t.bytes(), "loss backward temporary"));
-    grad_in = memory_.alloc(MemoryKind::Transients, in_bytes, "grad of output");
-    if (quotient >= 0) memory_.release(quotient);
-    for (int b : scratch) memory_.release(b);
-    for (int b : loss_kept_) memory_.release(b);
-  }
-  if (loss_tensors_.cast) grad_in = cast_back(grad_in, value(out).type.bytes(), "grad of output");
-  grad_[out] = grad_in;
+  const int root = loss_backward();
 
   const bool add_into = options_.keep_grads || micro_ > 1;  // .grad exists: gradients are added into it
   for (std::size_t i = graph_.nodes.size(); i-- > 0;) {
@@ -392,10 +339,10 @@ void StepSimulator::run_program(std::size_t i, const std::function<void(int)>& i
   }
 }
 
-StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
+StepResult simulate_step(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
                          const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints,
                          const ShardPlan& shards) {
-  return StepSimulator(graph, options, loss, checkpoints, shards).run(trainable_params);
+  return StepSimulator(graph, options, losses, checkpoints, shards).run(trainable_params);
 }
 
 }  // namespace nnmem::detail

@@ -7,9 +7,9 @@
 
 namespace nnmem::detail {
 
-StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss, const CheckpointPlan& checkpoints,
-                             const ShardPlan& shards)
-    : graph_(graph), options_(options), loss_(loss), block_(graph.storages.size(), -1), returned_(graph.values.size()),
+StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
+                             const CheckpointPlan& checkpoints, const ShardPlan& shards)
+    : graph_(graph), options_(options), losses_(make_losses(losses)), block_(graph.storages.size(), -1), returned_(graph.values.size()),
       checkpoints_(checkpoints),
       checkpoint_(graph, checkpoints, memory_,
                   {[this](int v) -> int& { return block_of(v); },
@@ -117,14 +117,17 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
     block_of(v) = persist(MemoryKind::Inputs, value(v).type.bytes(), "input '" + value(v).name + "'", Carry::Batch);
   }
   if (!training) return;
-  if (loss_tensors_.target) persist(MemoryKind::Inputs, loss_tensors_.target->bytes(), "target", Carry::Batch);
+  for (const LossRun& l : losses_)
+    if (l.tensors.target)
+      persist(MemoryKind::Inputs, l.tensors.target->bytes(), losses_.size() > 1 ? "target of " + l.term.output_name : "target",
+              Carry::Batch);
   // In a plain loop, still bound to `out` and `loss` from the previous step until this step
   // rebinds them.
   if (options_.loop == Loop::Plain) {
     for (int v : graph_.outputs)
       previous_outputs_.push_back(persist(MemoryKind::Activations, graph_.storages[value(v).storage].bytes,
                                           "previous step's output", Carry::LastOutput));
-    previous_loss_ = persist(MemoryKind::Activations, loss_tensors_.loss_bytes, "previous step's loss", Carry::LastLoss);
+    previous_loss_ = persist(MemoryKind::Activations, total_bytes(), "previous step's loss", Carry::LastLoss);
   }
   checkpoint_.previous_step(options_.loop == Loop::Plain);
   // zero_grad(): set_to_none frees last step's gradients; otherwise they are zeroed in place.
@@ -159,7 +162,7 @@ void StepSimulator::next_micro_step(std::int64_t m) {
   for (int v : graph_.inputs) batch.push_back(block_of(v));
   std::fill(block_.begin(), block_.end(), -1);
   for (std::size_t k = 0; k < graph_.inputs.size(); ++k) block_of(graph_.inputs[k]) = batch[k];
-  loss_kept_.clear();
+  for (LossRun& l : losses_) l.kept.clear();
   checkpoint_.next_micro_step(options_.loop == Loop::Plain);
 }
 
@@ -170,35 +173,6 @@ void StepSimulator::mark_carried_out() {
   for (int v : graph_.outputs)
     if (block_of(v) >= 0 && memory_.carry(block_of(v)) == Carry::None) memory_.mark(block_of(v), Carry::Output);
   if (loss_block_ >= 0) memory_.mark(loss_block_, Carry::Loss);
-}
-
-void StepSimulator::loss_forward() {
-  memory_.at(Phase::Forward, "loss");
-  const int out = graph_.outputs.front();
-  const int input = loss_tensors_.cast ? memory_.alloc(MemoryKind::Activations, loss_tensors_.cast->bytes(), "output as float32", 1) : block_of(out);
-  for (const auto& t : loss_tensors_.kept) loss_kept_.push_back(memory_.alloc(MemoryKind::Activations, t.bytes(), "kept by the loss", 1));
-  if (loss_tensors_.keeps_input) {
-    memory_.hold(input);
-    loss_kept_.push_back(input);
-  }
-  loss_block_ = memory_.alloc(MemoryKind::Activations, loss_tensors_.loss_bytes, "loss");
-  if (options_.grad_accum > 1) {
-    // loss / K: K as a wrapped scalar (a CPU tensor, which DivBackward0 keeps), the quotient,
-    // and the undivided loss let go.
-    divisor_ = memory_.alloc(MemoryKind::Activations, graph_.options.device == Device::Cpu ? kWrappedNumberBytes : 0,
-                             "the loss's divisor K");
-    const int undivided = std::exchange(loss_block_, memory_.alloc(MemoryKind::Activations, loss_scalar_bytes(), "loss / K"));
-    memory_.release(undivided);
-  }
-  checkpoint_.release_previous();  // the previous step's graph dies as its loss is let go
-  if (previous_loss_ >= 0) memory_.release(previous_loss_);
-  if (loss_tensors_.cast) memory_.release(input);
-  if (graph_.options.amp) release_autocast_cache();
-}
-
-// The 0-dim loss's own size (torch 1.13's mse loss holds a larger storage).
-std::int64_t StepSimulator::loss_scalar_bytes() const {
-  return dtype_size(loss_tensors_.input(value(graph_.outputs.front()).type).dtype);
 }
 
 }  // namespace nnmem::detail

@@ -35,15 +35,9 @@ std::vector<StateTensor> optimizer_state_tensors(const StepOptions& options, Dev
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
                              const TorchProfile& torch, const std::vector<TensorType>& params);
 
-/// The spec's options for its loss (`loss: {type: cross_entropy, label_smoothing: 0.1}`).
-struct LossOptions {
-  std::int64_t ignore_index = -100;  // cross_entropy, nll: changes no tensor (measured)
-  double label_smoothing = 0.0;      // cross_entropy: above 0 a second, smoothed term
-  bool upcast = false;               // Hugging Face's logits.float(): a 16-bit output copied to float32
-};
-/// The spec's loss attributes, checked against that loss's (located errors, as a layer's); the
-/// defaults when `loss` is not the spec's own (--loss chose another).
-LossOptions loss_options(LossKind loss, const ModelSpec& spec);
+/// A loss term's options, checked against that loss's attributes (located errors, as a layer's);
+/// the defaults when `loss` is not the term's own type (--loss chose another).
+LossOptions loss_options(LossKind loss, const LossSpec& spec);
 
 /// The tensors a loss adds around the model's output.
 struct LossTensors {
@@ -67,6 +61,11 @@ LossTensors loss_tensors(LossKind loss, const TensorType& output, const SourceLo
                          const std::string& producer = {}, bool amp = false, DType float_dtype = DType::Float32,
                          const LossOptions& options = {}, const TorchProfile& torch = default_torch_profile());
 
+/// The spec's loss terms on the graph's values (one `mean` of the only output when it names none);
+/// `override` (--loss) replaces a single term's kind. Throws Error when training has an output
+/// a term cannot tell from the others, or --loss would replace several terms.
+std::vector<LossTerm> loss_terms(const Graph& graph, const std::optional<LossKind>& override, bool training);
+
 /// The whole step, tensor by tensor. What lives across steps (parameters, buffers, optimizer
 /// state, input, target, the previous step's output, loss and gradients) is allocated first.
 struct StepResult {
@@ -81,7 +80,7 @@ struct StepResult {
 };
 struct CheckpointPlan;
 struct ShardPlan;
-StepResult simulate_step(const Graph& graph, const StepOptions& options, LossKind loss,
+StepResult simulate_step(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
                          const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints,
                          const ShardPlan& shards);
 

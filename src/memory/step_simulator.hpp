@@ -17,8 +17,8 @@ namespace nnmem::detail {
 
 class StepSimulator {
  public:
-  StepSimulator(const Graph& graph, const StepOptions& options, LossKind loss, const CheckpointPlan& checkpoints,
-                const ShardPlan& shards);
+  StepSimulator(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
+                const CheckpointPlan& checkpoints, const ShardPlan& shards);
 
   StepResult run(const std::vector<TensorType>& params);
 
@@ -37,8 +37,21 @@ class StepSimulator {
   void persistent(const std::vector<TensorType>& params, bool training);
   void next_micro_step(std::int64_t m);
   void mark_carried_out();
+
+  // --- the loss (simulate_loss.cpp): its terms, their weights and sum, and their backward
+  // One term of the loss as the step runs it.
+  struct LossRun {
+    LossTerm term;
+    LossTensors tensors;
+    std::vector<int> kept;  // blocks its backward keeps
+    int weight = -1;        // the weight as a wrapped number, kept by MulBackward0
+  };
+  std::vector<LossRun> make_losses(const std::vector<LossTerm>& terms) const;
+  DType term_dtype(const LossRun& run) const;
+  DType total_dtype() const;
+  std::int64_t total_bytes() const;
   void loss_forward();
-  std::int64_t loss_scalar_bytes() const;
+  int loss_backward();
 
   // --- forward and backward (simulate.cpp)
   // How a node's forward runs: as usual; inside a checkpointed segment, keeping nothing (what
@@ -74,10 +87,7 @@ class StepSimulator {
 
   const Graph& graph_;
   const StepOptions& options_;
-  LossKind loss_;
-  LossTensors loss_tensors_ = loss_tensors(loss_, graph_.values[static_cast<std::size_t>(graph_.outputs.front())].type, {}, {},
-                                           graph_.options.amp.has_value(), graph_.float_dtype,
-                                           loss_options(loss_, graph_.spec), *graph_.options.torch);
+  std::vector<LossRun> losses_;
   std::vector<int> cached_copies_;          // autocast's cache of parameter copies
   MemoryTracker memory_;
   std::vector<int> block_;                  // graph storage -> live block
@@ -85,7 +95,6 @@ class StepSimulator {
   std::map<int, std::vector<int>> unreferenced_after_;  // node -> values forward()'s code lets go of after it
   std::map<std::size_t, std::vector<int>> kept_;  // node -> blocks its backward keeps (-1: freed)
   std::map<std::size_t, std::vector<int>> kept_saved_;  // node -> the saved entry of each of kept_'s blocks
-  std::vector<int> loss_kept_;
   std::vector<int> previous_outputs_;
   int previous_loss_ = -1;
   int loss_block_ = -1;

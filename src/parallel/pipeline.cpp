@@ -102,7 +102,7 @@ ModelSpec stage_spec(const Graph& g, const std::vector<bool>& mine, bool last, s
   s.inputs.clear();
   s.outputs.clear();
   s.output_locs.clear();
-  if (!last) s.loss.reset();
+  if (!last) s.losses.clear();
   std::set<std::string> names, read_in;
   std::map<std::size_t, std::size_t> index_of;  // g.spec.layers -> s.layers
   for (std::size_t i = 0; i < g.nodes.size(); ++i)

@@ -96,27 +96,32 @@ class Expander {
     expand_list(raw_.layers, top, globals_, Inherited{});
     for (const auto& [var, value] : top.vars) refer(value);  // forward() returns
 
+    if (raw_.loss) spec.losses = expand_losses(*raw_.loss, globals_);
+    for (LossSpec& l : spec.losses)
+      if (!l.output.empty()) l.output = resolve(Named{l.output, l.output_loc}, top, nullptr, "loss: output");
     if (raw_.outputs) {
       for (const auto& out : *raw_.outputs) {
         spec.outputs.push_back(resolve(out, top, nullptr, ""));
         spec.output_locs.push_back(out.loc);
       }
+      for (const LossSpec& l : spec.losses)
+        if (!l.output.empty() && std::find(spec.outputs.begin(), spec.outputs.end(), l.output) == spec.outputs.end()) {
+          std::string returned;
+          for (const auto& o : spec.outputs) returned += (returned.empty() ? "'" : ", '") + o + "'";
+          fail(l.output_loc, "loss: output '" + l.output + "' is not one of the values the model returns (" + returned + ")");
+        }
+    } else if (!spec.losses.empty() && !spec.losses.front().output.empty()) {
+      for (const LossSpec& l : spec.losses)  // the values the losses read, each once
+        if (std::find(spec.outputs.begin(), spec.outputs.end(), l.output) == spec.outputs.end()) {
+          spec.outputs.push_back(l.output);
+          spec.output_locs.push_back(l.output_loc);
+        }
     } else if (top.previous) {
       spec.outputs.push_back(*top.previous);
       spec.output_locs.push_back(raw_.layers.back().loc);
     } else {
       fail(raw_.layers.back().loc, "every layer is skipped by 'when: false', so there is no last layer to be the "
                                    "model's output; name the outputs in 'outputs'");
-    }
-    if (raw_.loss) {
-      static const std::vector<std::string> losses = {"cross_entropy", "mse", "mean", "bce_with_logits", "nll",
-                                                      "l1", "smooth_l1", "huber"};
-      if (std::find(losses.begin(), losses.end(), raw_.loss->name) == losses.end())
-        fail(raw_.loss->loc, "unknown loss '" + raw_.loss->name + "'" + suggestion(raw_.loss->name, losses) +
-                                 "; expected cross_entropy, mse, mean, bce_with_logits, nll, l1, smooth_l1 or huber");
-      spec.loss = raw_.loss->name;
-      spec.loss_loc = raw_.loss->loc;
-      for (const auto& a : raw_.loss_attrs) spec.loss_attrs.push_back({a.name, evaluate(a.value, globals_, "loss", a.name), a.key_loc});
     }
     return spec;
   }

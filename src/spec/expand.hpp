@@ -63,6 +63,10 @@ VarScope block_arguments(const RawBlock& block, const RawEntry& use, const VarSc
 void add_registrations(const std::vector<RawRegister>& lists, const std::string& module,
                        std::vector<Registration>& out);
 
+/// The spec's loss terms: those `when` keeps, each kind a known loss and each weight a number
+/// >= 0; `output` is the name as written, for the caller to resolve. expand_loss.cpp.
+std::vector<LossSpec> expand_losses(const std::vector<RawLoss>& raw, const VarScope& vars);
+
 /// " (did you mean 'x'?)", or "" when no candidate is close.
 std::string suggestion(const std::string& word, const std::vector<std::string>& names);
 

@@ -168,25 +168,6 @@ class Reader {
     return {node.Scalar(), at};
   }
 
-  // `loss: NAME`, or `loss: {type: NAME, ATTRIBUTE: value, ...}` (checked against the loss's
-  // attributes by the memory stage, which knows them).
-  void loss(const YAML::Node& node, const SourceLoc& key_loc, RawSpec& spec) {
-    if (!node.IsMap()) {
-      if (!node.IsScalar())
-        fail(loc(node, key_loc), "loss must be a name (cross_entropy) or a mapping ({type: cross_entropy, "
-                                 "label_smoothing: 0.1}), found " + kind(node));
-      spec.loss = name(node, key_loc, "loss");
-      return;
-    }
-    const SourceLoc at = loc(node, key_loc);
-    check_node(node, at, "loss: ");
-    each_key(node, at, "the loss", [&](const std::string& key, const YAML::Node& v, const SourceLoc& k) {
-      if (key == "type") spec.loss = name(v, k, "loss: type");
-      else spec.loss_attrs.push_back({key, k, value(v, k, "loss: " + key + ": ")});
-    }, "loss: ");
-    if (!spec.loss) fail(at, "loss: a mapping needs 'type' (e.g. {type: cross_entropy, label_smoothing: 0.1})");
-  }
-
   // `allow_empty`: a layer's `inputs: []` (a Parameter, a constant) reads nothing.
   std::vector<Named> names(const YAML::Node& node, const SourceLoc& fallback, const std::string& what,
                            bool allow_empty = false) const {
@@ -197,6 +178,37 @@ class Reader {
     } else {
       out.push_back(name(node, fallback, what));
     }
+    return out;
+  }
+
+  // `loss: TYPE`; `loss: {type: TYPE, OPTION: value, …}`; or a list of terms {output: NAME,
+  // type: TYPE, weight: W, when: COND, OPTION: value, …}. Options (label_smoothing) are checked
+  // against the loss's by the memory stage, which knows them.
+  std::vector<RawLoss> losses(const YAML::Node& node, const SourceLoc& at) {
+    if (!node.IsSequence() && !node.IsMap()) return {RawLoss{at, std::nullopt, value(node, at, "loss: "), std::nullopt, std::nullopt, {}}};
+    std::vector<RawLoss> out;
+    std::vector<YAML::Node> items;
+    if (node.IsMap()) items.push_back(node);  // one term written without its list
+    else
+      for (const auto& item : node) items.push_back(item);
+    for (const auto& item : items) {
+      RawLoss l;
+      l.loc = loc(item, at);
+      each_key(item, l.loc, "a loss (such as {output: logits, type: cross_entropy, weight: 1})",
+               [&](const std::string& key, const YAML::Node& v, const SourceLoc& k) {
+                 std::optional<RawValue>* slot = key == "output" ? &l.output : key == "type" ? &l.kind
+                                                 : key == "weight" ? &l.weight : key == "when" ? &l.when : nullptr;
+                 if (slot) *slot = value(v, k, "loss: " + key + ": ");
+                 else if (static const std::vector<std::string> terms = {"output", "type", "weight", "when"};
+                          !nearest_name(key, terms).empty())
+                   check_known(key, k, terms, "a loss");  // a misspelt term key ('wieght')
+                 else l.attrs.push_back({key, k, value(v, k, "loss: " + key + ": ")});
+               });
+      if (!l.kind) fail(l.loc, "a loss needs 'type' (e.g. {type: cross_entropy, label_smoothing: 0.1})");
+      if (!l.output && node.IsSequence()) fail(l.loc, "a loss in a list needs 'output' (the value it reads)");
+      out.push_back(std::move(l));
+    }
+    if (out.empty()) fail(at, "'loss' is an empty list; omit it for the default (mean)");
     return out;
   }
 
@@ -404,7 +416,7 @@ class Reader {
       } else if (key == "register") {
         spec.registers = registers(v, key_loc, "the spec");
       } else if (key == "loss") {
-        loss(v, key_loc, spec);
+        spec.loss = losses(v, key_loc);
       } else if (key == "extends") {
         spec.extends = name(v, key_loc, "extends (the file this spec extends)");
       }

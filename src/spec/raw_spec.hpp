@@ -102,6 +102,13 @@ struct RawVariable {
   RawValue value;
 };
 
+/// One term of `loss:`, as written (each part may be an expression).
+struct RawLoss {
+  SourceLoc loc;
+  std::optional<RawValue> output, kind, weight, when;  // `type:` is its kind
+  std::vector<RawAttr> attrs;  // the loss's options (label_smoothing: 0.1), checked by the memory stage
+};
+
 struct RawSpec {
   std::string file;
   SourceLoc loc;
@@ -113,8 +120,7 @@ struct RawSpec {
   std::vector<RawBlock> blocks;
   std::vector<RawEntry> layers;
   std::optional<std::vector<Named>> outputs;
-  std::optional<Named> loss;
-  std::vector<RawAttr> loss_attrs;    // `loss: {type: cross_entropy, label_smoothing: 0.1}`
+  std::optional<std::vector<RawLoss>> loss;  // `loss: KIND` is one term without an output
   std::optional<Named> extends;       // `extends: base.yaml`, relative to this file
   std::vector<RawRegister> registers;
 };
