@@ -4,7 +4,7 @@
 // tensor made in forward without a gradient: positions, a causal mask, rotary cos/sin tables,
 // made from nothing or from tensors that need no gradient, as BERT's token_type_ids gathered
 // from its buffer). They take their full shape, dimension 0 included: a leading 1 broadcasts
-// over the batch. Parameter and Buffer read nothing (`inputs: []`); a Buffer is persistent
+// over the batch (a Constant with `per_sample: true` takes one sample's, the batch prepended). Parameter and Buffer read nothing (`inputs: []`); a Buffer is persistent
 // memory (buffer_bytes), reading it allocates nothing, and forward need not read it at all
 // (LLaMA's original_inv_freq). What 2.13 keeps (saved_tensors_hooks,
 // validation/probe_transformer_ops.py): embedding keeps only the ids; the others keep nothing.
@@ -76,7 +76,9 @@ LayerResult infer_constant(const LayerCall& call) {
       throw LayerError("a Constant is made without a gradient, but its input " + std::to_string(i) +
                        " needs one (detach it first, or use a layer that differentiates)");
   LayerResult res;
-  res.outputs.push_back({full_shape(call), dtype_attr(call)});
+  Shape shape = full_shape(call);
+  if (call.attrs.flag("per_sample")) shape.insert(shape.begin(), call.ctx.batch);
+  res.outputs.push_back({shape, dtype_attr(call)});
   return res;
 }
 
@@ -102,7 +104,10 @@ const bool registered = [] {
   register_layer({.type = "Constant",
                   .summary = "a tensor made in forward with no gradient, from nothing (inputs: []) or from its inputs: "
                              "positions, masks, cos/sin",
-                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(), dtype_word()},
+                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(), dtype_word(),
+                            AttrDef::flag("per_sample", false,
+                                          "shape is one sample's: the tensor is [batch, *shape] (RoBERTa's position ids, "
+                                          "made from the ids)")},
                   .min_inputs = 0,
                   .max_inputs = -1,
                   .infer = infer_constant});

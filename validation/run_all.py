@@ -57,7 +57,7 @@ AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "une
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2. Those
 # nnmem is exact on run by default; the others only with --only, until they are (README:
 # LLaMA's and BERT's autocast, the eager attention implementations).
-HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa", "hf_vit_sdpa"]
+HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa", "hf_vit_sdpa", "hf_roberta_sdpa", "hf_mixtral_sdpa"]
 HF_AMP_NETWORKS = ["hf_gpt2_sdpa"]
 HF_VARIANTS_2 = [("adamw", None)]
 # Activation checkpointing and gradient accumulation, on the networks made for them

@@ -42,6 +42,13 @@ TEST_CASE("Parameter and Constant read nothing") {
   CHECK(rule_error("{type: Constant, shape: [1, 16]}", {tensor({2, 16}, true)}) ==
         "a Constant is made without a gradient, but its input 0 needs one (detach it first, or use a layer that "
         "differentiates)");
+  // per_sample: one sample's shape, the batch prepended (RoBERTa's position ids from its ids [4, 16])
+  Context batch4 = kCpu;
+  batch4.batch = 4;
+  const auto per_sample =
+      run_rule("{type: Constant, shape: [16], dtype: int64, per_sample: true}", {tensor({4, 16}, false, DType::Int64)}, batch4);
+  CHECK(out_shape(per_sample) == "[4, 16]");
+  CHECK(per_sample.outputs[0].dtype == DType::Int64);
 }
 
 TEST_CASE("Buffer: a module's registered buffer, persistent, read as it is") {
