@@ -4,7 +4,7 @@
 // tensor made in forward without a gradient: positions, a causal mask, rotary cos/sin tables,
 // made from nothing or from tensors that need no gradient, as BERT's token_type_ids gathered
 // from its buffer). They take their full shape, dimension 0 included: a leading 1 broadcasts
-// over the batch; a Constant made for the batch (HF's eager causal mask, [B, 1, T, T]) says
+// over the batch; a Constant made for the batch (HF's eager causal mask, [B, 1, T, T]; RoBERTa's position ids, made from the ids) says
 // `per_sample: true` and gives its shape without the batch. Parameter and Buffer read nothing (`inputs: []`); a Buffer is persistent
 // memory (buffer_bytes), reading it allocates nothing, and forward need not read it at all
 // (LLaMA's original_inv_freq). What 2.13 keeps (saved_tensors_hooks,
@@ -106,7 +106,9 @@ const bool registered = [] {
                   .summary = "a tensor made in forward with no gradient, from nothing (inputs: []) or from its inputs: "
                              "positions, masks, cos/sin",
                   .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(), dtype_word(),
-                            AttrDef::flag("per_sample", false, "shape is per sample: the batch comes first (a mask made for the batch)")},
+                            AttrDef::flag("per_sample", false,
+                                          "shape is one sample's: the tensor is [batch, *shape] (a mask made for the batch, "
+                                          "RoBERTa's position ids made from the ids)")},
                   .min_inputs = 0,
                   .max_inputs = -1,
                   .infer = infer_constant});

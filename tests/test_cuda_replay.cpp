@@ -199,6 +199,8 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"torch_encoder_prenorm", {}},
       {"bert_base", {}},
       {"llama", {}},
+      {"mixtral", {4, 8, 28, 42, 56}},
+      {"roberta", {}},
       {"vit_b16", {2, 53}},
       {"gru_tagger", {}},
       {"lenet5", {256}},

@@ -36,7 +36,7 @@ std::string error_of(const std::string& text, const std::string& architecture = 
 
 TEST_CASE("every config's parameters, as transformers counts them") {
   const nlohmann::json fixture = nlohmann::json::parse(std::ifstream(source_path("validation/hf_configs.json")));
-  REQUIRE(fixture["models"].size() >= 14);
+  REQUIRE(fixture["models"].size() >= 20);
   for (const auto& m : fixture["models"]) {
     const std::string config = m["config"], architecture = m["architecture"];
     CAPTURE(config);
@@ -45,8 +45,10 @@ TEST_CASE("every config's parameters, as transformers counts them") {
     CHECK(estimate(graph).totals.params == m["parameters"].get<std::int64_t>());
     // BertForMaskedLM's and BertForPreTraining's state_dicts also list the decoder's bias as
     // cls.predictions.bias, one tensor under two names; their base model is under "bert." (the
-    // spec is BertModel's with heads).
-    if (!m.contains("state_dict") || architecture == "BertForMaskedLM" || architecture == "BertForPreTraining") continue;
+    // spec is BertModel's with heads); RobertaForMaskedLM's likewise (lm_head.bias, "roberta.").
+    if (!m.contains("state_dict") || architecture == "BertForMaskedLM" || architecture == "BertForPreTraining" ||
+        architecture == "RobertaForMaskedLM")
+      continue;
     std::map<std::string, std::int64_t> theirs, ours;
     std::multiset<std::int64_t> their_sizes, our_sizes;
     for (const auto& t : m["state_dict"]) {
@@ -79,7 +81,9 @@ TEST_CASE("imported small configs are exact against transformers' measured runs"
       {"examples/hf/tiny-llama/config.json", "hf_llama", "", "eager"},
       {"examples/hf/tiny-bert/config.json", "hf_bert", "BertModel", "sdpa"},
       {"examples/hf/tiny-bert/config.json", "hf_bert", "BertModel", "eager"},
-      {"examples/hf/tiny-bert/config.json", "hf_bert_pretraining", "BertForPreTraining", ""}};
+      {"examples/hf/tiny-bert/config.json", "hf_bert_pretraining", "BertForPreTraining", ""},
+      {"examples/hf/tiny-roberta/config.json", "hf_roberta_sdpa", "", ""},  // sdpa only
+      {"examples/hf/tiny-mixtral/config.json", "hf_mixtral_sdpa", "", ""}};
   for (const auto& [config, model, architecture, impl] : cases) {
     const std::string network = impl.empty() ? model : model + "_" + impl;
     const nlohmann::json fixture =
@@ -106,11 +110,14 @@ TEST_CASE("the published counts") {
   CHECK(estimate(graph_of("examples/hf/bert-base-uncased/config.json", "BertForPreTraining")).totals.params == 110'106'428);
   CHECK(estimate(graph_of("examples/hf/vit-base-patch16-224/config.json", "")).totals.params == 86'567'656);
   CHECK(estimate(graph_of("examples/hf/Llama-2-7b-hf/config.json", "")).totals.params == 6'738'415'616);
+  CHECK(estimate(graph_of("examples/hf/roberta-base/config.json", "RobertaModel")).totals.params == 124'645'632);
+  CHECK(estimate(graph_of("examples/hf/Mixtral-8x7B-v0.1/config.json", "")).totals.params == 46'702'792'704);
 }
 
 TEST_CASE("the imported spec estimates as the config does, from its own file") {
   for (const char* config : {"examples/hf/tiny-gpt2/config.json", "examples/hf/tiny-qwen2/config.json",
-                             "examples/hf/tiny-mistral/config.json", "examples/hf/tiny-vit/config.json"}) {
+                             "examples/hf/tiny-mistral/config.json", "examples/hf/tiny-vit/config.json",
+                             "examples/hf/tiny-roberta/config.json", "examples/hf/tiny-mixtral/config.json"}) {
     CAPTURE(config);
     const ImportedSpec imported = import_hf_config(source_path(config));
     const std::string path = (std::filesystem::temp_directory_path() / "nnmem_test_imported.yaml").string();
@@ -178,11 +185,37 @@ TEST_CASE("the family's rules: defaults, nulls, head classes, storage dtype, win
                   "supported: BertModel, BertForMaskedLM, BertForPreTraining") != std::string::npos);
 }
 
+TEST_CASE("RoBERTa's positions and Mixtral's routing") {
+  const std::string roberta = R"({"model_type": "roberta", "architectures": ["RobertaForMaskedLM"], "vocab_size": 100,
+    "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "intermediate_size": 128,
+    "max_position_embeddings": )";
+  // RobertaConfig's pad_token_id 1: positions 2 onwards, so 514 positions leave 512 tokens.
+  const ImportedSpec imported = import_hf_config_text(roberta + "514}", "c.json");
+  CHECK(imported.text.find("  pad_token_id: 1\n") != std::string::npos);
+  CHECK(imported.text.find("loss: cross_entropy\n") != std::string::npos);
+  CHECK(parse_spec(imported.text, "c").inputs.at(0).shape == Shape{512});
+  CHECK(error_of(roberta + "2}") == "config.json:3:32: error: 'max_position_embeddings' 2 leaves no position after "
+                                    "pad_token_id 1: RoBERTa's positions start at pad_token_id + 1");
+
+  const std::string mixtral = R"({"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "vocab_size": 100,
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4,
+    "max_position_embeddings": 64)";
+  const ImportedSpec moe = import_hf_config_text(mixtral + "}", "c.json");
+  REQUIRE(moe.notes.size() == 1);
+  CHECK(moe.notes[0].find("routing: each token goes to its top 2 of 8 experts with no capacity limit") == 0);
+  CHECK(moe.text.find("# Note: routing: each token") != std::string::npos);
+  CHECK(error_of(mixtral + R"(, "router_jitter_noise": 0.01})").find("'router_jitter_noise' 0.01: the router's jitter") !=
+        std::string::npos);
+  CHECK(error_of(mixtral + R"(, "num_experts_per_tok": 9})").find("'num_experts_per_tok' 9 is more than 'num_local_experts' 8") !=
+        std::string::npos);
+}
+
 TEST_CASE("located errors name the field") {
   CHECK(error_of("{\n  \"model_type\": \"t5\"\n}") ==
         "config.json:2:17: error: model_type 't5' is not supported; supported: gpt2 (GPT2LMHeadModel); llama "
-        "(LlamaForCausalLM); mistral (MistralForCausalLM); qwen2 (Qwen2ForCausalLM); bert (BertModel, BertForMaskedLM, BertForPreTraining); "
-        "vit (ViTForImageClassification)");
+        "(LlamaForCausalLM); mistral (MistralForCausalLM); qwen2 (Qwen2ForCausalLM); mixtral (MixtralForCausalLM); bert "
+        "(BertModel, BertForMaskedLM, BertForPreTraining); roberta (RobertaModel, RobertaForMaskedLM); vit "
+        "(ViTForImageClassification)");
   CHECK(error_of("{}").find("config.json:1:1: error: missing field 'model_type'") == 0);
   // Nested objects and strings with braces and escaped quotes do not confuse the positions.
   CHECK(error_of("{\"x\": {\"model_type\": 1, \"s\": \"}\\\"{\"},\n \"model_type\": \"gpt2\", \"architectures\": "

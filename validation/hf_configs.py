@@ -8,7 +8,7 @@ and, for the small configs, every state_dict tensor's name and shape.
 
 Each config is built as its architectures[0]; the extra (config, architecture) pairs below build
 it as another head class too (bert-base-uncased's file says BertForMaskedLM; its published
-109,482,240 is BertModel's).
+109,482,240 is BertModel's; roberta-base's 124,645,632 RobertaModel's).
 """
 import argparse
 import json
@@ -21,7 +21,7 @@ import transformers
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HF = os.path.join(ROOT, "examples", "hf")
 EXTRA = [("bert-base-uncased", "BertModel"), ("bert-base-uncased", "BertForPreTraining"), ("tiny-bert", "BertForMaskedLM"),
-         ("tiny-bert", "BertForPreTraining")]
+         ("tiny-bert", "BertForPreTraining"), ("roberta-base", "RobertaModel"), ("tiny-roberta", "RobertaForMaskedLM")]
 SMALL = 10_000_000  # state_dicts are recorded below this many parameters
 
 

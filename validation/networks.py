@@ -929,6 +929,15 @@ def _hf(kind, impl):
             return T.BertForPreTraining(T.BertConfig(vocab_size=HF_VOCAB, hidden_size=64, num_hidden_layers=2,
                                                      num_attention_heads=4, intermediate_size=128,
                                                      max_position_embeddings=64, attn_implementation=impl))
+        if kind == "mixtral":  # experts_implementation "grouped_mm", a model's default on the CPU
+            return T.MixtralForCausalLM(T.MixtralConfig(vocab_size=HF_VOCAB, hidden_size=64, intermediate_size=128,
+                                                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                        num_local_experts=4, num_experts_per_tok=2,
+                                                        max_position_embeddings=64, attn_implementation=impl))
+        if kind == "roberta":  # position ids from padding_idx + 1: 66 positions for 32 + 2
+            return T.RobertaModel(T.RobertaConfig(vocab_size=HF_VOCAB, hidden_size=64, num_hidden_layers=2,
+                                                  num_attention_heads=4, intermediate_size=128, max_position_embeddings=66,
+                                                  attn_implementation=impl))
         if kind == "bert":
             return T.BertModel(T.BertConfig(vocab_size=HF_VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                             intermediate_size=128, max_position_embeddings=64, attn_implementation=impl))
@@ -988,8 +997,9 @@ class TorchDecoder(nn.Module):
 def _hf_net(kind, impl):
     if kind == "vit":
         return Net(_hf(kind, impl), (3, 32, 32), "float32", "cross_entropy", [2], _vit_logits)
-    call = _bert_pooled if kind == "bert" else _lm_logits
-    return Net(_hf(kind, impl), (HF_SEQ,), "int64", "mean" if kind == "bert" else "cross_entropy", [2], call,
+    pooled = kind in ("bert", "roberta")
+    call = _bert_pooled if pooled else _lm_logits
+    return Net(_hf(kind, impl), (HF_SEQ,), "int64", "mean" if pooled else "cross_entropy", [2], call,
                HF_VOCAB)
 
 
@@ -1030,7 +1040,7 @@ NETWORKS = {
     "torch_encoder_long": Net(TorchEncoder, (128, 32), "float32", "mean", [2]),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
-                 for kind in ("gpt2", "llama", "bert", "vit") for impl in ("sdpa", "eager")})
+                 for kind in ("gpt2", "llama", "bert", "vit", "roberta", "mixtral") for impl in ("sdpa", "eager")})
 # BertForPreTraining: masked-LM scores [B * T, vocab] and next-sentence scores [B, 2], each with
 # cross-entropy, summed by the model itself.
 NETWORKS["hf_bert_pretraining"] = Net(_hf("bert_pretraining", "sdpa"), (HF_SEQ,), "int64",

@@ -65,6 +65,7 @@ AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "dif
 # attention implementations), LLaMA and ViT. Those nnmem is exact on run by default; the others
 # only with --only, until they are (README: BERT's autocast, held by Python variables).
 HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa", "hf_bert_pretraining", "hf_vit_sdpa",
+               "hf_roberta_sdpa", "hf_mixtral_sdpa",
                "hf_gpt2_eager", "hf_llama_eager", "hf_bert_eager", "hf_vit_eager"]
 HF_AMP_NETWORKS = ["hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_bert_sdpa", "hf_vit_sdpa"]
 HF_VARIANTS_2 = [("adamw", None)]

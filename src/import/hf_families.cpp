@@ -1,5 +1,5 @@
 // The families' tables: keys and defaults are the transformers config classes' (GPT2Config,
-// LlamaConfig, MistralConfig, Qwen2Config, BertConfig, ViTConfig), and the sizes that make a
+// LlamaConfig, MistralConfig, Qwen2Config, MixtralConfig, BertConfig, RobertaConfig, ViTConfig), and the sizes that make a
 // model big or small are required rather than guessed.
 #include "hf_families.hpp"
 
@@ -51,9 +51,40 @@ void finish_windowed(const json_text::Document& doc, Translation& t) {
                     ", where the window masks nothing; a longer sequence needs the window's mask, which is not modelled");
 }
 
+// MixtralSparseMoeBlock: the routing is sampled only under router_jitter_noise (training
+// multiplies the hidden states by noise in place), which nnmem does not model.
+void finish_mixtral(const json_text::Document& doc, Translation& t) {
+  finish_windowed(doc, t);
+  if (std::stod(t.variables.at("router_jitter_noise")) != 0.0)
+    throw Error(doc.value_loc("router_jitter_noise"), "'router_jitter_noise' " + t.variables.at("router_jitter_noise") +
+                                                          ": the router's jitter (an in-place multiplication by noise) is not "
+                                                          "modelled; nnmem models 0 (MixtralConfig's default)");
+  t.variables.erase("router_jitter_noise");
+  const std::int64_t experts = size_of(t, "num_local_experts"), top_k = size_of(t, "num_experts_per_tok");
+  if (top_k > experts)
+    throw Error(doc.value_loc("num_experts_per_tok"), "'num_experts_per_tok' " + std::to_string(top_k) +
+                                                          " is more than 'num_local_experts' " + std::to_string(experts));
+  t.notes.push_back("routing: each token goes to its top " + std::to_string(top_k) + " of " + std::to_string(experts) +
+                    " experts with no capacity limit (transformers drops no token), on average tokens x " +
+                    std::to_string(top_k) + " / " + std::to_string(experts) + " per expert; what training keeps has "
+                    "tokens x " + std::to_string(top_k) + " rows whichever experts they pick (the grouped_mm experts), "
+                    "so the estimate does not depend on the routing");
+}
+
 void finish_bert(const json_text::Document& doc, Translation& t) {
   check_heads(doc, t, "hidden_size", "num_attention_heads");
   t.variables["seq_len"] = t.variables.at("max_position_embeddings");
+}
+
+// RobertaEmbeddings numbers positions from pad_token_id + 1: the template's seq_len is what is left
+// of the positions (512 of roberta-base's 514), which must be at least one.
+void finish_roberta(const json_text::Document& doc, Translation& t) {
+  check_heads(doc, t, "hidden_size", "num_attention_heads");
+  const std::int64_t positions = size_of(t, "max_position_embeddings"), pad = size_of(t, "pad_token_id");
+  if (positions - pad - 1 < 1)
+    throw Error(doc.value_loc(doc.root.contains("max_position_embeddings") ? "max_position_embeddings" : "pad_token_id"),
+                "'max_position_embeddings' " + std::to_string(positions) + " leaves no position after pad_token_id " +
+                    std::to_string(pad) + ": RoBERTa's positions start at pad_token_id + 1");
 }
 
 // ViTForImageClassification's classifier has config.num_labels outputs: `num_labels` when the
@@ -92,6 +123,15 @@ std::vector<Field> llama_fields(const std::string& kv, const std::string& positi
           flag("tie_word_embeddings", "false"), word("hidden_act", "silu")};
 }
 
+// BertConfig's keys, which RobertaConfig shares (its pad_token_id is 1).
+std::vector<Field> bert_fields(const std::string& pad) {
+  return {size("vocab_size"), size("hidden_size"), size("num_hidden_layers"), size("num_attention_heads"),
+          size("intermediate_size"), size("max_position_embeddings", "512"), size("type_vocab_size", "2"),
+          number("layer_norm_eps", "1e-12"), number("hidden_dropout_prob", "0.1"),
+          number("attention_probs_dropout_prob", "0.1"), {"pad_token_id", Kind::Index, pad, {}},
+          flag("tie_word_embeddings", "true"), word("hidden_act", "gelu"), word("position_embedding_type", "absolute")};
+}
+
 std::vector<Family> make() {
   std::vector<Family> out;
   out.push_back({"gpt2", "gpt2",
@@ -112,16 +152,21 @@ std::vector<Family> make() {
   qwen2.push_back(optional("sliding_window", "4096"));
   qwen2.push_back(flag("use_sliding_window", "false"));
   out.push_back({"qwen2", "llama", qwen2, {{"Qwen2ForCausalLM", {{"qkv_bias", "true"}}, ""}}, finish_windowed});
-  out.push_back({"bert", "bert_base",
-                 {size("vocab_size"), size("hidden_size"), size("num_hidden_layers"), size("num_attention_heads"),
-                  size("intermediate_size"), size("max_position_embeddings", "512"), size("type_vocab_size", "2"),
-                  number("layer_norm_eps", "1e-12"), number("hidden_dropout_prob", "0.1"),
-                  number("attention_probs_dropout_prob", "0.1"), {"pad_token_id", Kind::Index, "0", {}},
-                  flag("tie_word_embeddings", "true"), word("hidden_act", "gelu"), word("position_embedding_type", "absolute")},
+  std::vector<Field> mixtral = llama_fields("8", "131072");
+  mixtral.push_back(optional("sliding_window", "null"));
+  mixtral.push_back(size("num_local_experts", "8"));
+  mixtral.push_back(size("num_experts_per_tok", "2"));
+  mixtral.push_back(number("router_jitter_noise", "0.0"));
+  out.push_back({"mixtral", "mixtral", mixtral, {{"MixtralForCausalLM", {}, ""}}, finish_mixtral});
+  out.push_back({"bert", "bert_base", bert_fields("0"),
                  {{"BertModel", {}, ""},
                   {"BertForMaskedLM", {{"head", "masked_lm"}}, ""},
                   {"BertForPreTraining", {{"head", "pretraining"}}, ""}},
                  finish_bert});
+  out.push_back({"roberta", "roberta", bert_fields("1"),
+                 {{"RobertaModel", {}, ""},
+                  {"RobertaForMaskedLM", {{"add_pooling_layer", "false"}, {"lm_head", "true"}}, "cross_entropy"}},
+                 finish_roberta});
   out.push_back({"vit", "vit_b16",
                  {size("hidden_size"), size("num_hidden_layers"), size("num_attention_heads"), size("intermediate_size"),
                   size("image_size", "224"), size("patch_size", "16"), size("num_channels", "3"),

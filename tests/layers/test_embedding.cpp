@@ -49,6 +49,13 @@ TEST_CASE("Parameter and Constant read nothing") {
   CHECK(out_shape(mask) == "[2, 1, 32, 32]");
   CHECK(mask.outputs[0].dtype == DType::Float32);
   CHECK(rule_error("{type: Constant, shape: [1, 0], per_sample: true}", {}) == "shape sizes must be positive, found [1, 0]");
+  // per_sample: one sample's shape, the batch prepended (RoBERTa's position ids from its ids [4, 16])
+  Context batch4 = kCpu;
+  batch4.batch = 4;
+  const auto per_sample =
+      run_rule("{type: Constant, shape: [16], dtype: int64, per_sample: true}", {tensor({4, 16}, false, DType::Int64)}, batch4);
+  CHECK(out_shape(per_sample) == "[4, 16]");
+  CHECK(per_sample.outputs[0].dtype == DType::Int64);
 }
 
 TEST_CASE("Buffer: a module's registered buffer, persistent, read as it is") {
