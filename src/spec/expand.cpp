@@ -9,6 +9,7 @@
 
 #include "expand.hpp"
 #include "expand_budget.hpp"
+#include "name_scope.hpp"
 
 namespace nnmem::raw {
 namespace {
@@ -17,26 +18,6 @@ namespace {
 /// spec (a chain of thousands of blocks, each using the next) from exhausting the stack; real
 /// networks nest a handful of levels.
 constexpr std::size_t kMaxBlockDepth = 500;
-
-/// A local name of a layer list, for duplicate checks.
-struct Declared {
-  SourceLoc loc;
-  bool unnamed = false;  // named by its position
-};
-
-/// Names visible to `input:` references: one list of layers (the spec's, or a block's).
-struct NameScope {
-  std::string prefix;                          // "layer1.0."
-  std::string owner;                           // for messages: "the spec", "block 'Bottleneck'"
-  const NameScope* outer = nullptr;            // where the block is used (for a hint only)
-  std::map<std::string, std::string> bound;    // local name -> qualified value name
-  std::map<std::string, Declared> declared;    // every local name of this list (forward refs)
-  std::optional<std::string> previous;         // what an entry without `input` reads
-  std::map<std::string, std::string> vars;     // forward()'s variables (`var: x`) -> the value each holds
-  std::multimap<std::string, std::string> held;  // `held_until`: a later entry's local name -> the values it lets go
-
-  bool knows(const std::string& name) const { return bound.count(name) || declared.count(name); }
-};
 
 /// Settings a block instance passes down to every layer inside it.
 struct Inherited {
@@ -98,10 +79,10 @@ class Expander {
 
     if (raw_.loss) spec.losses = expand_losses(*raw_.loss, globals_);
     for (LossSpec& l : spec.losses)
-      if (!l.output.empty()) l.output = resolve(Named{l.output, l.output_loc}, top, nullptr, "loss: output");
+      if (!l.output.empty()) l.output = top.resolve(Named{l.output, l.output_loc}, nullptr, "loss: output");
     if (raw_.outputs) {
       for (const auto& out : *raw_.outputs) {
-        spec.outputs.push_back(resolve(out, top, nullptr, ""));
+        spec.outputs.push_back(top.resolve(out, nullptr, ""));
         spec.output_locs.push_back(out.loc);
       }
       for (const LossSpec& l : spec.losses)
@@ -186,32 +167,11 @@ class Expander {
     fail(at, who + ": the name '" + qualified + "' is already used by " + holder);
   }
 
-  std::string resolve(const Named& ref, const NameScope& scope, const std::string* self, const std::string& who) const {
-    if (auto it = scope.bound.find(ref.name); it != scope.bound.end()) return it->second;
-    // `NAME:K`: output K of a layer with several (an LSTM's h_n is `lstm:1`); the graph checks K.
-    if (const auto colon = ref.name.rfind(':'); colon != std::string::npos && colon > 0 && colon + 1 < ref.name.size() &&
-                                                ref.name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
-      return resolve(Named{ref.name.substr(0, colon), ref.loc}, scope, self, who) + ref.name.substr(colon);
-    const std::string about = who.empty() ? "" : who + ": ";
-    if (self && ref.name == *self)
-      fail(ref.loc, about + "'" + ref.name + "' reads its own output; a layer can only read layers above it");
-    if (auto it = scope.declared.find(ref.name); it != scope.declared.end())
-      fail(ref.loc, about + "'" + ref.name + "' is defined later (line " + std::to_string(it->second.loc.line) +
-                        "); a layer can only read layers above it, so the graph has no cycles");
-    std::string msg = about + "no layer or input named '" + ref.name + "' in " + scope.owner;
-    bool outside = false;
-    for (const NameScope* s = scope.outer; s && !outside; s = s->outer) outside = s->knows(ref.name);
-    if (outside) fail(ref.loc, msg + " (a block sees only its inputs and its own layers)");
-    std::vector<std::string> names;
-    for (const auto& [n, q] : scope.bound) names.push_back(n);
-    fail(ref.loc, msg + suggestion(ref.name, names));
-  }
-
   std::vector<std::string> entry_inputs(const RawEntry& e, const NameScope& scope, const std::string& local,
                                         const std::string& who) const {
     std::vector<std::string> out;
     if (e.inputs) {
-      for (const auto& ref : *e.inputs) out.push_back(resolve(ref, scope, &local, who));
+      for (const auto& ref : *e.inputs) out.push_back(scope.resolve(ref, &local, who));
     } else if (scope.previous) {
       out.push_back(*scope.previous);
     } else {
@@ -223,30 +183,10 @@ class Expander {
     return out;
   }
 
-  // Every local name of a list, before any entry is expanded: a reference to a name below is
-  // then "defined later", not "unknown".
-  void declare(const std::vector<RawEntry>& entries, NameScope& scope) const {
-    for (std::size_t k = 0; k < entries.size(); ++k) {
-      const bool unnamed = !entries[k].name;
-      const std::string local = unnamed ? std::to_string(k) : entries[k].name->name;
-      const SourceLoc at = unnamed ? entries[k].loc : entries[k].name->loc;
-      const auto [it, fresh] = scope.declared.emplace(local, Declared{at, unnamed});
-      if (fresh) continue;
-      const std::string line = std::to_string(it->second.loc.line);
-      if (it->second.unnamed)
-        fail(at, "duplicate layer name '" + local + "': the unnamed layer at line " + line + " is already called '" +
-                     local + "' (an unnamed layer is named by its position)");
-      if (unnamed)
-        fail(at, "duplicate layer name '" + local + "': this unnamed layer is called '" + local +
-                     "' by its position, but the layer at line " + line + " is already named so");
-      fail(at, "duplicate layer name '" + local + "' (first used at line " + line + ")");
-    }
-  }
-
   // --- expansion ----------------------------------------------------------------------------
 
   void expand_list(const std::vector<RawEntry>& entries, NameScope& scope, const VarScope& vars, Inherited inherited) {
-    declare(entries, scope);
+    scope.declare(entries);
     for (std::size_t k = 0; k < entries.size(); ++k) {
       if (stack_.empty()) budget_.entering(entries[k].loc);
       expand_entry(entries[k], entries[k].name ? entries[k].name->name : std::to_string(k), scope, vars, inherited);
@@ -267,7 +207,7 @@ class Expander {
         fail((skipped ? e.when : e.repeat)->loc, who + ": a layer skipped with '" + (skipped ? "when: false" : "repeat: 0") +
                                                      "' stands for its first input, but it reads none");
       scope.bound[local] = inputs[0];
-      refer_python(e, local, scope, who, inputs[0]);
+      for (const std::string& v : scope.python_references(e, local, who, inputs[0])) refer(v);
       return;
     }
     std::string output;
@@ -288,38 +228,12 @@ class Expander {
     }
     scope.bound[local] = output;
     scope.previous = output;
-    refer_python(e, local, scope, who, output);
+    for (const std::string& v : scope.python_references(e, local, who, output)) refer(v);
   }
 
   // Python references (spec.hpp's Reference): `value` is referred to until the layer made last.
   void refer(const std::string& value) {
     if (!spec_->layers.empty()) spec_->references.push_back({value, spec_->layers.size() - 1});
-  }
-
-  // The references forward()'s code holds once the entry `local` has run and made `value`:
-  // `var: x` — x now holds it, and what x held before is let go; `held_until: NAME` — it is held
-  // until the later entry NAME has run (a function's argument); what waited for `local` is let go.
-  void refer_python(const RawEntry& e, const std::string& local, NameScope& scope, const std::string& who,
-                    const std::string& value) {
-    const auto [first, last] = scope.held.equal_range(local);
-    for (auto it = first; it != last; ++it) refer(it->second);
-    scope.held.erase(first, last);
-    if (e.var) {
-      auto [it, fresh] = scope.vars.emplace(e.var->name, value);
-      if (!fresh) refer(std::exchange(it->second, value));
-    }
-    if (!e.held_until) return;
-    const Named& until = *e.held_until;
-    if (scope.bound.count(until.name) && until.name != local)
-      fail(until.loc, who + ": held_until names '" + until.name + "', which runs before it; name a later entry of " + scope.owner);
-    if (!scope.declared.count(until.name) || until.name == local) {
-      std::vector<std::string> names;
-      for (const auto& [n, d] : scope.declared)
-        if (!scope.bound.count(n)) names.push_back(n);
-      fail(until.loc, who + ": held_until names '" + until.name + "', which is no later entry of " + scope.owner +
-                          suggestion(until.name, names));
-    }
-    scope.held.emplace(until.name, value);
   }
 
   static Value index_value(std::int64_t i, const SourceLoc& at) {
@@ -395,7 +309,7 @@ class Expander {
   void resolve_sharing(const RawEntry& e, const NameScope& scope, const VarScope& vars, const std::string& who,
                        LayerSpec& layer) {
     if (e.share) {
-      layer.shares = resolve(*e.share, scope, nullptr, who);
+      layer.shares = scope.resolve(*e.share, nullptr, who);
       layer.shares_loc = e.share->loc;
     }
     for (const auto& [param, raw] : e.ties) {
@@ -410,7 +324,7 @@ class Expander {
         fail(target.loc, who + ": tie: " + param.name + " names a parameter as LAYER.PARAM (wte.weight), found '" +
                              target.name + "'");
       const Named owner{target.name.substr(0, dot), target.loc};
-      layer.ties.push_back({param.name, resolve(owner, scope, nullptr, who), target.name.substr(dot + 1), target.loc});
+      layer.ties.push_back({param.name, scope.resolve(owner, nullptr, who), target.name.substr(dot + 1), target.loc});
     }
   }
 
@@ -454,7 +368,7 @@ class Expander {
     // Its caller holds the arguments until it returns; its variables go as it returns.
     for (const std::string& in : inputs) refer(in);
     for (const auto& [var, value] : inner.vars) refer(value);
-    return block.output ? resolve(*block.output, inner, nullptr, "") : *inner.previous;
+    return block.output ? inner.resolve(*block.output, nullptr, "") : *inner.previous;
   }
 
   const RawSpec& raw_;

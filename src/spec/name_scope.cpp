@@ -1,0 +1,78 @@
+#include "name_scope.hpp"
+
+#include <utility>
+
+#include "expand.hpp"
+
+namespace nnmem::raw {
+
+// Every local name of a list, before any entry is expanded: a reference to a name below is
+// then "defined later", not "unknown".
+void NameScope::declare(const std::vector<RawEntry>& entries) {
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    const bool unnamed = !entries[k].name;
+    const std::string local = unnamed ? std::to_string(k) : entries[k].name->name;
+    const SourceLoc at = unnamed ? entries[k].loc : entries[k].name->loc;
+    const auto [it, fresh] = declared.emplace(local, Declared{at, unnamed});
+    if (fresh) continue;
+    const std::string line = std::to_string(it->second.loc.line);
+    if (it->second.unnamed)
+      throw Error(at, "duplicate layer name '" + local + "': the unnamed layer at line " + line + " is already called '" +
+                          local + "' (an unnamed layer is named by its position)");
+    if (unnamed)
+      throw Error(at, "duplicate layer name '" + local + "': this unnamed layer is called '" + local +
+                          "' by its position, but the layer at line " + line + " is already named so");
+    throw Error(at, "duplicate layer name '" + local + "' (first used at line " + line + ")");
+  }
+}
+
+std::string NameScope::resolve(const Named& ref, const std::string* self, const std::string& who) const {
+  if (auto it = bound.find(ref.name); it != bound.end()) return it->second;
+  // `NAME:K`: output K of a layer with several (an LSTM's h_n is `lstm:1`); the graph checks K.
+  if (const auto colon = ref.name.rfind(':'); colon != std::string::npos && colon > 0 && colon + 1 < ref.name.size() &&
+                                              ref.name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+    return resolve(Named{ref.name.substr(0, colon), ref.loc}, self, who) + ref.name.substr(colon);
+  const std::string about = who.empty() ? "" : who + ": ";
+  if (self && ref.name == *self)
+    throw Error(ref.loc, about + "'" + ref.name + "' reads its own output; a layer can only read layers above it");
+  if (auto it = declared.find(ref.name); it != declared.end())
+    throw Error(ref.loc, about + "'" + ref.name + "' is defined later (line " + std::to_string(it->second.loc.line) +
+                             "); a layer can only read layers above it, so the graph has no cycles");
+  std::string msg = about + "no layer or input named '" + ref.name + "' in " + owner;
+  bool outside = false;
+  for (const NameScope* s = outer; s && !outside; s = s->outer) outside = s->knows(ref.name);
+  if (outside) throw Error(ref.loc, msg + " (a block sees only its inputs and its own layers)");
+  std::vector<std::string> names;
+  for (const auto& [n, q] : bound) names.push_back(n);
+  throw Error(ref.loc, msg + suggestion(ref.name, names));
+}
+
+// The references forward()'s code holds once the entry `local` has run and made `value`:
+// `var: x` — x now holds it, and what x held before is let go; `held_until: NAME` — it is held
+// until the later entry NAME has run (a function's argument); what waited for `local` is let go.
+std::vector<std::string> NameScope::python_references(const RawEntry& e, const std::string& local,
+                                                     const std::string& who, const std::string& value) {
+  std::vector<std::string> let_go;
+  const auto [first, last] = held.equal_range(local);
+  for (auto it = first; it != last; ++it) let_go.push_back(it->second);
+  held.erase(first, last);
+  if (e.var) {
+    auto [it, fresh] = vars.emplace(e.var->name, value);
+    if (!fresh) let_go.push_back(std::exchange(it->second, value));
+  }
+  if (!e.held_until) return let_go;
+  const Named& until = *e.held_until;
+  if (bound.count(until.name) && until.name != local)
+    throw Error(until.loc, who + ": held_until names '" + until.name + "', which runs before it; name a later entry of " + owner);
+  if (!declared.count(until.name) || until.name == local) {
+    std::vector<std::string> names;
+    for (const auto& [n, d] : declared)
+      if (!bound.count(n)) names.push_back(n);
+    throw Error(until.loc, who + ": held_until names '" + until.name + "', which is no later entry of " + owner +
+                               suggestion(until.name, names));
+  }
+  held.emplace(until.name, value);
+  return let_go;
+}
+
+}  // namespace nnmem::raw
