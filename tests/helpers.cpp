@@ -9,6 +9,14 @@ namespace nnmem::test {
 
 std::string source_path(const std::string& relative) { return std::string(NNMEM_SOURCE_DIR) + "/" + relative; }
 
+std::set<std::string> listed_networks(const std::string& relative) {
+  std::set<std::string> names;
+  const nlohmann::json listed = nlohmann::json::parse(std::ifstream(source_path(relative)));
+  for (const auto& [name, why] : listed.items())
+    if (name.front() != '_') names.insert(name);
+  return names;
+}
+
 ModelSpec validation_network(const std::string& name) {
   // validation/specs.json: the networks whose spec is another file, or takes --set values
   static const nlohmann::json specs = nlohmann::json::parse(std::ifstream(source_path("validation/specs.json")));

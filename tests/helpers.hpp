@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json_fwd.hpp>
+#include <set>
 #include <string>
 
 #include "nnmem/estimate.hpp"
@@ -16,6 +17,10 @@ namespace nnmem::test {
 
 /// An absolute path for a file of the source tree: "examples/resnet18.yaml".
 std::string source_path(const std::string& relative);
+
+/// The networks a validation list names (validation/peak_not_modelled.json,
+/// eval_not_modelled.json: NETWORK or NETWORK@VERSION -> why), its "_about" aside.
+std::set<std::string> listed_networks(const std::string& relative);
 
 /// The spec of a validation network (validation/networks.py's name): examples/NAME.yaml, or the
 /// spec and --set values validation/specs.json gives it (seed_conv_256, the Hugging Face models,

@@ -16,18 +16,10 @@ using namespace nnmem::test;
 
 namespace {
 
-std::set<std::string> eval_not_modelled() {
-  std::set<std::string> names;
-  const nlohmann::json listed = nlohmann::json::parse(std::ifstream(source_path("validation/eval_not_modelled.json")));
-  for (const auto& [name, why] : listed.items())
-    if (name.front() != '_') names.insert(name);
-  return names;
-}
-
 // Checks the first run of each batch of every fixture of one version (compare.py's eval_rows);
 // returns how many it checked exactly.
 std::size_t check_eval(const std::string& version) {
-  static const std::set<std::string> approximate = eval_not_modelled();
+  static const std::set<std::string> approximate = listed_networks("validation/eval_not_modelled.json");
   std::size_t checked = 0;
   const std::filesystem::path dir = source_path("validation/fixtures/torch-" + version);
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

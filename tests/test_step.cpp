@@ -18,20 +18,11 @@ using namespace nnmem::test;
 
 namespace {
 
-// Networks whose peak nnmem does not model exactly yet (validation/peak_not_modelled.json, which
-// says why; NETWORK or NETWORK@VERSION): every other figure must be exact, and the peak must not
-// be below PyTorch's.
-std::set<std::string> peak_not_modelled() {
-  std::set<std::string> names;
-  const nlohmann::json listed = nlohmann::json::parse(std::ifstream(source_path("validation/peak_not_modelled.json")));
-  for (const auto& [name, why] : listed.items())
-    if (name.front() != '_') names.insert(name);
-  return names;
-}
-
 // Checks every run of one version's fixtures; returns how many runs it checked.
 std::size_t check_version(const std::string& version) {
-  static const std::set<std::string> approximate = peak_not_modelled();
+  // Networks whose peak nnmem does not model exactly yet (validation/peak_not_modelled.json says
+  // why): every other figure must be exact, and the peak must not be below PyTorch's.
+  static const std::set<std::string> approximate = listed_networks("validation/peak_not_modelled.json");
   std::size_t runs = 0;
   const std::filesystem::path dir = source_path("validation/fixtures/torch-" + version);
   if (!std::filesystem::is_directory(dir)) return runs;
