@@ -1,16 +1,16 @@
-// YAML document -> RawSpec. With loader_stream.cpp (text -> one YAML document) and
-// loader_nodes.cpp (one node: what it is, what its tag makes it), the only code that includes
-// yaml-cpp: it checks the document's structure (which keys exist, which are maps or lists) and
-// keeps every position; meaning is given later by expand.cpp (names, blocks) and the graph
-// (attribute types, shapes). Bytes, encodings and character columns are source_text.cpp's
-// business.
+// YAML document -> RawSpec: the spec's structure (which keys exist, which are maps or lists),
+// every position kept. With loader_stream.cpp (text -> one YAML document), loader_reader.cpp
+// (reading one node: positions, keys, values) and loader_nodes.cpp (what a node is, what its tag
+// makes it), the only code that includes yaml-cpp. Meaning is given later by expand.cpp (names,
+// blocks) and the graph (attribute types, shapes); bytes, encodings and character columns are
+// source_text.cpp's business.
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <map>
 
-#include "loader_nodes.hpp"
+#include "loader_reader.hpp"
 #include "loader_stream.hpp"
 #include "raw_spec.hpp"
 #include "source_text.hpp"
@@ -30,156 +30,10 @@ bool is_identifier(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
-class Reader {
+// The spec's structure, read with NodeReader's node primitives (loader_reader.hpp).
+class Reader : public NodeReader {
  public:
-  // Without aliases each value node is at least one character of the file; the slack lets a
-  // small file reuse anchored values freely.
-  Reader(const SourceText& source, std::size_t text_bytes, const AliasItems& alias_items)
-      : src_(source), alias_items_(alias_items), values_left_(static_cast<std::int64_t>(text_bytes) + kAliasSlack) {}
-
-  SourceLoc loc(const YAML::Node& node, const SourceLoc& fallback) const {
-    const YAML::Mark m = node.Mark();
-    if (m.is_null() || node.IsNull()) return fallback;
-    return src_.loc(m.line, m.column);
-  }
-
-  [[noreturn]] void fail(const SourceLoc& at, const std::string& message) const { throw Error(at, message); }
-
-  // Every node read passes here: its tag must be one nnmem gives a meaning, and fit the node
-  // (errors prefixed with `who`). And yaml-cpp 0.7 runs a quoted string whose closing quote is
-  // missing to the end of the file, swallowing the rest of the spec; say so where it opens.
-  Tagged check_node(const YAML::Node& n, const SourceLoc& at, const std::string& who) const {
-    if (n.IsScalar() && n.Tag() == "!") {
-      const YAML::Mark m = n.Mark();
-      if (const char quote = src_.unclosed_quote(m.line, m.column))
-        fail(src_.loc(m.line, m.column), "invalid YAML: the string opened by this '" + std::string(1, quote) +
-                                             "' is never closed");
-    }
-    return tag_of(n, at, who);
-  }
-
-  // Iterates a mapping, rejecting duplicate keys, keys that are not plain strings, and YAML
-  // merge keys. `who` prefixes errors about a layer ("Conv2d 'conv1': ").
-  template <typename F>
-  void each_key(const YAML::Node& map, const SourceLoc& where, const std::string& what, F&& f,
-                const std::string& who = {}) const {
-    if (!map.IsMap()) fail(loc(map, where), what + " must be a mapping (key: value), found " + kind(map));
-    std::map<std::string, SourceLoc> seen;
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node key = it->first;
-      const SourceLoc key_loc = loc(key, where);
-      check_node(key, key_loc, who);
-      if (!key.IsScalar()) fail(key_loc, who + "keys in " + what + " must be names, found " + kind(key));
-      const std::string name = key.Scalar();
-      check_node(it->second, loc(it->second, key_loc), who + name + ": ");
-      // yaml-cpp 0.7 does not merge: `<<` would arrive as an ordinary key holding a mapping.
-      if (name == "<<" && key.Tag() == "?")
-        fail(key_loc, std::string("YAML merge keys ('<<') are not supported; write ") +
-                          (who.empty() ? "the mapping" : "the layer's attributes") + " out in full");
-      if (auto [pos, fresh] = seen.emplace(name, key_loc); !fresh)
-        fail(key_loc, who + "duplicate key '" + name + "'" + (who.empty() ? " in " + what : "") +
-                          " (first given at line " + std::to_string(pos->second.line) + ")");
-      f(name, it->second, key_loc);
-    }
-  }
-
-  void check_known(const std::string& key, const SourceLoc& at, const std::vector<std::string>& known,
-                   const std::string& where) const {
-    for (const auto& k : known)
-      if (k == key) return;
-    std::string msg = "unknown key '" + key + "' in " + where;
-    if (auto near = nearest_name(key, known); !near.empty()) msg += "; did you mean '" + near + "'?";
-    else {
-      msg += "; expected one of:";
-      for (const auto& k : known) msg += " " + k;
-    }
-    fail(at, msg);
-  }
-
-  // A scalar beginning with `$` is an expression, quoted or not (quotes let an expression hold
-  // YAML's own characters, as in "$index == 0 ? 2 : 1"); `$$` stands for a literal `$`.
-  // `who` prefixes errors ("Linear 'fc1': out_features: ").
-  // A tag says what the scalar is: `!!str 3` is the string "3", `!!float 3` the number 3.0.
-  RawValue scalar_or_expr(const YAML::Node& node, const SourceLoc& at, const std::string& who) const {
-    const Tagged tag = check_node(node, at, who);
-    RawValue r;
-    r.loc = at;
-    r.literal.loc = at;
-    if (node.IsNull() || tag == Tagged::Null) return r;
-    const std::string& s = node.Scalar();
-    const bool textual = tag == Tagged::Plain || tag == Tagged::String;
-    if (textual && !s.empty() && s[0] == '$' && s.rfind("$$", 0) != 0) {
-      set_expression(r, s.substr(1));
-    } else if (tag == Tagged::String) {  // quoted or !!str: always a string
-      r.literal.kind = Value::Kind::String;
-      r.literal.text = s[0] == '$' ? s.substr(1) : s;
-    } else {
-      try {
-        r.literal = parse_literal(s[0] == '$' && textual ? s.substr(1) : s, at);
-      } catch (const Error& e) {
-        fail(e.loc(), who + e.message());
-      }
-      if (tag == Tagged::Float && r.literal.kind == Value::Kind::Int) {
-        r.literal.kind = Value::Kind::Float;
-        r.literal.real = static_cast<double>(r.literal.integer);
-      }
-    }
-    return r;
-  }
-
-  // A scalar, a list (of values or lists), or a mapping (its contents dropped).
-  RawValue value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who = {}) {
-    return copy_value(node, fallback, who, fallback, 1);
-  }
-
-  // yaml-cpp shares an aliased node, but a RawValue copies it at every use, so aliases are
-  // bounded twice over here. Nine levels of nine aliases (the "billion laughs") under an
-  // attribute, a block parameter or an input shape were copied into 9^9 values, gigabytes
-  // before any check could see them (tests/fuzz/regressions/alias_bomb_attribute.yaml): the
-  // copies are counted. And an anchored list that holds its own alias (&a [*a]) is a cycle,
-  // which recursed until the stack ran out (alias_cycle.yaml): the depth is bounded as yaml-cpp
-  // bounds the text's. Errors are placed at the key, where the value is used: an aliased node's
-  // own position is its anchor's.
-  RawValue copy_value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who,
-                      const SourceLoc& used_at, int depth) {
-    if (--values_left_ < 0)
-      fail(used_at, who + "YAML aliases (*name) expand this value into more values than the file has characters; "
-                          "write it out instead");
-    if (depth > kMaxValueDepth)
-      fail(used_at, who + "YAML aliases (*name) nest this value more than " + std::to_string(kMaxValueDepth) +
-                        " levels deep; does an anchored list hold its own alias?");
-    const SourceLoc at = loc(node, fallback);
-    if (!node.IsSequence() && !node.IsMap()) return scalar_or_expr(node, at, who);
-    check_node(node, at, who);
-    RawValue r;
-    r.loc = at;
-    r.is_map = node.IsMap();
-    r.is_list = node.IsSequence();
-    if (r.is_list)
-      for (const auto& item : node) r.items.push_back(copy_value(item, at, who, used_at, depth + 1));
-    return r;
-  }
-
-  Named name(const YAML::Node& node, const SourceLoc& fallback, const std::string& what) const {
-    const SourceLoc at = loc(node, fallback);
-    check_node(node, at, what + ": ");
-    if (!node.IsScalar() || node.Scalar().empty())
-      fail(at, what + " must be a non-empty name, found " + kind(node));
-    return {node.Scalar(), at};
-  }
-
-  // `allow_empty`: a layer's `inputs: []` (a Parameter, a constant) reads nothing.
-  std::vector<Named> names(const YAML::Node& node, const SourceLoc& fallback, const std::string& what,
-                           bool allow_empty = false) const {
-    std::vector<Named> out;
-    if (node.IsSequence()) {
-      for (const auto& item : node) out.push_back(name(item, loc(node, fallback), what));
-      if (out.empty() && !allow_empty) fail(loc(node, fallback), what + " must name at least one value");
-    } else {
-      out.push_back(name(node, fallback, what));
-    }
-    return out;
-  }
+  using NodeReader::NodeReader;
 
   // `loss: TYPE`; `loss: {type: TYPE, OPTION: value, …}`; or a list of terms {output: NAME,
   // type: TYPE, weight: W, when: COND, OPTION: value, …}. Options (label_smoothing) are checked
@@ -428,12 +282,6 @@ class Reader {
   }
 
  private:
-  static constexpr std::int64_t kAliasSlack = 4096;
-  static constexpr int kMaxValueDepth = 499;  // yaml-cpp's own limit for a document's text
-
-  const SourceText& src_;
-  const AliasItems& alias_items_;
-  std::int64_t values_left_;  // value nodes value() may still copy
   bool overrides_ = false;    // the document extends another: its top-level layers are overrides
 };
 

@@ -1,0 +1,105 @@
+#include "loader_reader.hpp"
+
+namespace nnmem::raw {
+
+SourceLoc NodeReader::loc(const YAML::Node& node, const SourceLoc& fallback) const {
+  const YAML::Mark m = node.Mark();
+  if (m.is_null() || node.IsNull()) return fallback;
+  return src_.loc(m.line, m.column);
+}
+
+Tagged NodeReader::check_node(const YAML::Node& n, const SourceLoc& at, const std::string& who) const {
+  if (n.IsScalar() && n.Tag() == "!") {
+    const YAML::Mark m = n.Mark();
+    if (const char quote = src_.unclosed_quote(m.line, m.column))
+      fail(src_.loc(m.line, m.column), "invalid YAML: the string opened by this '" + std::string(1, quote) +
+                                           "' is never closed");
+  }
+  return tag_of(n, at, who);
+}
+
+void NodeReader::check_known(const std::string& key, const SourceLoc& at, const std::vector<std::string>& known,
+                             const std::string& where) const {
+  for (const auto& k : known)
+    if (k == key) return;
+  std::string msg = "unknown key '" + key + "' in " + where;
+  if (auto near = nearest_name(key, known); !near.empty()) msg += "; did you mean '" + near + "'?";
+  else {
+    msg += "; expected one of:";
+    for (const auto& k : known) msg += " " + k;
+  }
+  fail(at, msg);
+}
+
+RawValue NodeReader::scalar_or_expr(const YAML::Node& node, const SourceLoc& at, const std::string& who) const {
+  const Tagged tag = check_node(node, at, who);
+  RawValue r;
+  r.loc = at;
+  r.literal.loc = at;
+  if (node.IsNull() || tag == Tagged::Null) return r;
+  const std::string& s = node.Scalar();
+  const bool textual = tag == Tagged::Plain || tag == Tagged::String;
+  if (textual && !s.empty() && s[0] == '$' && s.rfind("$$", 0) != 0) {
+    set_expression(r, s.substr(1));
+  } else if (tag == Tagged::String) {  // quoted or !!str: always a string
+    r.literal.kind = Value::Kind::String;
+    r.literal.text = s[0] == '$' ? s.substr(1) : s;
+  } else {
+    try {
+      r.literal = parse_literal(s[0] == '$' && textual ? s.substr(1) : s, at);
+    } catch (const Error& e) {
+      fail(e.loc(), who + e.message());
+    }
+    if (tag == Tagged::Float && r.literal.kind == Value::Kind::Int) {
+      r.literal.kind = Value::Kind::Float;
+      r.literal.real = static_cast<double>(r.literal.integer);
+    }
+  }
+  return r;
+}
+
+RawValue NodeReader::value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who) {
+  return copy_value(node, fallback, who, fallback, 1);
+}
+
+RawValue NodeReader::copy_value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who,
+                                const SourceLoc& used_at, int depth) {
+  if (--values_left_ < 0)
+    fail(used_at, who + "YAML aliases (*name) expand this value into more values than the file has characters; "
+                        "write it out instead");
+  if (depth > kMaxValueDepth)
+    fail(used_at, who + "YAML aliases (*name) nest this value more than " + std::to_string(kMaxValueDepth) +
+                      " levels deep; does an anchored list hold its own alias?");
+  const SourceLoc at = loc(node, fallback);
+  if (!node.IsSequence() && !node.IsMap()) return scalar_or_expr(node, at, who);
+  check_node(node, at, who);
+  RawValue r;
+  r.loc = at;
+  r.is_map = node.IsMap();
+  r.is_list = node.IsSequence();
+  if (r.is_list)
+    for (const auto& item : node) r.items.push_back(copy_value(item, at, who, used_at, depth + 1));
+  return r;
+}
+
+Named NodeReader::name(const YAML::Node& node, const SourceLoc& fallback, const std::string& what) const {
+  const SourceLoc at = loc(node, fallback);
+  check_node(node, at, what + ": ");
+  if (!node.IsScalar() || node.Scalar().empty())
+    fail(at, what + " must be a non-empty name, found " + kind(node));
+  return {node.Scalar(), at};
+}
+
+std::vector<Named> NodeReader::names(const YAML::Node& node, const SourceLoc& fallback, const std::string& what,
+                                     bool allow_empty) const {
+  std::vector<Named> out;
+  if (node.IsSequence()) {
+    for (const auto& item : node) out.push_back(name(item, loc(node, fallback), what));
+    if (out.empty() && !allow_empty) fail(loc(node, fallback), what + " must name at least one value");
+  } else {
+    out.push_back(name(node, fallback, what));
+  }
+  return out;
+}
+
+}  // namespace nnmem::raw
