@@ -30,6 +30,7 @@ constexpr std::array kProfiles = {
         .fused_sgd = true,
         .fused_on_cpu = true,
         .save_extra_records = true,
+        .save_storages_sorted_as_text = false,
         .param_groups_2x_keys = true,
         .ddp_first_bucket_follows_cap = true,
     },

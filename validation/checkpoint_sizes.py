@@ -19,38 +19,44 @@ The zip's folder is the file's stem, which every record repeats: the fixture nam
     /work/venv213/bin/python validation/checkpoint_sizes.py       # torch 2.13
     VENV/bin/python validation/checkpoint_sizes.py                 # torch 1.13 (Debian's) + safetensors
 
-Each run adds or replaces its torch version's entry in validation/checkpoints.json.
+Each run adds or replaces its torch version's entry in validation/checkpoints.json; with a
+comma-separated list of networks as its argument, only theirs within it.
 networks.py imports torchvision at the top; where torchvision is not installed (torch 2.13's
 CPU venv), a stand-in lets the other networks import, and those that need it are skipped.
 """
 import json
 import os
 import sys
-import tempfile
 import zipfile
 
 import torch
-import torch.nn.functional as F
 
 import safetensors.torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torchvision_standin  # noqa: E402,F401  (before networks)
-from networks import NETWORKS  # noqa: E402
+from per_network import measure_networks, only_argument, save_safetensors  # noqa: E402
+from measure import loss_terms, make_target, total_loss  # noqa: E402
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoints.json")
 
 
 def one_step(net, model, opt):
+    """One training step as validation/measure.py runs it (its inputs, targets and loss), so
+    that every parameter the step trains has its optimizer state."""
     batch = net.batches[0]
-    x = torch.randn(batch, *net.input_shape, dtype=getattr(torch, net.input_dtype))
-    out = model(x)
-    if net.loss == "cross_entropy":
-        loss = F.cross_entropy(out, torch.randint(0, out.shape[-1], (batch,)))
-    elif net.loss == "mse":
-        loss = F.mse_loss(out, torch.randn_like(out))
+    if net.input_dtype == "int64":
+        x = torch.randint(0, net.vocab, (batch, *net.input_shape))
     else:
-        loss = out.mean()
+        x = torch.randn(batch, *net.input_shape, dtype=getattr(torch, net.input_dtype))
+    forward = (lambda ys=None: net.call(model, x, ys) if ys is not None else net.call(model, x)) if net.call \
+        else (lambda: model(x))
+    with torch.no_grad():
+        outs = forward()
+    oshapes = [list(o.shape) for o in (outs if isinstance(outs, tuple) else (outs,))]
+    del outs
+    terms = loss_terms(net)
+    ys = [make_target(kind, shape) for (kind, _), shape in zip(terms, oshapes)]
+    loss = forward(ys).loss if net.own_loss else total_loss(terms, forward(), ys, batch)
     opt.zero_grad()
     loss.backward()
     opt.step()
@@ -70,7 +76,7 @@ def measure(name, net, folder):
     path = os.path.join(folder, name + ".pt")
     result = {"file_stem": name, "state_dict": torch_file(path, model.state_dict())}
     st = os.path.join(folder, name + ".safetensors")
-    safetensors.torch.save_file(model.state_dict(), st)
+    save_safetensors(model, st)
     result["safetensors"] = {"bytes": os.path.getsize(st)}
     for optimizer, make in (("adam", lambda params: torch.optim.Adam(params, lr=1e-3)),
                             ("momentum", lambda params: torch.optim.SGD(params, lr=1e-3, momentum=0.9)),
@@ -88,19 +94,11 @@ def measure(name, net, folder):
 
 
 def main():
+    only = only_argument()
     fixture = json.load(open(FIXTURE)) if os.path.exists(FIXTURE) else {}
-    runs = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for name, net in NETWORKS.items():
-            try:
-                runs[name] = measure(name, net, folder)
-            except ModuleNotFoundError as e:
-                print("%-18s skipped (%s)" % (name, e), flush=True)
-                continue
-            r = runs[name]
-            print("%-18s state_dict %12d  adam %12d  momentum %12d  safetensors %12d" % (
-                name, r["state_dict"]["bytes"], r["adam"]["bytes"], r["momentum"]["bytes"], r["safetensors"]["bytes"]),
-                flush=True)
+    runs = dict(fixture.get(torch.__version__, {}).get("networks", {})) if only else {}
+    measure_networks(measure, lambda r: "state_dict %12d  adam %12d  momentum %12d  safetensors %12d" % (
+        r["state_dict"]["bytes"], r["adam"]["bytes"], r["momentum"]["bytes"], r["safetensors"]["bytes"]), only, runs)
     fixture[torch.__version__] = {"torch_version": torch.__version__, "safetensors_version": safetensors.__version__,
                                   "networks": runs}
     with open(FIXTURE, "w") as f:

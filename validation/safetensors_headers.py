@@ -2,7 +2,8 @@
 """safetensors headers, measured, for `nnmem inspect` to be checked against.
 
 For every network of networks.NETWORKS this builds the model, writes
-safetensors.torch.save_file(model.state_dict(), "NETWORK.safetensors") and records the file's
+safetensors.torch.save_file(model.state_dict(), "NETWORK.safetensors") (save_model where the
+model ties parameters, per_network.save_safetensors) and records the file's
 size, its header (the JSON text after the 8 bytes of length, exactly as written) and what the
 safetensors library itself reads back with safe_open: the tensors' names, shapes and dtypes in
 its order, their elements and bytes. The test writes each header in front of zeros of the same
@@ -11,22 +12,20 @@ tensor as PyTorch does.
 
     /work/venv213/bin/python validation/safetensors_headers.py    # torch 2.13, safetensors 0.8
 
-Writes validation/safetensors_headers.json.
+Writes validation/safetensors_headers.json; with a comma-separated list of networks as its
+argument, replaces only theirs in it.
 """
 import json
 import os
 import struct
 import sys
-import tempfile
 
 import torch
 
 import safetensors  # noqa: E402
-import safetensors.torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torchvision_standin  # noqa: E402,F401  (before networks)
-from networks import NETWORKS  # noqa: E402
+from per_network import measure_networks, only_argument, save_safetensors  # noqa: E402
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "safetensors_headers.json")
 
@@ -35,7 +34,7 @@ def measure(name, net, folder):
     torch.manual_seed(0)
     model = net.build()
     path = os.path.join(folder, name + ".safetensors")
-    safetensors.torch.save_file(model.state_dict(), path)
+    save_safetensors(model, path)
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         header = f.read(n).decode("utf-8")
@@ -58,17 +57,10 @@ def measure(name, net, folder):
 
 
 def main():
-    runs = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for name, net in NETWORKS.items():
-            try:
-                runs[name] = measure(name, net, folder)
-            except ModuleNotFoundError as e:
-                print("%-18s skipped (%s)" % (name, e), flush=True)
-                continue
-            r = runs[name]
-            print("%-18s %4d tensors  header %7d  file %12d" % (name, len(r["tensors"]), len(r["header"]), r["file_bytes"]),
-                  flush=True)
+    only = only_argument()
+    runs = json.load(open(FIXTURE))["networks"] if only and os.path.exists(FIXTURE) else {}
+    measure_networks(measure, lambda r: "%4d tensors  header %7d  file %12d" % (
+        len(r["tensors"]), len(r["header"]), r["file_bytes"]), only, runs)
     with open(FIXTURE, "w") as f:
         json.dump({"torch_version": torch.__version__, "safetensors_version": safetensors.__version__, "networks": runs},
                   f, indent=1, sort_keys=True)

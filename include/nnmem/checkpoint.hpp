@@ -70,6 +70,10 @@ struct StateTensor {
   TensorType type;
   bool buffer = false;
   bool trainable = false;
+  /// The index of an earlier entry that is the same tensor (a tied or shared parameter): state_dict
+  /// lists it under both names, torch.save writes its storage once, the optimizer keeps one state,
+  /// safetensors' save_model keeps one name; -1 for a tensor of its own.
+  int same_as = -1;
 };
 
 /// model.state_dict()'s tensors in its order, named as checkpoint_sizes() names them (validated

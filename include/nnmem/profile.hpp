@@ -97,6 +97,9 @@ struct TorchProfile {
   // 2.x's zip holds four more small records: .format_version, .storage_alignment, byteorder
   // and .data/serialization_id.
   bool save_extra_records = false;
+  // 1.13 writes the storages' records sorted by key as strings (data/0, data/1, data/10, data/11,
+  // data/2, …); 2.x in the order the pickle meets them. The 64-byte alignment makes it a size.
+  bool save_storages_sorted_as_text = true;
   // The optimizers' param_groups in 2.x have more keys: SGD's `fused`, Adam's
   // `decoupled_weight_decay`, and AdamW the whole Adam list (1.13's AdamW has a shorter one).
   bool param_groups_2x_keys = false;

@@ -121,6 +121,9 @@ struct ModelSpec {
   std::vector<InputSpec> inputs;
   std::vector<LayerSpec> layers;     // in execution order; every input refers to an earlier name
   std::vector<Registration> registrations;  // blocks whose registration order is given
+  /// `modules:`: modules __init__ registers that no layer stands for (a dropout forward never
+  /// calls, an activation inside a fused layer), qualified; in a checkpoint's list of modules.
+  std::vector<std::string> unnamed_modules;
   std::vector<Reference> references;
   std::vector<std::string> outputs;  // the values the model returns (default: the last layer)
   std::vector<SourceLoc> output_locs;

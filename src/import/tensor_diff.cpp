@@ -7,32 +7,32 @@
 namespace nnmem {
 
 std::vector<TensorDifference> compare_tensors(const Graph& graph, const SafetensorsFile& file) {
-  std::map<std::string, StateTensor> spec;
-  std::vector<std::string> spec_order;
-  for (StateTensor& t : state_dict_tensors(graph)) {
-    spec_order.push_back(t.name);
-    spec.emplace(t.name, std::move(t));
-  }
+  const std::vector<StateTensor> state = state_dict_tensors(graph);
+  std::map<std::string, std::size_t> spec;  // name -> index in state
+  for (std::size_t i = 0; i < state.size(); ++i) spec.emplace(state[i].name, i);
+  const auto side = [](const Shape& shape, std::string_view dtype) { return to_string(shape) + " " + std::string(dtype); };
+  // A tied parameter is one tensor under several names, of which save_model keeps one.
+  const auto tensor_of = [&](std::size_t i) { return state[i].same_as < 0 ? i : static_cast<std::size_t>(state[i].same_as); };
   std::vector<TensorDifference> out;
-  std::map<std::string, bool> in_file;
+  std::map<std::size_t, bool> in_file;  // by tensor_of: one of its names is in the file
   for (const SafetensorsTensor& t : file.tensors) {
-    in_file[t.name] = true;
-    const std::string file_side = to_string(t.shape) + " " + t.dtype;
     const auto it = spec.find(t.name);
     if (it == spec.end()) {
-      out.push_back({TensorDifference::Kind::OnlyInFile, t.name, "", file_side});
+      out.push_back({TensorDifference::Kind::OnlyInFile, t.name, "", side(t.shape, t.dtype)});
       continue;
     }
-    const std::string spec_dtype = std::string(safetensors_dtype_name(it->second.type.dtype));
-    const std::string spec_side = to_string(it->second.type.shape) + " " + spec_dtype;
-    if (it->second.type.shape != t.shape) out.push_back({TensorDifference::Kind::Shape, t.name, spec_side, file_side});
-    else if (spec_dtype != t.dtype) out.push_back({TensorDifference::Kind::Dtype, t.name, spec_side, file_side});
+    in_file[tensor_of(it->second)] = true;
+    const StateTensor& ours = state[it->second];
+    const std::string_view dtype = safetensors_dtype_name(ours.type.dtype);
+    if (ours.type.shape != t.shape)
+      out.push_back({TensorDifference::Kind::Shape, t.name, side(ours.type.shape, dtype), side(t.shape, t.dtype)});
+    else if (dtype != t.dtype)
+      out.push_back({TensorDifference::Kind::Dtype, t.name, side(ours.type.shape, dtype), side(t.shape, t.dtype)});
   }
-  for (const std::string& name : spec_order)
-    if (!in_file.count(name)) {
-      const StateTensor& t = spec.at(name);
-      out.push_back({TensorDifference::Kind::OnlyInSpec, name, to_string(t.type.shape) + " " + std::string(safetensors_dtype_name(t.type.dtype)), ""});
-    }
+  for (std::size_t i = 0; i < state.size(); ++i)
+    if (!in_file.count(tensor_of(i)))
+      out.push_back({TensorDifference::Kind::OnlyInSpec, state[i].name,
+                     side(state[i].type.shape, safetensors_dtype_name(state[i].type.dtype)), ""});
   return out;
 }
 

@@ -25,10 +25,13 @@ std::string base_of_call(const std::string& name) {
   return name.substr(0, underscore);
 }
 
-// The modules and tensors of the graph's model: every layer that is a module (not `functional`)
-// and every prefix of its qualified name (the blocks that contain it), the model "" first. Layers
-// without parameters or buffers named NAME_N, beside another NAME or NAME_M of the same type,
-// are calls of one module NAME (DAVEnet's pool, torchvision's ReLU called twice in a block).
+// The modules and tensors of the graph's model: every layer that is a module (not `functional`,
+// not a call of another's with `share`) and every prefix of its qualified name (the blocks that
+// contain it), the model "" first; a child module its parameters name (MultiheadAttention's
+// out_proj); the spec's `modules:`. Layers without parameters or buffers named NAME_N, beside
+// another NAME or NAME_M of the same type, are calls of one module NAME (DAVEnet's pool,
+// torchvision's ReLU called twice in a block). A Parameter or Buffer layer is a tensor of its
+// parent module; a tied parameter is listed under each name, the later ones `same_as` the first.
 ModelTensors model_tensors(const Graph& g) {
   std::map<std::string, std::set<std::string>> types_by_base;  // "layer1.0.relu" -> {"ReLU"} over NAME, NAME_N
   std::map<std::string, int> names_by_base;
@@ -39,39 +42,69 @@ ModelTensors model_tensors(const Graph& g) {
     ++names_by_base[base.empty() ? layer.name : base];
   }
   ModelTensors m;
+  std::map<int, int> entry_of_parameter;  // Graph::parameters index -> its first state entry
   m.modules.push_back("");
   std::set<std::string> seen = {""};
+  const auto add_module = [&](const std::string& module) {  // and each container of it not seen yet
+    for (std::size_t dot = module.find('.'); dot != std::string::npos; dot = module.find('.', dot + 1))
+      if (seen.insert(module.substr(0, dot)).second) m.modules.push_back(module.substr(0, dot));
+    if (seen.insert(module).second) m.modules.push_back(module);
+  };
   for (const Node& node : g.nodes) {
     const LayerSpec& layer = g.layer(node);
-    if (layer.functional) continue;
-    std::string module = layer.name;
+    if (layer.functional || !layer.shares.empty()) continue;  // a call of another layer's module adds nothing
+    // A Parameter or Buffer layer is a tensor its parent module holds itself ("features.1.0.layer_scale").
+    const bool tensor_only = node.result.alias == Alias::Parameter || node.result.alias == Alias::Buffer;
+    const std::size_t last_dot = layer.name.rfind('.');
+    std::string module = !tensor_only ? layer.name : last_dot == std::string::npos ? "" : layer.name.substr(0, last_dot);
     const std::string base = base_of_call(layer.name);
     if (!base.empty() && node.result.params.empty() && node.result.buffers.empty() && names_by_base[base] > 1 &&
         types_by_base[base].size() == 1)
       module = base;
-    for (std::size_t dot = module.find('.'); dot != std::string::npos; dot = module.find('.', dot + 1))
-      if (seen.insert(module.substr(0, dot)).second) m.modules.push_back(module.substr(0, dot));
-    if (seen.insert(module).second) m.modules.push_back(module);
-    for (const ParamDecl& p : node.result.params)
-      m.state.push_back({layer.name + "." + p.name, {p.shape, p.dtype}, false, node.trainable});
+    add_module(module);
+    for (const ParamDecl& p : node.result.params)  // a child module's ("out_proj.weight" of MultiheadAttention)
+      if (!tensor_only && p.name.find('.') != std::string::npos) add_module(module + "." + p.name.substr(0, p.name.rfind('.')));
+    for (std::size_t k = 0; k < node.result.params.size(); ++k) {
+      const ParamDecl& p = node.result.params[k];
+      const auto [first, fresh] = entry_of_parameter.emplace(node.params[k], static_cast<int>(m.state.size()));
+      m.state.push_back({tensor_only ? layer.name : layer.name + "." + p.name, {p.shape, p.dtype}, false, node.trainable,
+                         fresh ? -1 : first->second});
+    }
     for (const ParamDecl& b : node.result.buffers)
       if (b.persistent) m.state.push_back({b.name.empty() ? layer.name : layer.name + "." + b.name, {b.shape, b.dtype}, true, false});
   }
+  for (const std::string& module : g.spec.unnamed_modules) add_module(module);  // `modules:`: no layer of their own
   return m;
 }
 
 std::int64_t digits(std::int64_t v) { return static_cast<std::int64_t>(std::to_string(v).size()); }
 
 // safetensors.torch.save_file(state_dict): tensors ordered by alignment (larger dtypes first),
-// then name; the header {"NAME":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},…}.
+// then name; the header {"NAME":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},…}. A model
+// with tied parameters is saved by save_model (save_file refuses shared tensors): of each tensor's
+// names it keeps the first in sorted order and records each other one in the header's
+// "__metadata__":{"DROPPED":"KEPT",…}, written first.
 CheckpointFile safetensors(const std::string& stem, const ModelTensors& m) {
+  const auto root_of = [&](std::size_t i) { return m.state[i].same_as < 0 ? i : static_cast<std::size_t>(m.state[i].same_as); };
+  std::vector<std::size_t> kept(m.state.size());  // a tensor's first entry -> the entry whose name save_model keeps
+  for (std::size_t i = 0; i < m.state.size(); ++i)
+    if (root_of(i) == i || m.state[i].name < m.state[kept[root_of(i)]].name) kept[root_of(i)] = i;
   std::vector<const NamedTensor*> order;
-  for (const auto& t : m.state) order.push_back(&t);
+  std::int64_t metadata = 0;  // "__metadata__":{…}, with its comma
+  for (std::size_t i = 0; i < m.state.size(); ++i) {
+    const std::size_t root = root_of(i);
+    if (kept[root] == i) {
+      order.push_back(&m.state[i]);
+    } else {  // "DROPPED":"KEPT",
+      metadata += static_cast<std::int64_t>(m.state[i].name.size() + m.state[kept[root]].name.size()) + 6;
+    }
+  }
+  if (metadata) metadata += 17;  // "__metadata__":{}, (the last entry's comma stands for the object's)
   std::stable_sort(order.begin(), order.end(), [](const NamedTensor* a, const NamedTensor* b) {
     const auto sa = dtype_size(a->type.dtype), sb = dtype_size(b->type.dtype);
     return sa != sb ? sa > sb : a->name < b->name;
   });
-  std::int64_t header = 2, offset = 0;  // the braces
+  std::int64_t header = 2 + metadata, offset = 0;  // the braces
   for (const NamedTensor* t : order) {
     const std::int64_t end = checked_add(offset, t->type.bytes());
     // "NAME":{"dtype":"F32","shape":[…],"data_offsets":[A,B]},
@@ -103,6 +136,7 @@ std::vector<CheckpointFile> tensorflow(const ModelTensors& m, const detail::Opti
   std::vector<std::pair<std::string, TensorType>> variables;
   std::int64_t weights = 0, state = 0;
   for (const auto& t : m.state) {
+    if (t.same_as >= 0) continue;  // a tied weight is one variable
     if (t.type.dtype == DType::Int64 && t.type.shape.empty()) continue;  // num_batches_tracked: TensorFlow has none
     variables.emplace_back(t.name, t.type);
     weights = checked_add(weights, t.type.bytes());
@@ -156,7 +190,8 @@ void split_tensor_data(CheckpointFile& f, const ModelTensors& m, bool with_model
   std::vector<CheckpointPart> parts;
   if (with_model) {
     CheckpointPart params{"parameters", 0, false}, buffers{"buffers", 0, false};
-    for (const auto& t : m.state) (t.buffer ? buffers : params).bytes = checked_add((t.buffer ? buffers : params).bytes, t.type.bytes());
+    for (const auto& t : m.state)
+      if (t.same_as < 0) (t.buffer ? buffers : params).bytes = checked_add((t.buffer ? buffers : params).bytes, t.type.bytes());
     parts.push_back(params);
     if (buffers.bytes) parts.push_back(buffers);
   }
@@ -164,7 +199,7 @@ void split_tensor_data(CheckpointFile& f, const ModelTensors& m, bool with_model
     for (const auto& slot : layout->slots) {
       CheckpointPart part{slot.name, 0, false};
       for (const auto& t : m.state)
-        if (t.trainable) part.bytes = checked_add(part.bytes, detail::slot_bytes(slot, t));
+        if (t.trainable && t.same_as < 0) part.bytes = checked_add(part.bytes, detail::slot_bytes(slot, t));
       parts.push_back(part);
     }
   parts.insert(parts.end(), f.parts.begin() + 1, f.parts.end());  // the pickle and the zip

@@ -2,6 +2,7 @@
 // an optimizer's, and the zip around it (PyTorch's miniz writer: every record's data aligned to
 // 64 bytes by an "FB" extra field, a data descriptor after it, zip64 records at the end).
 // Sizes only: each pickle opcode's length, each memo reference's, each record's headers.
+#include <algorithm>
 #include <map>
 
 #include "checkpoint_layout.hpp"
@@ -32,9 +33,9 @@ class Pickle {
   void global(const std::string& module, const std::string& name) {
     shared("global " + module + "." + name, [&] { op(checked_add(3, static_cast<std::int64_t>(module.size() + name.size()))); });
   }
-  void new_str(const std::string& s) {  // BINUNICODE
+  int new_str(const std::string& s) {  // BINUNICODE
     op(checked_add(5, static_cast<std::int64_t>(s.size())));
-    put();
+    return put();
   }
   void interned(const std::string& s) {
     shared("str " + s, [&] { op(checked_add(5, static_cast<std::int64_t>(s.size()))); });
@@ -98,15 +99,28 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+// The storages written so far: each one's bytes (its record data/KEY), and the memo index of its
+// key, which a tensor of a storage already written (a tied parameter) refers to.
+struct Storages {
+  std::vector<std::int64_t> bytes;
+  std::vector<int> key_memo;
+};
+
 // A tensor, as torch.save pickles it: _rebuild_tensor_v2(storage, offset, size, stride,
 // requires_grad, backward_hooks), the storage a persistent id ('storage', class, key,
-// location, numel) whose bytes become the record data/KEY.
-void tensor(Pickle& p, const TensorType& t, std::vector<std::int64_t>& storages) {
+// location, numel) whose bytes become the record data/KEY. `same_storage`: the index in
+// `storages` of the storage it shares with a tensor written before, or -1.
+void tensor(Pickle& p, const TensorType& t, Storages& storages, int same_storage = -1) {
   p.global("torch._utils", "_rebuild_tensor_v2");
   p.op(2);  // MARK, MARK
   p.interned("storage");
   p.global("torch", storage_class(t.dtype));
-  p.new_str(std::to_string(storages.size()));
+  if (same_storage >= 0) {
+    p.get(storages.key_memo[static_cast<std::size_t>(same_storage)]);
+  } else {
+    storages.key_memo.push_back(p.new_str(std::to_string(storages.bytes.size())));
+    storages.bytes.push_back(t.bytes());
+  }
   p.interned("cpu");
   p.integer(t.numel());
   p.op(1);  // TUPLE
@@ -121,15 +135,17 @@ void tensor(Pickle& p, const TensorType& t, std::vector<std::int64_t>& storages)
   p.put();
   p.op(1);  // REDUCE
   p.put();
-  storages.push_back(t.bytes());
 }
 
 // model.state_dict(): an OrderedDict of the tensors, its _metadata (every module's version) as state.
-void state_dict(Pickle& p, const ModelTensors& m, std::vector<std::int64_t>& storages) {
+void state_dict(Pickle& p, const ModelTensors& m, Storages& storages) {
+  std::vector<int> storage_of(m.state.size(), -1);  // state entry -> its storage's index
   p.empty_ordered_dict();
   p.items(m.state.size(), [&](std::size_t i) {
     p.new_str(m.state[i].name);
-    tensor(p, m.state[i].type, storages);
+    const int same = m.state[i].same_as;
+    tensor(p, m.state[i].type, storages, same < 0 ? -1 : storage_of[static_cast<std::size_t>(same)]);
+    storage_of[i] = same < 0 ? static_cast<int>(storages.bytes.size()) - 1 : storage_of[static_cast<std::size_t>(same)];
   });
   p.op(1);  // EMPTY_DICT: the state
   p.put();
@@ -189,10 +205,10 @@ std::vector<GroupKey> group_keys(OptimizerKind kind, const TorchProfile& v) {
 
 // optimizer.state_dict(): {'state': {index: {slot: tensor}}, 'param_groups': [{…, 'params': [0, 1, …]}]}.
 void optimizer_state_dict(Pickle& p, const ModelTensors& m, const OptimizerLayout& layout, OptimizerKind kind,
-                          const TorchProfile& v, std::vector<std::int64_t>& storages) {
-  std::vector<const NamedTensor*> params;
+                          const TorchProfile& v, Storages& storages) {
+  std::vector<const NamedTensor*> params;  // model.parameters(): a tied parameter once
   for (const auto& t : m.state)
-    if (t.trainable) params.push_back(&t);
+    if (t.trainable && t.same_as < 0) params.push_back(&t);
   p.op(1);  // EMPTY_DICT
   p.put();
   p.op(1);  // MARK
@@ -279,7 +295,7 @@ std::int64_t slot_bytes(const SlotLayout& slot, const NamedTensor& param) {
 CheckpointFile torch_save(const std::string& stem, const ModelTensors& model, bool with_model, const OptimizerLayout* layout,
                           OptimizerKind kind, const TorchProfile& version) {
   Pickle p;
-  std::vector<std::int64_t> storages;
+  Storages storages;
   p.op(2);  // PROTO 2
   if (with_model && layout) {
     p.op(1);  // EMPTY_DICT
@@ -301,7 +317,10 @@ CheckpointFile torch_save(const std::string& stem, const ModelTensors& model, bo
   const bool v2 = version.save_extra_records;
   std::vector<std::pair<std::string, std::int64_t>> records = {{"data.pkl", p.bytes()}};
   if (v2) records.insert(records.end(), {{".format_version", 1}, {".storage_alignment", 2}, {"byteorder", 6}});
-  for (std::size_t i = 0; i < storages.size(); ++i) records.emplace_back("data/" + std::to_string(i), storages[i]);
+  std::vector<std::pair<std::string, std::int64_t>> data_records;
+  for (std::size_t i = 0; i < storages.bytes.size(); ++i) data_records.emplace_back("data/" + std::to_string(i), storages.bytes[i]);
+  if (version.save_storages_sorted_as_text) std::sort(data_records.begin(), data_records.end());
+  records.insert(records.end(), data_records.begin(), data_records.end());
   records.emplace_back("version", 2);
   if (v2) records.emplace_back(".data/serialization_id", 40);
   std::int64_t cursor = 0, central = 0, data = 0;

@@ -47,9 +47,11 @@ class Expander {
       : raw_(raw), options_(options), budget_(options.max_layers) {
     for (const auto& b : raw_.blocks) {
       check_registration(b.layers, b.registers, "block '" + b.name + "'");
+      check_modules(b.layers, b.modules, "block '" + b.name + "'");
       blocks_[b.name] = &b;
     }
     check_registration(raw_.layers, raw_.registers, "the spec");
+    check_modules(raw_.layers, raw_.modules, "the spec");
   }
 
   ModelSpec run() {
@@ -74,6 +76,7 @@ class Expander {
     if (raw_.inputs.size() == 1) top.previous = raw_.inputs[0].name.name;
     spec_ = &spec;
     add_registrations(raw_.registers, "", spec_->registrations);
+    add_modules(raw_.modules, "", spec_->unnamed_modules);
     expand_list(raw_.layers, top, globals_, Inherited{});
     for (const auto& [var, value] : top.vars) refer(value);  // forward() returns
 
@@ -362,6 +365,7 @@ class Expander {
     for (std::size_t i = 0; i < inputs.size(); ++i) inner.bound[block.inputs[i].name] = inputs[i];
     inner.previous = inputs[0];
     add_registrations(block.registers, qualified, spec_->registrations);
+    add_modules(block.modules, qualified, spec_->unnamed_modules);
     stack_.push_back(block.name);
     expand_list(block.layers, inner, params, inherited);
     stack_.pop_back();

@@ -62,6 +62,8 @@ VarScope block_arguments(const RawBlock& block, const RawEntry& use, const VarSc
 /// their modules qualified (registration.cpp).
 void add_registrations(const std::vector<RawRegister>& lists, const std::string& module,
                        std::vector<Registration>& out);
+/// Appends a `modules:` list of the model or of a block instance, qualified (registration.cpp).
+void add_modules(const std::vector<Named>& modules, const std::string& module, std::vector<std::string>& out);
 
 /// The spec's loss terms: those `when` keeps, each kind a known loss and each weight a number
 /// >= 0; `output` is the name as written, for the caller to resolve. expand_loss.cpp.

@@ -20,8 +20,9 @@ namespace raw {
 namespace {
 
 const std::vector<std::string> kTopLevelKeys = {"nnmem",  "name",   "description", "dtype",   "variables", "inputs",
-                                                "blocks", "layers", "outputs",     "loss",    "extends", "register"};
-const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "description"};
+                                                "blocks", "layers", "outputs",     "loss",    "extends", "register",
+                                                "modules"};
+const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "modules", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
 // A word such as a layer type's name: a letter, then letters, digits and underscores.
@@ -189,6 +190,8 @@ class Reader : public NodeReader {
         b.output = name(v, key_loc, "a block's output");
       } else if (key == "register") {
         b.registers = registers(v, key_loc, where);
+      } else if (key == "modules") {
+        b.modules = names(v, key_loc, where + ": 'modules'");
       } else if (key == "layers") {
         has_layers = true;
         b.layers = entries(v, key_loc, "the layers of " + where, block_name);
@@ -269,6 +272,8 @@ class Reader : public NodeReader {
         spec.outputs = names(v, key_loc, "'outputs'");
       } else if (key == "register") {
         spec.registers = registers(v, key_loc, "the spec");
+      } else if (key == "modules") {
+        spec.modules = names(v, key_loc, "the spec: 'modules'");
       } else if (key == "loss") {
         spec.loss = losses(v, key_loc);
       } else if (key == "extends") {

@@ -82,6 +82,7 @@ struct RawBlock {
   std::optional<Named> output;        // default: the last layer
   std::vector<RawEntry> layers;
   std::vector<RawRegister> registers;
+  std::vector<Named> modules;         // `modules:`: modules __init__ registers that no layer stands for
 };
 
 /// Checks `register:` lists against the layers they order (a block's, or the spec's: `owner`
@@ -90,6 +91,9 @@ struct RawBlock {
 /// Error. registration.cpp.
 void check_registration(const std::vector<RawEntry>& layers, const std::vector<RawRegister>& registers,
                         const std::string& owner);
+/// Checks a `modules:` list: each name (local, may be dotted) listed once and not a layer's (a
+/// layer stands for its module already). Throws a located Error. registration.cpp.
+void check_modules(const std::vector<RawEntry>& layers, const std::vector<Named>& modules, const std::string& owner);
 
 struct RawInput {
   Named name;
@@ -123,6 +127,7 @@ struct RawSpec {
   std::optional<std::vector<RawLoss>> loss;  // `loss: KIND` is one term without an output
   std::optional<Named> extends;       // `extends: base.yaml`, relative to this file
   std::vector<RawRegister> registers;
+  std::vector<Named> modules;
 };
 
 /// YAML text -> RawSpec (syntax and structure only). loader.cpp.

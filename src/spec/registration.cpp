@@ -80,6 +80,28 @@ void check_registration(const std::vector<RawEntry>& layers, const std::vector<R
   for (const RawRegister& list : registers) check_list(layers, list, owner);
 }
 
+void check_modules(const std::vector<RawEntry>& layers, const std::vector<Named>& modules, const std::string& owner) {
+  std::map<std::string, SourceLoc> listed;
+  for (const Named& n : modules) {
+    for (std::size_t k = 0; k < layers.size(); ++k) {
+      const RawEntry& e = layers[k];
+      const std::string local = e.name ? e.name->name : std::to_string(k);
+      if (local == n.name || local.rfind(n.name + ".", 0) == 0)
+        throw Error(n.loc, owner + ": modules: '" + n.name + "' is a layer's module ('" + local + "', line " +
+                               std::to_string((e.name ? e.name->loc : e.loc).line) +
+                               "); 'modules' lists the modules __init__ registers that no layer stands for");
+    }
+    const auto [it, fresh] = listed.emplace(n.name, n.loc);
+    if (!fresh)
+      throw Error(n.loc, owner + ": modules: '" + n.name + "' is listed twice (first at line " +
+                             std::to_string(it->second.line) + ", column " + std::to_string(it->second.column) + ")");
+  }
+}
+
+void add_modules(const std::vector<Named>& modules, const std::string& module, std::vector<std::string>& out) {
+  for (const Named& n : modules) out.push_back(module + (module.empty() ? "" : ".") + n.name);
+}
+
 void add_registrations(const std::vector<RawRegister>& lists, const std::string& module,
                        std::vector<Registration>& out) {
   for (const RawRegister& list : lists) {
