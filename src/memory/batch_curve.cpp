@@ -127,6 +127,7 @@ std::optional<BatchCurve> BatchCurve::probe(Graph small, const StepOptions& step
   }
   curve.events_ = std::move(result.timeline);
   curve.trace_ = std::move(result.trace);
+  if (curve.device_ == Device::Cuda) curve.script_.emplace(curve.events_, curve.trace_, step);
   return curve;
 }
 
@@ -176,9 +177,9 @@ std::optional<BatchCurve::Need> BatchCurve::needed(std::int64_t batch, std::int6
     return peak ? std::optional(Need{*peak, false}) : std::nullopt;
   }
   try {
-    detail::AllocationTrace trace = trace_;
-    for (std::size_t k = 0; k < blocks_.size(); ++k) trace.block_bytes[k] = blocks_[k].at(batch);
-    const CudaAllocatorFigures f = detail::replay_cuda_allocator(events_, trace, step_, give_up_above);
+    std::vector<std::int64_t> bytes(blocks_.size());
+    for (std::size_t k = 0; k < blocks_.size(); ++k) bytes[k] = blocks_[k].at(batch);
+    const CudaAllocatorFigures f = detail::replay_cuda_allocator(*script_, events_, trace_, bytes, step_, give_up_above);
     return Need{checked_add(f.max_reserved_bytes, step_.overhead_bytes), f.out_of_memory};
   } catch (const OverflowError&) {
     return std::nullopt;

@@ -60,6 +60,7 @@ class BatchCurve {
   std::vector<Line> live_;              // the live total after each event
   std::vector<TimelineEvent> events_;   // the probe's events: their order, phases and blocks hold at every batch
   detail::AllocationTrace trace_;       // the probe's blocks (their sizes are replaced at each batch)
+  std::optional<detail::ReplayScript> script_;  // on CUDA: the events as each replay reads them, made once
   StepOptions step_;
   std::int64_t probe_batch_ = 0;
   Device device_ = Device::Cuda;

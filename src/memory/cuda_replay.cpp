@@ -22,7 +22,6 @@
 // (hundreds of iterations on a small network); the replay gives up (converged: false) after
 // 1,000 iterations, or 20 million events replayed in all.
 #include <algorithm>
-#include <array>
 #include <map>
 #include <unordered_map>
 #include <stdexcept>
@@ -37,23 +36,13 @@ namespace {
 
 constexpr int kMaxIterations = 1000;  // the first, then steady ones ...
 constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than this in all
-constexpr std::size_t kCarries = static_cast<std::size_t>(Carry::Grad) + 1;
 
 class Replay {
  public:
-  Replay(const std::vector<TimelineEvent>& events, const AllocationTrace& trace, const StepOptions& options,
-         std::int64_t give_up_above)
-      : events_(events), trace_(trace), allocator_(options.allocator), give_up_above_(give_up_above), handle_(trace_.block_bytes.size(), -1),
-        eager_state_(options.optimizer == OptimizerKind::Adagrad),
-        rebinds_output_(std::find(trace_.block_carry.begin(), trace_.block_carry.end(), Carry::LastOutput) !=
-                        trace_.block_carry.end()) {
-    steps_.reserve(events_.size());
-    for (const TimelineEvent& ev : events_) {
-      steps_.push_back({ev.block, ev.delta > 0 ? std::int8_t{1} : ev.delta < 0 ? std::int8_t{-1} : std::int8_t{0}, ev.phase});
-      if (ev.delta > 0 && (carry(ev.block) == Carry::Model || carry(ev.block) == Carry::Batch || carry(ev.block) == Carry::State))
-        made_[static_cast<std::size_t>(carry(ev.block))].push_back(ev.block);
-    }
-  }
+  Replay(const ReplayScript& script, const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
+         const std::vector<std::int64_t>& block_bytes, const StepOptions& options, std::int64_t give_up_above)
+      : script_(script), events_(events), trace_(trace), bytes_(block_bytes), allocator_(options.allocator),
+        give_up_above_(give_up_above), handle_(block_bytes.size(), -1) {}
 
   CudaAllocatorFigures run() {
     CudaAllocatorFigures f;
@@ -62,7 +51,7 @@ class Replay {
     // The state after each iteration: once one repeats, the iterations since cycle for ever.
     std::map<StateHash, int> after;  // state -> the iteration that left it
     std::vector<std::int64_t> retries_after, reserved_after;  // after each iteration
-    const std::size_t per_iteration = std::max<std::size_t>(events_.size(), 1);
+    const std::size_t per_iteration = std::max<std::size_t>(script_.steps.size(), 1);
     while (ok && !f.converged && f.iterations < kMaxIterations &&
            (f.iterations + 1) * per_iteration <= std::max(kMaxEvents, 2 * per_iteration)) {
       ++f.iterations;
@@ -120,7 +109,7 @@ class Replay {
   };
 
   Carry carry(int block) const { return trace_.block_carry[static_cast<std::size_t>(block)]; }
-  std::int64_t bytes(int block) const { return trace_.block_bytes[static_cast<std::size_t>(block)]; }
+  std::int64_t bytes(int block) const { return bytes_[static_cast<std::size_t>(block)]; }
 
   // Allocates the block's tensor; false (the failing event noted) when out of memory.
   bool alloc(int block, std::size_t event) {
@@ -148,15 +137,15 @@ class Replay {
 
   // The step's allocations of one kind of block, in order, made at `event` (PyTorch allocates
   // nothing for an empty tensor, so events of 0 bytes are no events here).
-  bool alloc_all(Carry wanted, std::size_t event) {
-    for (const int block : made_[static_cast<std::size_t>(wanted)])
+  bool alloc_all(const std::vector<int>& blocks, std::size_t event) {
+    for (const int block : blocks)
       if (!alloc(block, event)) return false;
     return true;
   }
 
   // Before the loop, attributed to the step's first event (the persistent state's).
   bool build() {
-    return alloc_all(Carry::Model, 0) && alloc_all(Carry::Batch, 0) && (!eager_state_ || alloc_all(Carry::State, 0));
+    return alloc_all(script_.model, 0) && alloc_all(script_.batch, 0) && (!script_.eager_state || alloc_all(script_.state, 0));
   }
 
   bool iteration(bool first) {
@@ -168,15 +157,16 @@ class Replay {
       if (what.carry == Carry::Grad) grads.left.emplace_back(what.bytes, static_cast<int>(h));
     }
     for (Left* left : {&outputs, &losses, &grads}) std::sort(left->left.begin(), left->left.end());
-    bool state_made = !first || eager_state_;
-    for (std::size_t e = 0; e < steps_.size(); ++e) {
-      if (!state_made && steps_[e].phase == Phase::Optimizer) {
+    bool state_made = !first || script_.eager_state;
+    const std::vector<ReplayScript::Step>& steps = script_.steps;
+    for (std::size_t e = 0; e < steps.size(); ++e) {
+      if (!state_made && steps[e].phase == Phase::Optimizer) {
         state_made = true;  // created lazily, at the start of the first step()
-        if (!alloc_all(Carry::State, e)) return false;
+        if (!alloc_all(script_.state, e)) return false;
       }
-      const int block = steps_[e].block;
-      if (steps_[e].sign == 0) continue;
-      const bool allocation = steps_[e].sign > 0;
+      const int block = steps[e].block;
+      if (steps[e].sign == 0) continue;
+      const bool allocation = steps[e].sign > 0;
       switch (carry(block)) {
         case Carry::Model:
         case Carry::Batch:
@@ -200,8 +190,8 @@ class Replay {
           break;
       }
     }
-    if (!state_made && !alloc_all(Carry::State, events_.empty() ? 0 : events_.size() - 1)) return false;
-    if (!rebinds_output_) {
+    if (!state_made && !alloc_all(script_.state, steps.empty() ? 0 : steps.size() - 1)) return false;
+    if (!script_.rebinds_output) {
       // Inference: one forward pass, whose output is dropped once it is made.
       for (std::size_t h = 0; h < held_.size(); ++h)
         if (held_[h].carry == Carry::Output) allocator_.free(static_cast<int>(h)), held_[h] = {};
@@ -250,24 +240,15 @@ class Replay {
     std::int64_t bytes = 0;  // as requested
   };
 
-  // An event as the replay reads it: 8 bytes instead of a TimelineEvent's hundred (a replay
-  // walks a million of them several times over).
-  struct Step {
-    int block = -1;
-    std::int8_t sign = 0;  // the sign of its delta
-    Phase phase = Phase::Forward;
-  };
-  const std::vector<TimelineEvent>& events_;  // the steady step's, each naming its block
-  std::vector<Step> steps_;                   // the same events
-  std::array<std::vector<int>, kCarries> made_;  // by Carry: the blocks of Model, Batch and State allocated, in order
-  const AllocationTrace& trace_;
+  const ReplayScript& script_;                // the steady step's events, read
+  const std::vector<TimelineEvent>& events_;  // the same events, for the layer a failure is in
+  const AllocationTrace& trace_;              // what each block is (its bytes: bytes_)
+  const std::vector<std::int64_t>& bytes_;
   CudaCachingAllocator allocator_;
   std::int64_t give_up_above_;
   bool given_up_ = false;     // max_reserved() passed give_up_above_: the run stopped there
   std::vector<int> handle_;   // block of the step -> allocator handle
   std::vector<Held> held_;    // allocator handle -> what it holds (Carry::None: nothing)
-  bool eager_state_;          // Adagrad makes its state in its constructor
-  bool rebinds_output_;       // training: the next step's `out = model(x)` releases this one
   std::int64_t oom_bytes_ = 0;
   Phase oom_phase_ = Phase::Forward;
   std::string oom_layer_;
@@ -275,9 +256,29 @@ class Replay {
 
 }  // namespace
 
+ReplayScript::ReplayScript(const std::vector<TimelineEvent>& events, const AllocationTrace& trace, const StepOptions& options)
+    : eager_state(options.optimizer == OptimizerKind::Adagrad),
+      rebinds_output(std::find(trace.block_carry.begin(), trace.block_carry.end(), Carry::LastOutput) != trace.block_carry.end()) {
+  steps.reserve(events.size());
+  for (const TimelineEvent& ev : events) {
+    steps.push_back({ev.block, ev.delta > 0 ? std::int8_t{1} : ev.delta < 0 ? std::int8_t{-1} : std::int8_t{0}, ev.phase});
+    if (ev.delta <= 0) continue;
+    const Carry carry = trace.block_carry[static_cast<std::size_t>(ev.block)];
+    if (carry == Carry::Model) model.push_back(ev.block);
+    if (carry == Carry::Batch) batch.push_back(ev.block);
+    if (carry == Carry::State) state.push_back(ev.block);
+  }
+}
+
+CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const std::vector<TimelineEvent>& events,
+                                           const AllocationTrace& trace, const std::vector<std::int64_t>& block_bytes,
+                                           const StepOptions& options, std::int64_t give_up_above) {
+  return Replay(script, events, trace, block_bytes, options, give_up_above).run();
+}
+
 CudaAllocatorFigures replay_cuda_allocator(const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
                                            const StepOptions& options, std::int64_t give_up_above) {
-  return Replay(events, trace, options, give_up_above).run();
+  return replay_cuda_allocator(ReplayScript(events, trace, options), events, trace, trace.block_bytes, options, give_up_above);
 }
 
 }  // namespace nnmem::detail

@@ -98,4 +98,25 @@ CudaAllocatorFigures replay_cuda_allocator(const std::vector<TimelineEvent>& eve
                                            const StepOptions& options,
                                            std::int64_t give_up_above = std::numeric_limits<std::int64_t>::max());
 
+/// The steady step's events as the replay reads them (8 bytes each instead of a TimelineEvent's
+/// hundred), and the persistent blocks listed once: what a replay needs besides the blocks'
+/// sizes, made once for the many replays of BatchCurve::needed (one per batch fit checks).
+struct ReplayScript {
+  struct Step {
+    int block = -1;
+    std::int8_t sign = 0;  // the sign of its delta
+    Phase phase = Phase::Forward;
+  };
+  ReplayScript(const std::vector<TimelineEvent>& events, const AllocationTrace& trace, const StepOptions& options);
+  std::vector<Step> steps;  // each event
+  std::vector<int> model, batch, state;  // the blocks of Carry Model, Batch and State allocated, in order
+  bool eager_state;     // Adagrad makes its state in its constructor
+  bool rebinds_output;  // training: the next step's `out = model(x)` releases this one
+};
+/// The same replay from a script of the events, the blocks' sizes given apart (`block_bytes`
+/// replaces trace.block_bytes).
+CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const std::vector<TimelineEvent>& events,
+                                           const AllocationTrace& trace, const std::vector<std::int64_t>& block_bytes,
+                                           const StepOptions& options, std::int64_t give_up_above);
+
 }  // namespace nnmem::detail
