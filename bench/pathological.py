@@ -69,6 +69,13 @@ def chain_10k():
     return write("chain_10k", "\n".join(lines + ["loss: cross_entropy"]) + "\n")
 
 
+def ultralytics_keys():
+    # An Ultralytics model file (backbone: and head:, under its 1 MiB cap) of 60,000 keys.
+    lines = ["backbone:", "  - [-1, 1, Conv, [64, 3, 2]]", "head:", "  - [-1, 1, Conv, [64, 3, 2]]", "extra:"]
+    lines += [f"  k{i}: {i}" for i in range(60000)]
+    return write("ultralytics_keys", "\n".join(lines) + "\n")
+
+
 CASES = {
     "long_expression": (long_expression, [["check"], ["estimate"]]),
     "literal_control": (literal_control, [["check"]]),
@@ -76,6 +83,7 @@ CASES = {
     "long_name": (long_name, [["check"], ["estimate"], ["estimate", "--format", "json"]]),
     "residual_100k": (residual, [["check"]]),
     "chain_10k": (chain_10k, [["check"]]),
+    "ultralytics_keys": (ultralytics_keys, [["check"]]),
 }
 
 
