@@ -76,6 +76,11 @@ def ultralytics_keys():
     return write("ultralytics_keys", "\n".join(lines) + "\n")
 
 
+def many_documents():
+    # A spec followed by 2.5 million one-line YAML documents (15 MB, under the 16 MiB limit).
+    return write("many_documents", "a: 1\n" + "--- x\n" * 2500000)
+
+
 CASES = {
     "long_expression": (long_expression, [["check"], ["estimate"]]),
     "literal_control": (literal_control, [["check"]]),
@@ -84,6 +89,7 @@ CASES = {
     "residual_100k": (residual, [["check"]]),
     "chain_10k": (chain_10k, [["check"]]),
     "ultralytics_keys": (ultralytics_keys, [["check"]]),
+    "many_documents": (many_documents, [["check"]]),
 }
 
 
