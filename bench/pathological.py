@@ -81,6 +81,18 @@ def many_documents():
     return write("many_documents", "a: 1\n" + "--- x\n" * 2500000)
 
 
+def huge_expression():
+    # One expression of 14 MB, constant: `$1+1+1+…`.
+    return write("huge_expression", "inputs:\n  x: [8]\nlayers:\n"
+                 "  - {type: Linear, out_features: \"$1" + "+1" * 7000000 + "\"}\n")
+
+
+def huge_variable_expression():
+    # One expression of 9 MB reading a variable 4.6 million times: `$w+w+w+…`.
+    return write("huge_variable_expression", "variables:\n  w: 1\ninputs:\n  x: [8]\nlayers:\n"
+                 "  - {type: Linear, out_features: \"$w" + "+w" * 4600000 + "\"}\n")
+
+
 CASES = {
     "long_expression": (long_expression, [["check"], ["estimate"]]),
     "literal_control": (literal_control, [["check"]]),
@@ -90,6 +102,8 @@ CASES = {
     "chain_10k": (chain_10k, [["check"]]),
     "ultralytics_keys": (ultralytics_keys, [["check"]]),
     "many_documents": (many_documents, [["check"]]),
+    "huge_expression": (huge_expression, [["check"]]),
+    "huge_variable_expression": (huge_variable_expression, [["check"]]),
 }
 
 

@@ -24,13 +24,27 @@ struct Token {
   std::size_t offset;
 };
 
-std::vector<Token> tokenize(const std::string& s) {
-  static const char* const two_char_ops[] = {"==", "!=", "<=", ">=", "&&", "||", "//"};
-  std::vector<Token> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
+// Reads an expression's tokens one at a time: a parser needs only the next one. A 14 MB
+// expression's tokens, all read first, took 670 MB.
+class Lexer {
+ public:
+  explicit Lexer(const std::string& s) : s_(s), current_(lex()) {}
+  const Token& peek() const { return current_; }
+  Token next() {  // the end stays put
+    if (current_.kind == Tok::End) return current_;
+    Token t = lex();
+    std::swap(t, current_);
+    return t;
+  }
+
+ private:
+  Token lex() {
+    static const char* const two_char_ops[] = {"==", "!=", "<=", ">=", "&&", "||", "//"};
+    const std::string& s = s_;
+    std::size_t& i = i_;
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    if (i >= s.size()) return {Tok::End, "", s.size()};
     const char c = s[i];
-    if (std::isspace(static_cast<unsigned char>(c))) { ++i; continue; }
     const std::size_t start = i;
     if (std::isdigit(static_cast<unsigned char>(c))) {
       bool real = false;
@@ -40,30 +54,40 @@ std::vector<Token> tokenize(const std::string& s) {
         real = real || !std::isdigit(static_cast<unsigned char>(s[i]));
         ++i;
       }
-      out.push_back({real ? Tok::Real : Tok::Int, s.substr(start, i - start), start});
-    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
-               (c == '$' && i + 1 < s.size() && (std::isalpha(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_'))) {
+      return {real ? Tok::Real : Tok::Int, s.substr(start, i - start), start};
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
+        (c == '$' && i + 1 < s.size() && (std::isalpha(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_'))) {
       // `$name` inside an expression is `name`, as at its start: `$na * (5 + $nc)`.
       const std::size_t name = c == '$' ? ++i : i;
       while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
-      out.push_back({Tok::Ident, s.substr(name, i - name), start});
-    } else if (c == '\'' || c == '"') {
+      return {Tok::Ident, s.substr(name, i - name), start};
+    }
+    if (c == '\'' || c == '"') {
       const std::size_t close = s.find(c, i + 1);
       if (close == std::string::npos) throw ExprError("unterminated string", start);
-      out.push_back({Tok::String, s.substr(i + 1, close - i - 1), start});
       i = close + 1;
-    } else {
-      std::string op(1, c);
-      for (const char* two : two_char_ops)
-        if (s.compare(i, 2, two) == 0) op = two;
-      if (op.size() == 1 && std::string("+-*/%()<>!?:,").find(c) == std::string::npos)
-        throw ExprError(std::string("unexpected character '") + c + "'", start);
-      out.push_back({Tok::Op, op, start});
-      i += op.size();
+      return {Tok::String, s.substr(start + 1, close - start - 1), start};
     }
+    std::string op(1, c);
+    for (const char* two : two_char_ops)
+      if (s.compare(i, 2, two) == 0) op = two;
+    if (op.size() == 1 && std::string("+-*/%()<>!?:,").find(c) == std::string::npos)
+      throw ExprError(std::string("unexpected character '") + c + "'", start);
+    i += op.size();
+    return {Tok::Op, op, start};
   }
-  out.push_back({Tok::End, "", s.size()});
-  return out;
+
+  const std::string& s_;
+  std::size_t i_ = 0;
+  Token current_;
+};
+
+// A malformed token anywhere in `text` is the error reported, before any error of the parser's:
+// reads every token, keeping none.
+void check_tokens(const std::string& text) {
+  Lexer lexer(text);
+  while (lexer.peek().kind != Tok::End) lexer.next();
 }
 
 // For messages: "the end of the expression", "')'", "the string 'same'".
@@ -85,7 +109,7 @@ template <class Sink>
 class Parser {
  public:
   using V = typename Sink::Value;
-  Parser(std::vector<Token> tokens, Sink& sink) : toks_(std::move(tokens)), sink_(sink) {}
+  Parser(const std::string& text, Sink& sink) : lex_(text), sink_(sink) {}
 
   V parse_all() {
     if (peek().kind == Tok::End) throw ExprError("the expression is empty", 0);
@@ -112,10 +136,10 @@ class Parser {
     Parser& p_;
   };
 
-  const Token& peek() const { return toks_[pos_]; }
-  const Token& next() { return pos_ + 1 < toks_.size() ? toks_[pos_++] : toks_.back(); }  // End stays put
+  const Token& peek() const { return lex_.peek(); }
+  Token next() { return lex_.next(); }  // End stays put
   bool accept(const char* op) {
-    if (peek().kind == Tok::Op && peek().text == op) { ++pos_; return true; }
+    if (peek().kind == Tok::Op && peek().text == op) { next(); return true; }
     return false;
   }
 
@@ -138,7 +162,7 @@ class Parser {
       const Token op = peek();
       const int prec = precedence(op.text);
       if (prec == 0 || prec <= min_prec) break;
-      ++pos_;
+      next();
       if (op.text == "?") {
         sink_.condition(left, op.offset);
         V a = parse(0, "'?'");
@@ -211,9 +235,8 @@ class Parser {
     return sink_.function(name.text, name.offset, std::move(a));
   }
 
-  std::vector<Token> toks_;
+  Lexer lex_;
   Sink& sink_;
-  std::size_t pos_ = 0;
   int depth_ = 0;
 };
 
@@ -306,14 +329,18 @@ auto overflow_as_expr_error(F f) {
 
 Scalar evaluate(const std::string& text, const Lookup& lookup) {
   Evaluate sink{lookup};
-  return overflow_as_expr_error([&] { return Parser<Evaluate>(tokenize(text), sink).parse_all(); });
+  return overflow_as_expr_error([&] {
+    check_tokens(text);
+    return Parser<Evaluate>(text, sink).parse_all();
+  });
 }
 
 std::shared_ptr<const Program> compile(const std::string& text) {
   auto program = std::make_shared<Program>();
   Compile sink{program->ops};
   try {
-    Parser<Compile>(tokenize(text), sink).parse_all();
+    check_tokens(text);
+    Parser<Compile>(text, sink).parse_all();
   } catch (const ExprError&) {
     return nullptr;  // evaluate(text, …) reports it, in the order it meets its errors
   }
