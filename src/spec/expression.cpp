@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -262,57 +263,66 @@ struct Evaluate {
 // operands before what uses them (and a conditional's test before its branches).
 struct Compile {
   using Value = int;  // the index of the operation that makes it
-  std::vector<Operation>& ops;
+  Program& p;
+  std::unordered_map<std::string, std::uint32_t> name_ids;  // p.names, each once
 
-  int add(Operation op) {
-    ops.push_back(std::move(op));
-    return static_cast<int>(ops.size()) - 1;
+  int add(Operation::Kind kind, std::size_t offset, int a = -1, int b = -1, int c = -1, std::uint32_t arg = 0) {
+    p.ops.push_back({kind, arg, offset, a, b, c});
+    return static_cast<int>(p.ops.size()) - 1;
   }
-  int literal(Scalar v) { return add({Operation::Kind::Literal, 0, std::move(v), {}, -1, -1}); }
-  int variable(const std::string& name, std::size_t offset) { return add({Operation::Kind::Variable, offset, {}, name, -1, -1}); }
-  void condition(int v, std::size_t offset) { add({Operation::Kind::Condition, offset, {}, {}, v, -1}); }
-  int choose(int cond, std::size_t, int a, int b) { return add({Operation::Kind::Choose, 0, {}, {}, a, b, cond}); }
+  std::uint32_t name(const std::string& text) {
+    const auto [it, fresh] = name_ids.emplace(text, static_cast<std::uint32_t>(p.names.size()));
+    if (fresh) p.names.push_back(text);
+    return it->second;
+  }
+  const Scalar& value(int op) const { return p.literal(p.ops[static_cast<std::size_t>(op)]); }
+
+  int literal(Scalar v) {
+    p.literals.push_back(std::move(v));
+    return add(Operation::Kind::Literal, 0, -1, -1, -1, static_cast<std::uint32_t>(p.literals.size() - 1));
+  }
+  int variable(const std::string& text, std::size_t offset) { return add(Operation::Kind::Variable, offset, -1, -1, -1, name(text)); }
+  void condition(int v, std::size_t offset) { add(Operation::Kind::Condition, offset, v); }
+  int choose(int cond, std::size_t, int a, int b) { return add(Operation::Kind::Choose, 0, a, b, cond); }
   int negate(int v, std::size_t offset) {
-    return fold({v}, [&] { return expr::negate(ops[static_cast<std::size_t>(v)].value, offset); })
-        .value_or_add({Operation::Kind::Negate, offset, {}, {}, v, -1}, *this);
+    if (auto folded = fold({v}, [&] { return expr::negate(value(v), offset); })) return *folded;
+    return add(Operation::Kind::Negate, offset, v);
   }
   int logical_not(int v, std::size_t offset) {
-    return fold({v}, [&] { return Scalar(!as_bool(ops[static_cast<std::size_t>(v)].value, offset)); })
-        .value_or_add({Operation::Kind::Not, offset, {}, {}, v, -1}, *this);
+    if (auto folded = fold({v}, [&] { return Scalar(!as_bool(value(v), offset)); })) return *folded;
+    return add(Operation::Kind::Not, offset, v);
   }
   int binary(const std::string& op, std::size_t offset, int a, int b) {
-    return fold({a, b}, [&] { return expr::binary(op, offset, ops[static_cast<std::size_t>(a)].value, ops[static_cast<std::size_t>(b)].value); })
-        .value_or_add({Operation::Kind::Binary, offset, {}, op, a, b}, *this);
+    if (auto folded = fold({a, b}, [&] { return expr::binary(op, offset, value(a), value(b)); })) return *folded;
+    return add(Operation::Kind::Binary, offset, a, b, -1, name(op));
   }
-  int function(const std::string& name, std::size_t offset, int v) {
-    return fold({v}, [&] { return expr::function(name, offset, ops[static_cast<std::size_t>(v)].value); })
-        .value_or_add({Operation::Kind::Function, offset, {}, name, v, -1}, *this);
+  int function(const std::string& fn, std::size_t offset, int v) {
+    if (auto folded = fold({v}, [&] { return expr::function(fn, offset, value(v)); })) return *folded;
+    return add(Operation::Kind::Function, offset, v, -1, -1, name(fn));
   }
 
   // Constant folding: an operation whose operands are the last operations, all literals,
   // becomes the literal it computes — unless computing it fails, when the operation
   // stays, to fail where evaluate() would. A repeated block's constant expression is then
-  // computed once.
-  struct Folded {
-    std::optional<int> index;
-    int value_or_add(Operation op, Compile& c) const { return index ? *index : c.add(std::move(op)); }
-  };
+  // computed once. The operands' literals are the last ones too, and go with them.
   template <class F>
-  Folded fold(std::initializer_list<int> operands, F compute) {
+  std::optional<int> fold(std::initializer_list<int> operands, F compute) {
     const std::size_t n = operands.size();
-    std::size_t k = ops.size() - n;
+    std::size_t k = p.ops.size() - n;
     for (const int operand : operands)
-      if (static_cast<std::size_t>(operand) != k++ || ops[static_cast<std::size_t>(operand)].kind != Operation::Kind::Literal) return {};
+      if (static_cast<std::size_t>(operand) != k++ || p.ops[static_cast<std::size_t>(operand)].kind != Operation::Kind::Literal)
+        return std::nullopt;
     Scalar v;
     try {
       v = compute();
     } catch (const ExprError&) {
-      return {};
+      return std::nullopt;
     } catch (const OverflowError&) {
-      return {};
+      return std::nullopt;
     }
-    ops.resize(ops.size() - n);
-    return {literal(std::move(v))};
+    p.ops.resize(p.ops.size() - n);
+    p.literals.resize(p.literals.size() - n);
+    return literal(std::move(v));
   }
 };
 
@@ -337,7 +347,7 @@ Scalar evaluate(const std::string& text, const Lookup& lookup) {
 
 std::shared_ptr<const Program> compile(const std::string& text) {
   auto program = std::make_shared<Program>();
-  Compile sink{program->ops};
+  Compile sink{*program, {}};
   try {
     check_tokens(text);
     Parser<Compile>(text, sink).parse_all();
@@ -355,10 +365,11 @@ Scalar evaluate(const Program& program, const Lookup& lookup) {
       const Operation& op = program.ops[i];
       const auto at = [&](int k) -> Scalar& { return v[static_cast<std::size_t>(k)]; };
       switch (op.kind) {
-        case Operation::Kind::Literal: v[i] = op.value; break;
+        case Operation::Kind::Literal: v[i] = program.literal(op); break;
         case Operation::Kind::Variable: {
-          auto found = lookup(op.text);
-          if (!found) throw ExprError("unknown variable '" + op.text + "'", op.offset, op.text);
+          const std::string& name = program.name(op);
+          auto found = lookup(name);
+          if (!found) throw ExprError("unknown variable '" + name + "'", op.offset, name);
           v[i] = std::move(*found);
           break;
         }
@@ -366,8 +377,8 @@ Scalar evaluate(const Program& program, const Lookup& lookup) {
         case Operation::Kind::Choose: v[i] = std::get<bool>(at(op.c)) ? at(op.a) : at(op.b); break;
         case Operation::Kind::Negate: v[i] = negate(at(op.a), op.offset); break;
         case Operation::Kind::Not: v[i] = !as_bool(at(op.a), op.offset); break;
-        case Operation::Kind::Binary: v[i] = binary(op.text, op.offset, at(op.a), at(op.b)); break;
-        case Operation::Kind::Function: v[i] = function(op.text, op.offset, at(op.a)); break;
+        case Operation::Kind::Binary: v[i] = binary(program.name(op), op.offset, at(op.a), at(op.b)); break;
+        case Operation::Kind::Function: v[i] = function(program.name(op), op.offset, at(op.a)); break;
       }
     }
     return v.back();
