@@ -277,6 +277,7 @@ class Expander {
                                            const std::vector<std::string>& inputs, const NameScope& scope,
                                            const VarScope& vars, const Inherited& inherited, const Instance* instance) {
     budget_.spend_layers(instance && e.repeat ? e.repeat->loc : e.loc, 1);  // a repeated layer: at its repeat
+    budget_.spend_name(instance && e.repeat ? e.repeat->loc : e.loc, qualified);
     LayerSpec layer;
     layer.name = qualified;
     const Value type = evaluate(*e.type, vars, who, "type");

@@ -97,7 +97,7 @@ Value evaluate(const RawValue& raw, const VarScope& vars, const std::string& sub
   // `$name` alone substitutes the variable's value as it is, lists included.
   const auto* ops = raw.program ? &raw.program->ops : nullptr;
   const bool one_name = ops && ops->size() == 1 && ops->front().kind == expr::Operation::Kind::Variable;
-  if (const Value* whole = one_name ? vars.find(ops->front().text) : ops ? nullptr : vars.find(trimmed(text))) {
+  if (const Value* whole = one_name ? vars.find(raw.program->name(ops->front())) : ops ? nullptr : vars.find(trimmed(text))) {
     Value v = *whole;
     v.loc = raw.loc;
     for (auto& item : v.items) item.loc = raw.loc;

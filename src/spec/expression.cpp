@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,13 +25,27 @@ struct Token {
   std::size_t offset;
 };
 
-std::vector<Token> tokenize(const std::string& s) {
-  static const char* const two_char_ops[] = {"==", "!=", "<=", ">=", "&&", "||", "//"};
-  std::vector<Token> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
+// Reads an expression's tokens one at a time: a parser needs only the next one. A 14 MB
+// expression's tokens, all read first, took 670 MB.
+class Lexer {
+ public:
+  explicit Lexer(const std::string& s) : s_(s), current_(lex()) {}
+  const Token& peek() const { return current_; }
+  Token next() {  // the end stays put
+    if (current_.kind == Tok::End) return current_;
+    Token t = lex();
+    std::swap(t, current_);
+    return t;
+  }
+
+ private:
+  Token lex() {
+    static const char* const two_char_ops[] = {"==", "!=", "<=", ">=", "&&", "||", "//"};
+    const std::string& s = s_;
+    std::size_t& i = i_;
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    if (i >= s.size()) return {Tok::End, "", s.size()};
     const char c = s[i];
-    if (std::isspace(static_cast<unsigned char>(c))) { ++i; continue; }
     const std::size_t start = i;
     if (std::isdigit(static_cast<unsigned char>(c))) {
       bool real = false;
@@ -40,30 +55,40 @@ std::vector<Token> tokenize(const std::string& s) {
         real = real || !std::isdigit(static_cast<unsigned char>(s[i]));
         ++i;
       }
-      out.push_back({real ? Tok::Real : Tok::Int, s.substr(start, i - start), start});
-    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
-               (c == '$' && i + 1 < s.size() && (std::isalpha(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_'))) {
+      return {real ? Tok::Real : Tok::Int, s.substr(start, i - start), start};
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
+        (c == '$' && i + 1 < s.size() && (std::isalpha(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_'))) {
       // `$name` inside an expression is `name`, as at its start: `$na * (5 + $nc)`.
       const std::size_t name = c == '$' ? ++i : i;
       while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
-      out.push_back({Tok::Ident, s.substr(name, i - name), start});
-    } else if (c == '\'' || c == '"') {
+      return {Tok::Ident, s.substr(name, i - name), start};
+    }
+    if (c == '\'' || c == '"') {
       const std::size_t close = s.find(c, i + 1);
       if (close == std::string::npos) throw ExprError("unterminated string", start);
-      out.push_back({Tok::String, s.substr(i + 1, close - i - 1), start});
       i = close + 1;
-    } else {
-      std::string op(1, c);
-      for (const char* two : two_char_ops)
-        if (s.compare(i, 2, two) == 0) op = two;
-      if (op.size() == 1 && std::string("+-*/%()<>!?:,").find(c) == std::string::npos)
-        throw ExprError(std::string("unexpected character '") + c + "'", start);
-      out.push_back({Tok::Op, op, start});
-      i += op.size();
+      return {Tok::String, s.substr(start + 1, close - start - 1), start};
     }
+    std::string op(1, c);
+    for (const char* two : two_char_ops)
+      if (s.compare(i, 2, two) == 0) op = two;
+    if (op.size() == 1 && std::string("+-*/%()<>!?:,").find(c) == std::string::npos)
+      throw ExprError(std::string("unexpected character '") + c + "'", start);
+    i += op.size();
+    return {Tok::Op, op, start};
   }
-  out.push_back({Tok::End, "", s.size()});
-  return out;
+
+  const std::string& s_;
+  std::size_t i_ = 0;
+  Token current_;
+};
+
+// A malformed token anywhere in `text` is the error reported, before any error of the parser's:
+// reads every token, keeping none.
+void check_tokens(const std::string& text) {
+  Lexer lexer(text);
+  while (lexer.peek().kind != Tok::End) lexer.next();
 }
 
 // For messages: "the end of the expression", "')'", "the string 'same'".
@@ -85,7 +110,7 @@ template <class Sink>
 class Parser {
  public:
   using V = typename Sink::Value;
-  Parser(std::vector<Token> tokens, Sink& sink) : toks_(std::move(tokens)), sink_(sink) {}
+  Parser(const std::string& text, Sink& sink) : lex_(text), sink_(sink) {}
 
   V parse_all() {
     if (peek().kind == Tok::End) throw ExprError("the expression is empty", 0);
@@ -112,10 +137,10 @@ class Parser {
     Parser& p_;
   };
 
-  const Token& peek() const { return toks_[pos_]; }
-  const Token& next() { return pos_ + 1 < toks_.size() ? toks_[pos_++] : toks_.back(); }  // End stays put
+  const Token& peek() const { return lex_.peek(); }
+  Token next() { return lex_.next(); }  // End stays put
   bool accept(const char* op) {
-    if (peek().kind == Tok::Op && peek().text == op) { ++pos_; return true; }
+    if (peek().kind == Tok::Op && peek().text == op) { next(); return true; }
     return false;
   }
 
@@ -138,7 +163,7 @@ class Parser {
       const Token op = peek();
       const int prec = precedence(op.text);
       if (prec == 0 || prec <= min_prec) break;
-      ++pos_;
+      next();
       if (op.text == "?") {
         sink_.condition(left, op.offset);
         V a = parse(0, "'?'");
@@ -211,9 +236,8 @@ class Parser {
     return sink_.function(name.text, name.offset, std::move(a));
   }
 
-  std::vector<Token> toks_;
+  Lexer lex_;
   Sink& sink_;
-  std::size_t pos_ = 0;
   int depth_ = 0;
 };
 
@@ -239,57 +263,66 @@ struct Evaluate {
 // operands before what uses them (and a conditional's test before its branches).
 struct Compile {
   using Value = int;  // the index of the operation that makes it
-  std::vector<Operation>& ops;
+  Program& p;
+  std::unordered_map<std::string, std::uint32_t> name_ids;  // p.names, each once
 
-  int add(Operation op) {
-    ops.push_back(std::move(op));
-    return static_cast<int>(ops.size()) - 1;
+  int add(Operation::Kind kind, std::size_t offset, int a = -1, int b = -1, int c = -1, std::uint32_t arg = 0) {
+    p.ops.push_back({kind, arg, offset, a, b, c});
+    return static_cast<int>(p.ops.size()) - 1;
   }
-  int literal(Scalar v) { return add({Operation::Kind::Literal, 0, std::move(v), {}, -1, -1}); }
-  int variable(const std::string& name, std::size_t offset) { return add({Operation::Kind::Variable, offset, {}, name, -1, -1}); }
-  void condition(int v, std::size_t offset) { add({Operation::Kind::Condition, offset, {}, {}, v, -1}); }
-  int choose(int cond, std::size_t, int a, int b) { return add({Operation::Kind::Choose, 0, {}, {}, a, b, cond}); }
+  std::uint32_t name(const std::string& text) {
+    const auto [it, fresh] = name_ids.emplace(text, static_cast<std::uint32_t>(p.names.size()));
+    if (fresh) p.names.push_back(text);
+    return it->second;
+  }
+  const Scalar& value(int op) const { return p.literal(p.ops[static_cast<std::size_t>(op)]); }
+
+  int literal(Scalar v) {
+    p.literals.push_back(std::move(v));
+    return add(Operation::Kind::Literal, 0, -1, -1, -1, static_cast<std::uint32_t>(p.literals.size() - 1));
+  }
+  int variable(const std::string& text, std::size_t offset) { return add(Operation::Kind::Variable, offset, -1, -1, -1, name(text)); }
+  void condition(int v, std::size_t offset) { add(Operation::Kind::Condition, offset, v); }
+  int choose(int cond, std::size_t, int a, int b) { return add(Operation::Kind::Choose, 0, a, b, cond); }
   int negate(int v, std::size_t offset) {
-    return fold({v}, [&] { return expr::negate(ops[static_cast<std::size_t>(v)].value, offset); })
-        .value_or_add({Operation::Kind::Negate, offset, {}, {}, v, -1}, *this);
+    if (auto folded = fold({v}, [&] { return expr::negate(value(v), offset); })) return *folded;
+    return add(Operation::Kind::Negate, offset, v);
   }
   int logical_not(int v, std::size_t offset) {
-    return fold({v}, [&] { return Scalar(!as_bool(ops[static_cast<std::size_t>(v)].value, offset)); })
-        .value_or_add({Operation::Kind::Not, offset, {}, {}, v, -1}, *this);
+    if (auto folded = fold({v}, [&] { return Scalar(!as_bool(value(v), offset)); })) return *folded;
+    return add(Operation::Kind::Not, offset, v);
   }
   int binary(const std::string& op, std::size_t offset, int a, int b) {
-    return fold({a, b}, [&] { return expr::binary(op, offset, ops[static_cast<std::size_t>(a)].value, ops[static_cast<std::size_t>(b)].value); })
-        .value_or_add({Operation::Kind::Binary, offset, {}, op, a, b}, *this);
+    if (auto folded = fold({a, b}, [&] { return expr::binary(op, offset, value(a), value(b)); })) return *folded;
+    return add(Operation::Kind::Binary, offset, a, b, -1, name(op));
   }
-  int function(const std::string& name, std::size_t offset, int v) {
-    return fold({v}, [&] { return expr::function(name, offset, ops[static_cast<std::size_t>(v)].value); })
-        .value_or_add({Operation::Kind::Function, offset, {}, name, v, -1}, *this);
+  int function(const std::string& fn, std::size_t offset, int v) {
+    if (auto folded = fold({v}, [&] { return expr::function(fn, offset, value(v)); })) return *folded;
+    return add(Operation::Kind::Function, offset, v, -1, -1, name(fn));
   }
 
   // Constant folding: an operation whose operands are the last operations, all literals,
   // becomes the literal it computes — unless computing it fails, when the operation
   // stays, to fail where evaluate() would. A repeated block's constant expression is then
-  // computed once.
-  struct Folded {
-    std::optional<int> index;
-    int value_or_add(Operation op, Compile& c) const { return index ? *index : c.add(std::move(op)); }
-  };
+  // computed once. The operands' literals are the last ones too, and go with them.
   template <class F>
-  Folded fold(std::initializer_list<int> operands, F compute) {
+  std::optional<int> fold(std::initializer_list<int> operands, F compute) {
     const std::size_t n = operands.size();
-    std::size_t k = ops.size() - n;
+    std::size_t k = p.ops.size() - n;
     for (const int operand : operands)
-      if (static_cast<std::size_t>(operand) != k++ || ops[static_cast<std::size_t>(operand)].kind != Operation::Kind::Literal) return {};
+      if (static_cast<std::size_t>(operand) != k++ || p.ops[static_cast<std::size_t>(operand)].kind != Operation::Kind::Literal)
+        return std::nullopt;
     Scalar v;
     try {
       v = compute();
     } catch (const ExprError&) {
-      return {};
+      return std::nullopt;
     } catch (const OverflowError&) {
-      return {};
+      return std::nullopt;
     }
-    ops.resize(ops.size() - n);
-    return {literal(std::move(v))};
+    p.ops.resize(p.ops.size() - n);
+    p.literals.resize(p.literals.size() - n);
+    return literal(std::move(v));
   }
 };
 
@@ -306,14 +339,18 @@ auto overflow_as_expr_error(F f) {
 
 Scalar evaluate(const std::string& text, const Lookup& lookup) {
   Evaluate sink{lookup};
-  return overflow_as_expr_error([&] { return Parser<Evaluate>(tokenize(text), sink).parse_all(); });
+  return overflow_as_expr_error([&] {
+    check_tokens(text);
+    return Parser<Evaluate>(text, sink).parse_all();
+  });
 }
 
 std::shared_ptr<const Program> compile(const std::string& text) {
   auto program = std::make_shared<Program>();
-  Compile sink{program->ops};
+  Compile sink{*program, {}};
   try {
-    Parser<Compile>(tokenize(text), sink).parse_all();
+    check_tokens(text);
+    Parser<Compile>(text, sink).parse_all();
   } catch (const ExprError&) {
     return nullptr;  // evaluate(text, …) reports it, in the order it meets its errors
   }
@@ -328,10 +365,11 @@ Scalar evaluate(const Program& program, const Lookup& lookup) {
       const Operation& op = program.ops[i];
       const auto at = [&](int k) -> Scalar& { return v[static_cast<std::size_t>(k)]; };
       switch (op.kind) {
-        case Operation::Kind::Literal: v[i] = op.value; break;
+        case Operation::Kind::Literal: v[i] = program.literal(op); break;
         case Operation::Kind::Variable: {
-          auto found = lookup(op.text);
-          if (!found) throw ExprError("unknown variable '" + op.text + "'", op.offset, op.text);
+          const std::string& name = program.name(op);
+          auto found = lookup(name);
+          if (!found) throw ExprError("unknown variable '" + name + "'", op.offset, name);
           v[i] = std::move(*found);
           break;
         }
@@ -339,8 +377,8 @@ Scalar evaluate(const Program& program, const Lookup& lookup) {
         case Operation::Kind::Choose: v[i] = std::get<bool>(at(op.c)) ? at(op.a) : at(op.b); break;
         case Operation::Kind::Negate: v[i] = negate(at(op.a), op.offset); break;
         case Operation::Kind::Not: v[i] = !as_bool(at(op.a), op.offset); break;
-        case Operation::Kind::Binary: v[i] = binary(op.text, op.offset, at(op.a), at(op.b)); break;
-        case Operation::Kind::Function: v[i] = function(op.text, op.offset, at(op.a)); break;
+        case Operation::Kind::Binary: v[i] = binary(program.name(op), op.offset, at(op.a), at(op.b)); break;
+        case Operation::Kind::Function: v[i] = function(program.name(op), op.offset, at(op.a)); break;
       }
     }
     return v.back();

@@ -1,11 +1,9 @@
 // YAML document -> RawSpec: the spec's structure (which keys exist, which are maps or lists),
-// every position kept. With loader_stream.cpp (text -> one YAML document), loader_reader.cpp
-// (reading one node: positions, keys, values) and loader_nodes.cpp (what a node is, what its tag
-// makes it), the only code that includes yaml-cpp. Meaning is given later by expand.cpp (names,
+// every position kept. With loader_stream.cpp (text -> one YAML document, yaml_doc.hpp's nodes),
+// loader_reader.cpp (reading one node: positions, keys, values) and loader_nodes.cpp (what a node
+// is, what its tag makes it), the only code that sees YAML. Meaning is given later by expand.cpp (names,
 // blocks) and the graph (attribute types, shapes); bytes, encodings and character columns are
 // source_text.cpp's business.
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -39,18 +37,18 @@ class Reader : public NodeReader {
   // `loss: TYPE`; `loss: {type: TYPE, OPTION: value, …}`; or a list of terms {output: NAME,
   // type: TYPE, weight: W, when: COND, OPTION: value, …}. Options (label_smoothing) are checked
   // against the loss's by the memory stage, which knows them.
-  std::vector<RawLoss> losses(const YAML::Node& node, const SourceLoc& at) {
-    if (!node.IsSequence() && !node.IsMap()) return {RawLoss{at, std::nullopt, value(node, at, "loss: "), std::nullopt, std::nullopt, {}}};
+  std::vector<RawLoss> losses(const YNode& node, const SourceLoc& at) {
+    if (!node.is_list() && !node.is_map()) return {RawLoss{at, std::nullopt, value(node, at, "loss: "), std::nullopt, std::nullopt, {}}};
     std::vector<RawLoss> out;
-    std::vector<YAML::Node> items;
-    if (node.IsMap()) items.push_back(node);  // one term written without its list
+    std::vector<YNode> items;
+    if (node.is_map()) items.push_back(node);  // one term written without its list
     else
-      for (const auto& item : node) items.push_back(item);
-    for (const auto& item : items) {
+      for (const YNode item : node.items()) items.push_back(item);
+    for (const YNode item : items) {
       RawLoss l;
       l.loc = loc(item, at);
       each_key(item, l.loc, "a loss (such as {output: logits, type: cross_entropy, weight: 1})",
-               [&](const std::string& key, const YAML::Node& v, const SourceLoc& k) {
+               [&](const std::string& key, const YNode& v, const SourceLoc& k) {
                  std::optional<RawValue>* slot = key == "output" ? &l.output : key == "type" ? &l.kind
                                                  : key == "weight" ? &l.weight : key == "when" ? &l.when : nullptr;
                  if (slot) *slot = value(v, k, "loss: " + key + ": ");
@@ -60,7 +58,7 @@ class Reader : public NodeReader {
                  else l.attrs.push_back({key, k, value(v, k, "loss: " + key + ": ")});
                });
       if (!l.kind) fail(l.loc, "a loss needs 'type' (e.g. {type: cross_entropy, label_smoothing: 0.1})");
-      if (!l.output && node.IsSequence()) fail(l.loc, "a loss in a list needs 'output' (the value it reads)");
+      if (!l.output && node.is_list()) fail(l.loc, "a loss in a list needs 'output' (the value it reads)");
       out.push_back(std::move(l));
     }
     if (out.empty()) fail(at, "'loss' is an empty list; omit it for the default (mean)");
@@ -71,31 +69,31 @@ class Reader : public NodeReader {
   // "Conv2d 'conv1'", "Residual 'res'" (a block instance), "layer 'fc1'" while its type is not
   // a plain name; " in block 'Down'" for a layer of a block's definition. Unnamed layers are
   // named by their position, as expand.cpp names them.
-  std::string entry_title(const YAML::Node& node, std::size_t index, const std::string& block) const {
+  std::string entry_title(const YNode& node, std::size_t index, const std::string& block) const {
     std::string name = std::to_string(index), type = "layer";
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      if (!it->first.IsScalar() || !it->second.IsScalar() || it->second.Scalar().empty()) continue;
-      const std::string& key = it->first.Scalar();
-      const std::string& text = it->second.Scalar();
+    for (const YNode::Pair it : node.pairs()) {
+      if (!it.first.is_scalar() || !it.second.is_scalar() || it.second.scalar().empty()) continue;
+      const std::string& key = it.first.scalar();
+      const std::string& text = it.second.scalar();
       if (key == "name") name = text;
       if ((key == "type" || (key == "block" && type == "layer")) && text[0] != '$') type = text;
     }
     return type + " '" + name + "'" + (block.empty() ? "" : " in block '" + block + "'");
   }
 
-  RawEntry entry(const YAML::Node& node, const SourceLoc& fallback, std::size_t index, const std::string& block) {
+  RawEntry entry(const YNode& node, const SourceLoc& fallback, std::size_t index, const std::string& block) {
     RawEntry e;
     e.loc = loc(node, fallback);
-    if (!node.IsMap()) {
+    if (!node.is_map()) {
       std::string msg = "each layer must be a mapping such as {type: Conv2d, out_channels: 64, ...}, found " + kind(node);
       // A bare word is most likely a type name written without its mapping (the graph checks it).
-      if (node.IsScalar() && is_identifier(node.Scalar())) msg += " (did you mean {type: " + node.Scalar() + "}?)";
+      if (node.is_scalar() && is_identifier(node.scalar())) msg += " (did you mean {type: " + node.scalar() + "}?)";
       fail(e.loc, msg);
     }
     const std::string who = entry_title(node, index, block) + ": ";
     check_node(node, e.loc, who);
     std::optional<SourceLoc> input_key;
-    each_key(node, e.loc, "a layer", [&](const std::string& key, const YAML::Node& v, const SourceLoc& key_loc) {
+    each_key(node, e.loc, "a layer", [&](const std::string& key, const YNode& v, const SourceLoc& key_loc) {
       if (key == "name") {
         e.name = name(v, key_loc, "a layer's name");
       } else if (key == "type") {
@@ -113,7 +111,7 @@ class Reader : public NodeReader {
       } else if (key == "held_until") {
         e.held_until = name(v, key_loc, who + "'held_until'");
       } else if (key == "tie") {
-        each_key(v, key_loc, who + "'tie'", [&](const std::string& param, const YAML::Node& target, const SourceLoc& k) {
+        each_key(v, key_loc, who + "'tie'", [&](const std::string& param, const YNode& target, const SourceLoc& k) {
           e.ties.emplace_back(Named{param, k}, value(target, k, who + "tie: " + param + ": "));
         }, who);
       } else if (key == "repeat" || key == "when" || key == "trainable" || key == "functional" || key == "checkpoint") {
@@ -137,12 +135,13 @@ class Reader : public NodeReader {
   // A layer repeated through an alias (`- *conv`) stands where the alias is, though its node
   // (and every position inside) is the anchor's: errors about this occurrence, such as its
   // name being taken, point there.
-  std::vector<RawEntry> entries(const YAML::Node& node, const SourceLoc& at, const std::string& what,
+  std::vector<RawEntry> entries(const YNode& node, const SourceLoc& at, const std::string& what,
                                 const std::string& block = {}) {
-    if (!node.IsSequence())
+    if (!node.is_list())
       fail(loc(node, at), what + " must be a list of layers (- {type: ...}), found " + kind(node));
     std::vector<RawEntry> out;
-    for (const auto& item : node) {
+    out.reserve(node.size());  // a RawEntry is over a kilobyte: not moved again as the list grows
+    for (const YNode item : node.items()) {
       out.push_back(entry(item, loc(node, at), out.size(), block));
       if (const auto alias = alias_items_.at(src_, node, out.size() - 1)) {
         out.back().loc = *alias;
@@ -153,34 +152,34 @@ class Reader : public NodeReader {
     return out;
   }
 
-  std::vector<RawRegister> registers(const YAML::Node& node, const SourceLoc& at, const std::string& where) {
-    if (!node.IsMap()) return {{"", names(node, at, where + ": 'register'"), at}};
+  std::vector<RawRegister> registers(const YNode& node, const SourceLoc& at, const std::string& where) {
+    if (!node.is_map()) return {{"", names(node, at, where + ": 'register'"), at}};
     std::vector<RawRegister> out;
-    each_key(node, at, where + ": 'register'", [&](const std::string& module, const YAML::Node& v, const SourceLoc& k) {
+    each_key(node, at, where + ": 'register'", [&](const std::string& module, const YNode& v, const SourceLoc& k) {
       out.push_back({module, names(v, k, where + ": register: " + module), k});
     });
     return out;
   }
 
-  RawBlock block(const std::string& block_name, const YAML::Node& node, const SourceLoc& at) {
+  RawBlock block(const std::string& block_name, const YNode& node, const SourceLoc& at) {
     RawBlock b;
     b.name = block_name;
     b.loc = at;
     bool has_layers = false;
     const std::string where = "block '" + block_name + "'";
-    each_key(node, at, where, [&](const std::string& key, const YAML::Node& v, const SourceLoc& key_loc) {
+    each_key(node, at, where, [&](const std::string& key, const YNode& v, const SourceLoc& key_loc) {
       check_known(key, key_loc, kBlockKeys, where);
       if (key == "params") {
-        if (v.IsSequence()) {
-          for (const auto& p : v) {
+        if (v.is_list()) {
+          for (const YNode p : v.items()) {
             Named n = name(p, key_loc, "a block parameter");
             b.params.push_back({n.name, n.loc, std::nullopt});
           }
         } else {
           each_key(v, key_loc, "the params of " + where,
-                   [&](const std::string& p, const YAML::Node& dv, const SourceLoc& p_loc) {
+                   [&](const std::string& p, const YNode& dv, const SourceLoc& p_loc) {
                      RawParam param{p, p_loc, std::nullopt};
-                     if (!dv.IsNull()) param.fallback = value(dv, p_loc, where + ": " + p + ": ");
+                     if (!dv.is_null()) param.fallback = value(dv, p_loc, where + ": " + p + ": ");
                      b.params.push_back(std::move(param));
                    });
         }
@@ -202,13 +201,13 @@ class Reader : public NodeReader {
     return b;
   }
 
-  RawInput input(const std::string& input_name, const YAML::Node& node, const SourceLoc& key_loc) {
+  RawInput input(const std::string& input_name, const YNode& node, const SourceLoc& key_loc) {
     RawInput in;
     in.name = {input_name, key_loc};
     const std::string who = "input '" + input_name + "': ";
-    if (node.IsMap()) {
+    if (node.is_map()) {
       bool has_shape = false;
-      each_key(node, key_loc, "input '" + input_name + "'", [&](const std::string& key, const YAML::Node& v, const SourceLoc& k) {
+      each_key(node, key_loc, "input '" + input_name + "'", [&](const std::string& key, const YNode& v, const SourceLoc& k) {
         check_known(key, k, kInputKeys, "input '" + input_name + "'");
         if (key == "shape") {
           has_shape = true;
@@ -227,21 +226,21 @@ class Reader : public NodeReader {
     return in;
   }
 
-  RawSpec document(const YAML::Node& root) {
+  RawSpec document(const YNode& root) {
     RawSpec spec;
     spec.file = src_.file();
     spec.loc = {spec.file, 1, 1};
     check_node(root, loc(root, spec.loc), "");
-    if (!root.IsMap())
+    if (!root.is_map())
       fail(loc(root, spec.loc), "a spec must be a mapping with 'inputs' and 'layers', found " + kind(root));
     bool has_inputs = false, has_layers = false;
-    overrides_ = static_cast<bool>(root["extends"]);  // known before `layers`, wherever the key stands
-    each_key(root, spec.loc, "the spec", [&](const std::string& key, const YAML::Node& v, const SourceLoc& key_loc) {
+    overrides_ = root.has_key("extends");  // known before `layers`, wherever the key stands
+    each_key(root, spec.loc, "the spec", [&](const std::string& key, const YNode& v, const SourceLoc& key_loc) {
       check_known(key, key_loc, kTopLevelKeys, "the spec");
       if (key == "nnmem") {
-        if (!v.IsScalar() || v.Scalar() != "1")
+        if (!v.is_scalar() || v.scalar() != "1")
           fail(loc(v, key_loc), "this is nnmem spec format 1; 'nnmem:' must be 1, found " +
-                                    (v.IsScalar() && !v.Scalar().empty() ? excerpt(v.Scalar()) : kind(v)));
+                                    (v.is_scalar() && !v.scalar().empty() ? excerpt(v.scalar()) : kind(v)));
       } else if (key == "name") {
         spec.name = name(v, key_loc, "the model's name");
       } else if (key == "description") {
@@ -250,19 +249,19 @@ class Reader : public NodeReader {
         spec.dtype = name(v, key_loc, "dtype");
       } else if (key == "variables") {
         spec.variables_loc = key_loc;
-        each_key(v, key_loc, "variables", [&](const std::string& var, const YAML::Node& vv, const SourceLoc& k) {
-          if (vv.IsSequence() || vv.IsMap())
+        each_key(v, key_loc, "variables", [&](const std::string& var, const YNode& vv, const SourceLoc& k) {
+          if (vv.is_list() || vv.is_map())
             fail(loc(vv, k), "variable '" + var + "' must be a single value, found " + kind(vv));
           spec.variables.push_back({{var, k}, value(vv, k, "variable '" + var + "': ")});
         });
       } else if (key == "inputs") {
         has_inputs = true;
-        each_key(v, key_loc, "inputs", [&](const std::string& in, const YAML::Node& vv, const SourceLoc& k) {
+        each_key(v, key_loc, "inputs", [&](const std::string& in, const YNode& vv, const SourceLoc& k) {
           spec.inputs.push_back(input(in, vv, k));
         });
         if (spec.inputs.empty()) fail(key_loc, "'inputs' is empty; a model needs at least one input");
       } else if (key == "blocks") {
-        each_key(v, key_loc, "blocks", [&](const std::string& b, const YAML::Node& vv, const SourceLoc& k) {
+        each_key(v, key_loc, "blocks", [&](const std::string& b, const YNode& vv, const SourceLoc& k) {
           spec.blocks.push_back(block(b, vv, k));
         });
       } else if (key == "layers") {

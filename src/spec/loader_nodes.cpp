@@ -1,7 +1,5 @@
 #include "loader_nodes.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <array>
 #include <string_view>
 
@@ -48,21 +46,21 @@ bool fits(const std::string& text, Tagged meaning, const SourceLoc& at) {
 
 std::string excerpt(const std::string& s) { return s.size() <= 40 ? s : s.substr(0, 37) + "..."; }
 
-std::string kind(const YAML::Node& n) {
-  if (n.IsMap()) return "a mapping";
-  if (n.IsSequence()) return "a list";
-  if (n.IsNull()) return "nothing (null)";
-  if (n.Scalar().empty()) return "an empty string";
-  return "the scalar '" + excerpt(n.Scalar()) + "'";
+std::string kind(const YNode& n) {
+  if (n.is_map()) return "a mapping";
+  if (n.is_list()) return "a list";
+  if (n.is_null()) return "nothing (null)";
+  if (n.scalar().empty()) return "an empty string";
+  return "the scalar '" + excerpt(n.scalar()) + "'";
 }
 
-Tagged tag_of(const YAML::Node& node, const SourceLoc& at, const std::string& who) {
+Tagged tag_of(const YNode& node, const SourceLoc& at, const std::string& who) {
   // yaml-cpp 0.7's Node::Tag(): "?" for a plain scalar or an untagged collection, "" for a
   // null, "!" for a quoted scalar and for the non-specific tag `!` (a string, or on a
   // collection nothing), and the resolved tag otherwise. A tagged scalar is never a null.
-  const std::string& tag = node.Tag();
+  const std::string& tag = node.tag();
   if (tag == "?" || tag.empty()) return Tagged::Plain;
-  if (tag == "!") return node.IsScalar() ? Tagged::String : Tagged::Plain;
+  if (tag == "!") return node.is_scalar() ? Tagged::String : Tagged::Plain;
   const Known* known = nullptr;
   for (const Known& k : kKnown)
     if (tag.size() == kCore.size() + k.name.size() && tag.rfind(kCore, 0) == 0 && tag.compare(kCore.size(), k.name.size(), k.name) == 0)
@@ -72,9 +70,9 @@ Tagged tag_of(const YAML::Node& node, const SourceLoc& at, const std::string& wh
                         "'; nnmem understands !!str, !!int, !!float, !!bool, !!null, !!seq and !!map");
   bool ok = false;
   try {
-    ok = known->meaning == Tagged::List      ? node.IsSequence()
-         : known->meaning == Tagged::Mapping ? node.IsMap()
-                                             : node.IsScalar() && fits(node.Scalar(), known->meaning, at);
+    ok = known->meaning == Tagged::List      ? node.is_list()
+         : known->meaning == Tagged::Mapping ? node.is_map()
+                                             : node.is_scalar() && fits(node.scalar(), known->meaning, at);
   } catch (const Error& e) {  // `!!int 99999999999999999999`: too large for 64 bits
     throw Error(e.loc(), who + e.message());
   }

@@ -2,15 +2,15 @@
 
 namespace nnmem::raw {
 
-SourceLoc NodeReader::loc(const YAML::Node& node, const SourceLoc& fallback) const {
-  const YAML::Mark m = node.Mark();
-  if (m.is_null() || node.IsNull()) return fallback;
+SourceLoc NodeReader::loc(const YNode& node, const SourceLoc& fallback) const {
+  const YAML::Mark m = node.mark();
+  if (m.is_null() || node.is_null()) return fallback;
   return src_.loc(m.line, m.column);
 }
 
-Tagged NodeReader::check_node(const YAML::Node& n, const SourceLoc& at, const std::string& who) const {
-  if (n.IsScalar() && n.Tag() == "!") {
-    const YAML::Mark m = n.Mark();
+Tagged NodeReader::check_node(const YNode& n, const SourceLoc& at, const std::string& who) const {
+  if (n.is_scalar() && n.tag() == "!") {
+    const YAML::Mark m = n.mark();
     if (const char quote = src_.unclosed_quote(m.line, m.column))
       fail(src_.loc(m.line, m.column), "invalid YAML: the string opened by this '" + std::string(1, quote) +
                                            "' is never closed");
@@ -31,13 +31,13 @@ void NodeReader::check_known(const std::string& key, const SourceLoc& at, const 
   fail(at, msg);
 }
 
-RawValue NodeReader::scalar_or_expr(const YAML::Node& node, const SourceLoc& at, const std::string& who) const {
+RawValue NodeReader::scalar_or_expr(const YNode& node, const SourceLoc& at, const std::string& who) const {
   const Tagged tag = check_node(node, at, who);
   RawValue r;
   r.loc = at;
   r.literal.loc = at;
-  if (node.IsNull() || tag == Tagged::Null) return r;
-  const std::string& s = node.Scalar();
+  if (node.is_null() || tag == Tagged::Null) return r;
+  const std::string& s = node.scalar();
   const bool textual = tag == Tagged::Plain || tag == Tagged::String;
   if (textual && !s.empty() && s[0] == '$' && s.rfind("$$", 0) != 0) {
     set_expression(r, s.substr(1));
@@ -58,11 +58,11 @@ RawValue NodeReader::scalar_or_expr(const YAML::Node& node, const SourceLoc& at,
   return r;
 }
 
-RawValue NodeReader::value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who) {
+RawValue NodeReader::value(const YNode& node, const SourceLoc& fallback, const std::string& who) {
   return copy_value(node, fallback, who, fallback, 1);
 }
 
-RawValue NodeReader::copy_value(const YAML::Node& node, const SourceLoc& fallback, const std::string& who,
+RawValue NodeReader::copy_value(const YNode& node, const SourceLoc& fallback, const std::string& who,
                                 const SourceLoc& used_at, int depth) {
   if (--values_left_ < 0)
     fail(used_at, who + "YAML aliases (*name) expand this value into more values than the file has characters; "
@@ -71,30 +71,30 @@ RawValue NodeReader::copy_value(const YAML::Node& node, const SourceLoc& fallbac
     fail(used_at, who + "YAML aliases (*name) nest this value more than " + std::to_string(kMaxValueDepth) +
                       " levels deep; does an anchored list hold its own alias?");
   const SourceLoc at = loc(node, fallback);
-  if (!node.IsSequence() && !node.IsMap()) return scalar_or_expr(node, at, who);
+  if (!node.is_list() && !node.is_map()) return scalar_or_expr(node, at, who);
   check_node(node, at, who);
   RawValue r;
   r.loc = at;
-  r.is_map = node.IsMap();
-  r.is_list = node.IsSequence();
+  r.is_map = node.is_map();
+  r.is_list = node.is_list();
   if (r.is_list)
-    for (const auto& item : node) r.items.push_back(copy_value(item, at, who, used_at, depth + 1));
+    for (const YNode item : node.items()) r.items.push_back(copy_value(item, at, who, used_at, depth + 1));
   return r;
 }
 
-Named NodeReader::name(const YAML::Node& node, const SourceLoc& fallback, const std::string& what) const {
+Named NodeReader::name(const YNode& node, const SourceLoc& fallback, const std::string& what) const {
   const SourceLoc at = loc(node, fallback);
   check_node(node, at, what + ": ");
-  if (!node.IsScalar() || node.Scalar().empty())
+  if (!node.is_scalar() || node.scalar().empty())
     fail(at, what + " must be a non-empty name, found " + kind(node));
-  return {node.Scalar(), at};
+  return {node.scalar(), at};
 }
 
-std::vector<Named> NodeReader::names(const YAML::Node& node, const SourceLoc& fallback, const std::string& what,
+std::vector<Named> NodeReader::names(const YNode& node, const SourceLoc& fallback, const std::string& what,
                                      bool allow_empty) const {
   std::vector<Named> out;
-  if (node.IsSequence()) {
-    for (const auto& item : node) out.push_back(name(item, loc(node, fallback), what));
+  if (node.is_list()) {
+    for (const YNode item : node.items()) out.push_back(name(item, loc(node, fallback), what));
     if (out.empty() && !allow_empty) fail(loc(node, fallback), what + " must name at least one value");
   } else {
     out.push_back(name(node, fallback, what));

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""The pathological inputs of issue 16, generated into /tmp and timed with `\\time -v`.
+
+Usage: python3 bench/pathological.py [NNMEM] [CASE ...]   (NNMEM defaults to build/nnmem)
+
+Each case prints its command, exit code, wall and CPU time (user + system), peak resident
+memory and the first line of stderr (a refusal must be a located error naming the limit).
+"""
+import os
+import re
+import subprocess
+import sys
+
+OUT = "/tmp/nnmem_pathological"
+
+
+def write(name, text):
+    os.makedirs(OUT, exist_ok=True)
+    path = os.path.join(OUT, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def long_expression():
+    # out_features: "$256+0+0+…" of 10,000 characters on a layer repeated 100,000 times.
+    expr = "$256" + "+0" * ((10000 - 4) // 2)
+    return write("long_expression", "name: long_expression\ninputs:\n  x: [64]\nlayers:\n"
+                 f"  - {{name: fc, type: Linear, out_features: \"{expr}\", repeat: 100000}}\n"
+                 "loss: cross_entropy\n")
+
+
+def literal_control():
+    # The same layers with `out_features: 256`: what 100,000 layers cost without the expression.
+    return write("literal_control", "name: literal_control\ninputs:\n  x: [64]\nlayers:\n"
+                 "  - {name: fc, type: Linear, out_features: 256, repeat: 100000}\nloss: cross_entropy\n")
+
+
+def long_unknown_input():
+    # 10,000 layers written out; the last reads an unknown name of 100,000 characters.
+    lines = ["name: long_unknown_input", "inputs:", "  x: [64]", "layers:"]
+    lines += [f"  - {{name: layer{i}, type: ReLU}}" for i in range(10000)]
+    lines.append(f"  - {{name: last, type: ReLU, inputs: [{'a' * 100000}]}}")
+    return write("long_unknown_input", "\n".join(lines) + "\n")
+
+
+def long_name():
+    # A 1,000-character layer name repeated 100,000 times.
+    return write("long_name", "name: long_name\ninputs:\n  x: [64]\nlayers:\n"
+                 f"  - {{name: {'n' * 1000}, type: Linear, out_features: 64, repeat: 100000}}\n"
+                 "loss: cross_entropy\n")
+
+
+def residual():
+    # A 99,997-layer residual MLP written with `repeat` (bench_estimate's deep_spec, within the default --max-layers).
+    return write("residual_100k", "name: deep_mlp\ninputs:\n  x: [1024]\nblocks:\n  Res:\n    layers:\n"
+                 "      - {name: fc1, type: Linear, out_features: 1024}\n"
+                 "      - {name: act, type: GELU}\n"
+                 "      - {name: fc2, type: Linear, out_features: 1024}\n"
+                 "      - {name: add, type: Add, inputs: [fc2, in]}\n"
+                 "layers:\n  - {name: body, block: Res, repeat: 24999}\n"
+                 "  - {name: head, type: Linear, out_features: 10}\nloss: cross_entropy\n")
+
+
+def chain_10k():
+    # A written-out 10,000-layer chain: mostly YAML to read (bench/README.md counts its instructions).
+    lines = ["name: chain", "inputs:", "  x: [64]", "layers:"]
+    lines += [f"  - {{name: l{i}, type: Linear, out_features: 64}}" for i in range(10000)]
+    return write("chain_10k", "\n".join(lines + ["loss: cross_entropy"]) + "\n")
+
+
+def ultralytics_keys():
+    # An Ultralytics model file (backbone: and head:, under its 1 MiB cap) of 60,000 keys.
+    lines = ["backbone:", "  - [-1, 1, Conv, [64, 3, 2]]", "head:", "  - [-1, 1, Conv, [64, 3, 2]]", "extra:"]
+    lines += [f"  k{i}: {i}" for i in range(60000)]
+    return write("ultralytics_keys", "\n".join(lines) + "\n")
+
+
+def many_documents():
+    # A spec followed by 2.5 million one-line YAML documents (15 MB, under the 16 MiB limit).
+    return write("many_documents", "a: 1\n" + "--- x\n" * 2500000)
+
+
+def huge_expression():
+    # One expression of 14 MB, constant: `$1+1+1+…`.
+    return write("huge_expression", "inputs:\n  x: [8]\nlayers:\n"
+                 "  - {type: Linear, out_features: \"$1" + "+1" * 7000000 + "\"}\n")
+
+
+def huge_variable_expression():
+    # One expression of 9 MB reading a variable 4.6 million times: `$w+w+w+…`.
+    return write("huge_variable_expression", "variables:\n  w: 1\ninputs:\n  x: [8]\nlayers:\n"
+                 "  - {type: Linear, out_features: \"$w" + "+w" * 4600000 + "\"}\n")
+
+
+CASES = {
+    "long_expression": (long_expression, [["check"], ["estimate"]]),
+    "literal_control": (literal_control, [["check"]]),
+    "long_unknown_input": (long_unknown_input, [["check"]]),
+    "long_name": (long_name, [["check"], ["estimate"], ["estimate", "--format", "json"]]),
+    "residual_100k": (residual, [["check"]]),
+    "chain_10k": (chain_10k, [["check"]]),
+    "ultralytics_keys": (ultralytics_keys, [["check"]]),
+    "many_documents": (many_documents, [["check"]]),
+    "huge_expression": (huge_expression, [["check"]]),
+    "huge_variable_expression": (huge_variable_expression, [["check"]]),
+}
+
+
+# A run is capped at 4 GiB of address space (the machine is shared): one that needs more fails
+# with an out-of-memory error, reported as such.
+CAP_BYTES = 4 << 30
+
+
+def measure(nnmem, args):
+    cmd = ["prlimit", f"--as={CAP_BYTES}", "/usr/bin/time", "-v", nnmem] + args
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr
+    def field(label):
+        m = re.search(re.escape(label) + r": (.*)", err)
+        return m.group(1).strip() if m else "?"
+    user, system = float(field("User time (seconds)")), float(field("System time (seconds)"))
+    rss_mib = int(field("Maximum resident set size (kbytes)")) / 1024
+    status = int(field("Exit status"))
+    first = next((l for l in err.splitlines() if not l.startswith("\t") and "Command being timed" not in l), "")
+    return field("Elapsed (wall clock) time (h:mm:ss or m:ss)"), user + system, rss_mib, status, first[:160]
+
+
+def main():
+    argv = sys.argv[1:]
+    nnmem = argv.pop(0) if argv and not argv[0] in CASES else "build/nnmem"
+    for name in argv or CASES:
+        make, runs = CASES[name]
+        path = make()
+        for args in runs:
+            wall, cpu, rss, status, first = measure(nnmem, args[:1] + [path] + args[1:])
+            print(f"{name}: nnmem {' '.join(args[:1] + [path] + args[1:])}\n"
+                  f"    exit {status}, wall {wall}, CPU {cpu:.2f} s, {rss:.0f} MiB{'; ' + first if first else ''}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
