@@ -130,8 +130,9 @@ TEST_CASE("held_until: model and caller hold a block's result until the model or
   };
   // The block arguments: the layer's input, the attention's input, then fc's and act's results.
   CHECK(activations("") == 3);
-  // Each of the three layers' act results held to the end: 3 + 1 more by the third layer, at head.
-  CHECK(activations(", held_until: model") == 5);
+  // Each layer's act result held to the end: at the third layer's proj, the two earlier ones
+  // beside its input, act's and out's results and proj's.
+  CHECK(activations(", held_until: model") == 6);
   // Held until its Layer returns (through proj): one more than without, never two.
   CHECK(activations(", held_until: caller") == 4);
   // A skipped entry makes no result: nothing is held (not the input its name stands for).
