@@ -61,10 +61,20 @@ LayerDef softmax_def(const char* type, const char* summary, bool negated) {
       .type = type,
       .summary = summary,
       .attrs = {AttrDef::integer("dim", "the dimension normalised (batch is dimension 0); default: PyTorch's "
-                                        "legacy choice, 0 for 1-D and 3-D inputs, else 1").optional()},
+                                        "legacy choice, 0 for 1-D and 3-D inputs, else 1").optional(),
+                AttrDef::word("dtype", {"none", "float32", "float16", "bfloat16", "float64", "float"},
+                              "F.softmax's dtype: the input is cast to it first (a copy while the op runs), the result "
+                              "is in it, under autocast too (float: the model's; none, PyTorch's None: the input's)")
+                    .or_else_word("none")},
       .autocast = Autocast::Float32,        // CUDA autocast's fp32 list
       .infer = [negated](const LayerCall& call) { return infer_softmax(call, negated); },
       .autocast_cpu = Autocast::Inherit,    // CPU autocast (1.13 and 2.13) runs softmax in bfloat16
+      // F.softmax(x, dim, dtype=D): x.to(D) first, the result in D (autocast does not cast it)
+      .own_dtype = [](const Attrs& a, const Context& ctx) -> std::optional<DType> {
+        const std::string& word = a.text("dtype");
+        if (word == "none") return std::nullopt;
+        return word == "float" ? ctx.float_dtype : *parse_dtype(word);
+      },
   };
 }
 

@@ -133,12 +133,29 @@ LayerResult infer_moe_experts(const LayerCall& call) {
     res.save_extra({{pairs, hidden}, f}, "down output", Saved::Made::Separate);
     res.save_extra({{pairs}, f}, "gathered weights", Saved::Made::Separate);
   }
+  if (!grads) {
+    // Without autograd nothing is kept, and the call's peak is at silu(gate) * up, before the
+    // output exists: live then are the router's top_k weights and indices, the sort's ids and
+    // permutation, the gathered rows and weights, the ids as float32 for histc, its counts
+    // (float32) and the offsets (int32), the gate-up output, silu's and the product (measured:
+    // `trace_diff.py hf_mixtral_sdpa --mode eval`).
+    for (const auto& [type, what] : std::vector<std::pair<TensorType, const char*>>{
+             {{{tokens, top_k}, f}, "top_k weights"}, {{{tokens, top_k}, DType::Int64}, "top_k indices"},
+             {{{pairs}, DType::Int64}, "sorted expert ids"}, {{{pairs}, DType::Int64}, "perm"},
+             {{{pairs, hidden}, f}, "gathered rows"}, {{{pairs}, f}, "gathered weights"},
+             {{{pairs}, DType::Float32}, "expert ids as float (histc)"}, {{{experts}, DType::Float32}, "histc counts"},
+             {{{experts}, DType::Int32}, "offsets"}, {{{pairs, checked_mul(2, inter)}, f}, "gate_up output"},
+             {{{pairs, inter}, f}, "silu(gate)"}, {{{pairs, inter}, f}, "silu(gate) * up"}})
+      res.forward_scratch.push_back({type, what});
+    res.scratch_before_output = true;
+    return res;
+  }
   // Made and let go within the call: the sorted expert ids and their float copy for histc, the
   // weighted rows and their reordering, summed into the output.
   res.forward_scratch.push_back({{{pairs}, DType::Int64}, "sorted expert ids"});
   res.forward_scratch.push_back({{{pairs, hidden}, f}, "weighted rows"});
   res.forward_scratch.push_back({{{pairs, hidden}, f}, "weighted rows in token order"});
-  if (grads) res.backward_program = [=](const std::vector<bool>&) { return moe_backward(tokens, pairs, hidden, inter, experts, top_k, f); };
+  res.backward_program = [=](const std::vector<bool>&) { return moe_backward(tokens, pairs, hidden, inter, experts, top_k, f); };
   return res;
 }
 

@@ -101,6 +101,44 @@ TEST_CASE("var and held_until keep a tensor as long as forward()'s Python code r
                     "  - {name: fc3, type: Linear, out_features: 256}\n") == 2);
 }
 
+// `held_until: model` and `held_until: caller` from inside a block: a DynamicCache the model
+// makes holds each layer's key copy until the model returns; `attn_output, _ = self.attn(x)`
+// holds the weights attention returns until the caller returns. Blocks of fc + act on 256
+// float32 features (1 KiB each), batch 1: without any, two activations live at a time.
+TEST_CASE("held_until: model and caller hold a block's result until the model or its caller returns") {
+  const auto activations = [](const std::string& inner, const std::string& when = "true") {
+    EstimateOptions o;
+    o.graph.mode = Mode::Eval;
+    o.graph.device = Device::Cpu;
+    const std::string spec =
+        "inputs: {x: [256]}\n"
+        "blocks:\n"
+        "  Attn:\n"
+        "    layers:\n"
+        "      - {name: fc, type: Linear, out_features: 256}\n"
+        "      - {name: act, type: ReLU, when: " + when + inner + "}\n"
+        "      - {name: out, type: Linear, out_features: 256}\n"
+        "  Layer:\n"
+        "    layers:\n"
+        "      - {name: attn, block: Attn}\n"
+        "      - {name: proj, type: Linear, out_features: 256}\n"
+        "layers:\n"
+        "  - {name: layers, block: Layer, repeat: 3}\n"
+        "  - {name: head, type: Linear, out_features: 256}\n";
+    const Totals t = estimate_from(spec, o).totals;
+    return (t.peak_bytes - t.param_bytes - t.input_bytes) / 1024;
+  };
+  // The block arguments: the layer's input, the attention's input, then fc's and act's results.
+  CHECK(activations("") == 3);
+  // Each layer's act result held to the end: at the third layer's proj, the two earlier ones
+  // beside its input, act's and out's results and proj's.
+  CHECK(activations(", held_until: model") == 6);
+  // Held until its Layer returns (through proj): one more than without, never two.
+  CHECK(activations(", held_until: caller") == 4);
+  // A skipped entry makes no result: nothing is held (not the input its name stands for).
+  CHECK(activations(", held_until: model", "false") == activations("", "false"));
+}
+
 // A block instance is a module call: its caller holds the arguments until it returns, though no
 // layer inside reads them after the first.
 TEST_CASE("a block instance's inputs live until its last layer has run") {

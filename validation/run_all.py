@@ -66,10 +66,10 @@ AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "dif
 HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa", "hf_bert_pretraining", "hf_vit_sdpa",
                "hf_roberta_sdpa", "hf_mixtral_sdpa",
                "hf_gpt2_eager", "hf_llama_eager", "hf_bert_eager", "hf_vit_eager"]
-# hf_vit_eager is not among them: its softmax(dtype=float32) keeps float32 probabilities beside
-# bfloat16 weights, and nnmem's Softmax has no dtype (measured 18,496 B more saved, 2 layers).
+# hf_vit_eager too: its softmax(dtype=float32) keeps float32 probabilities beside bfloat16 weights
+# (Softmax's dtype).
 HF_AMP_NETWORKS = ["hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_eager", "hf_bert_sdpa", "hf_bert_eager",
-                   "hf_vit_sdpa"]
+                   "hf_vit_sdpa", "hf_vit_eager"]
 HF_VARIANTS_2 = [("adamw", None)]
 # Activation checkpointing and gradient accumulation, on the networks made for them
 # (networks_scaling.py), at their first batch, under both versions: (optimizer, set_to_none,
@@ -94,6 +94,11 @@ SCALING_VARIANTS = [
     ("adam", True, ("--grad-accum", "3", "--checkpoint", "blocks") + _NR),
     ("momentum", True, ("--grad-accum", "2", "--checkpoint", "blocks") + _R),
 ]
+# Megatron's selective recomputation (every F.scaled_dot_product_attention call checkpointed,
+# non-reentrant) on GPT-2, whose DynamicCache copies of k and v the checkpoint keeps.
+HF_SELECTIVE_NETWORKS = ["hf_gpt2_sdpa"]
+HF_SELECTIVE_VARIANTS = [("sgd", True, ("--checkpoint", "selective") + _NR),
+                         ("adam", True, ("--checkpoint", "selective") + _NR)]
 # Data parallelism (measure_dist.py: ranks in processes of their own, gloo), on the same
 # networks at their first batch, under both versions: DDP with its default buckets, with a small
 # bucket_cap_mb (several buckets; 2.13 then sizes the first bucket like the rest, 1.13 keeps it
@@ -199,6 +204,8 @@ def combos(network, extra_only=False, parallel_only=False):
         variants = [(b0, o, True, None, i, ()) for o, i in
                     (OPTIM_VARIANTS_2 if network in OPTIM_NETWORKS_2 else HF_VARIANTS_2 if network.startswith("hf_") else [])]
     scaling = [(b0, o, s, None, None, x) for o, s, x in SCALING_VARIANTS] if network in SCALING_NETWORKS else []
+    if VERSION != "1.13" and network in HF_SELECTIVE_NETWORKS:
+        scaling += [(b0, o, s, None, None, x) for o, s, x in HF_SELECTIVE_VARIANTS]
     return plain + amp + variants + scaling + parallel
 
 

@@ -3,6 +3,7 @@
 
     python3 validation/trace_diff.py NETWORK --batch B --optimizer adam [--keep-grads]
             [--amp bfloat16] [--foreach | --fused] [--torch 2.13] [--nnmem build/nnmem] [--all]
+            [--mode eval]
 
 Measures the run with `measure.py --trace` under the interpreter of --torch (1.13:
 /usr/bin/python3, 2.13: /work/venv213/bin/python), estimates it with `nnmem estimate
@@ -13,6 +14,10 @@ runs of events that differ, with the measured op and module and nnmem's tensor n
 running totals of both sides, and both peaks. `--all` prints the matching events too.
 The zero_grad phase is collapsed to one event per side (PyTorch frees each .grad, nnmem all
 of them at once).
+
+--mode eval compares the inference forward instead (measure.py's no_grad forward in eval(),
+`--trace-eval`; nnmem's `--mode eval` timeline): --optimizer only picks the training run
+that precedes it.
 
 --segments compares layer by layer instead: the events are cut into segments of one phase
 and one module (nnmem: one layer, its call suffix _N dropped), the segments aligned by name,
@@ -47,7 +52,8 @@ def measured_events(args):
         with tempfile.NamedTemporaryFile(suffix=".tsv", delete=False) as f:
             path = f.name
     cmd = [PYTHON[args.torch], os.path.join(HERE, "measure.py"), args.network, "--batch", str(args.batch),
-           "--optimizer", args.optimizer, "--keep-grads" if args.keep_grads else "--set-to-none", "--trace", path]
+           "--optimizer", args.optimizer, "--keep-grads" if args.keep_grads else "--set-to-none",
+           "--trace-eval" if args.mode == "eval" else "--trace", path]
     if args.amp:
         cmd += ["--amp", args.amp]
     if args.foreach:
@@ -92,7 +98,7 @@ def nnmem_events(args):
     nnmem = Nnmem(args.nnmem)
     if args.fused and not nnmem.has_fused:
         print("note: this nnmem has no --fused; it estimates the single-tensor loop\n")
-    est = nnmem.run(args.torch, args.network, args.batch, args.optimizer, not args.keep_grads,
+    est = nnmem.run(args.torch, args.network, args.batch, args.optimizer, not args.keep_grads, mode=args.mode,
                     amp=args.amp, foreach=args.foreach, fused=args.fused and nnmem.has_fused)
     events, started = [], False
     for t in est["timeline"]:
@@ -104,7 +110,7 @@ def nnmem_events(args):
             if t["layer"] == "" or t["tensor"] == "gradients (from the previous step)":
                 continue
             started = True
-        phase = NNMEM_PHASE[t["phase"]]
+        phase = "eval" if args.mode == "eval" else NNMEM_PHASE[t["phase"]]
         if t["layer"] == "loss" and phase == "forward":
             phase = "loss"
         events.append((phase, t["delta"], "%s: %s" % (t["layer"], t["tensor"]), t["live"]))
@@ -239,6 +245,8 @@ def main():
                     help="keep the measured trace in PATH (and its result in PATH.json); if they exist, "
                          "compare with them instead of measuring again")
     ap.add_argument("--segments", action="store_true", help="compare layer by layer")
+    ap.add_argument("--mode", choices=("train", "eval"), default="train",
+                    help="eval: compare the inference forward (no_grad, eval()) instead of the step")
     args = ap.parse_args()
     res, meas = measured_events(args)
     est, mine = nnmem_events(args)
@@ -248,6 +256,12 @@ def main():
     else:
         print_events(meas, mine, args.all)
     t = est["totals"]
+    if args.mode == "eval":   # both above parameters, buffers and input (compare.py's eval_rows)
+        base = t["param_bytes"] + t["buffer_bytes"] + t["input_bytes"]
+        measured, mine = res["eval_peak_bytes"] - res["eval_start_bytes"], t["peak_bytes"] - base
+        print("\ninference peak: measured %s (%s), nnmem %s (%s): %+d bytes" % (
+            "{:,}".format(measured), res["eval_peak_module"], "{:,}".format(mine), t["peak_layer"], mine - measured))
+        return
     print("\npeak: measured %s (%s, %s), nnmem %s (%s, %s): %+d bytes" % (
         "{:,}".format(res["peak_bytes"]), res["peak_phase"], res["peak_module"], "{:,}".format(t["peak_bytes"]),
         t["peak_phase"], t["peak_layer"], t["peak_bytes"] - res["peak_bytes"]))

@@ -258,6 +258,9 @@ struct LayerResult {
   /// (Unfold's backward) resizes an output-sized buffer down to the input's shape.
   std::optional<TensorType> input_grad_storage;
   std::vector<Scratch> forward_scratch;   // training or not
+  /// The forward scratch is made and let go before the output exists (the call's peak is
+  /// midway, its result made last: Mixtral's experts without autograd); otherwise beside it.
+  bool scratch_before_output = false;
   std::vector<Scratch> backward_scratch;  // when its backward runs
   BackwardProgram backward_program;        // unset: backward runs as one node
 
@@ -299,6 +302,10 @@ struct LayerDef {
   std::function<LayerResult(const LayerCall&)> infer;
   std::optional<Autocast> autocast_cpu = std::nullopt;  // on the CPU, where its op list differs
   std::string versions = {};        // where PyTorch versions differ for it (`nnmem layers TYPE`)
+  /// The dtype the op itself converts its floating-point inputs to before computing, when its
+  /// attributes give one (F.softmax's `dtype=`: `x.to(dtype)` first); it replaces autocast's
+  /// policy. The copy is made and let go as autocast's are, and backward casts the gradient back.
+  std::function<std::optional<DType>(const Attrs&, const Context&)> own_dtype = nullptr;
 
   Autocast autocast_on(Device device) const {
     return device == Device::Cpu && autocast_cpu ? *autocast_cpu : autocast;

@@ -145,12 +145,14 @@ class Builder {
     // Under autocast, a layer on the lower-precision list runs in the amp dtype and one on the
     // float32 list in float32: floating-point inputs of another dtype are cast first, except
     // float64 ones, which autocast never casts (a float64 model runs in float64).
-    const Autocast policy = !graph_.options.amp ? Autocast::Inherit
+    // A layer that converts its inputs itself (F.softmax's dtype) does so instead, float64 too.
+    const std::optional<DType> own = def->own_dtype ? def->own_dtype(attrs, ctx_) : std::nullopt;
+    const Autocast policy = !graph_.options.amp || own ? Autocast::Inherit
                             : ctx_.device == Device::Cpu && ctx_.torch->cpu_autocast_in_float32(def->type)
                                 ? Autocast::Float32
                                 : def->autocast_on(ctx_.device);
-    const bool casts = policy != Autocast::Inherit;
-    const DType cast_to = policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
+    const bool casts = policy != Autocast::Inherit || own;
+    const DType cast_to = own ? *own : policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
     std::vector<InputTensor> inputs;
     for (std::size_t i = 0; i < layer.inputs.size(); ++i) {
       const std::string& name = layer.inputs[i];
@@ -158,7 +160,7 @@ class Builder {
       node.inputs.push_back(v);
       TensorType type = graph_.values[v].type;
       int copy = -1;
-      if (casts && autocast_eligible(type.dtype) && type.dtype != cast_to) {
+      if (casts && (own ? is_floating(type.dtype) : autocast_eligible(type.dtype)) && type.dtype != cast_to) {
         type.dtype = cast_to;
         copy = new_copy(name + " as " + std::string(dtype_name(type.dtype)), type, node_index, graph_.values[v].requires_grad);
         graph_.values[copy].copy_of = v;

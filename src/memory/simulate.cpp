@@ -51,6 +51,8 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
     for (const Saved& s : node.result.saved)
       if (s.of == Saved::Of::Extra && s.made == Saved::Made::Separate)
         copies.push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name, 1));
+  const bool early = node.result.scratch_before_output;
+  if (early && !no_output) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
   std::vector<int> fresh;
   for (int v : node.outputs) {
     if (no_output) break;
@@ -76,7 +78,7 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
       kept_saved_[i].push_back(static_cast<int>(k));
     }
   }
-  if (!no_output) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
+  if (!early && !no_output) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
   for (int b : fresh) memory_.release(b);
   if (!stop)  // a stopped recomputation drops its reads as it unwinds
     for (int v : node.inputs) drop_read(block_of(v));

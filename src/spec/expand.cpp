@@ -68,6 +68,8 @@ class Expander {
 
     NameScope top;
     top.owner = "the spec";
+    std::vector<std::string> until_return;  // `held_until: model`: referred to until the model returns
+    top.until_return = top.by_model = &until_return;
     for (const auto& in : raw_.inputs) {
       spec.inputs.push_back(input(in));
       claim(in.name.name, in.name.loc, "input '" + in.name.name + "'", nullptr);
@@ -79,6 +81,7 @@ class Expander {
     add_modules(raw_.modules, "", spec_->unnamed_modules);
     expand_list(raw_.layers, top, globals_, Inherited{});
     for (const auto& [var, value] : top.vars) refer(value);  // forward() returns
+    for (const std::string& value : until_return) refer(value);
 
     if (raw_.loss) spec.losses = expand_losses(*raw_.loss, globals_);
     for (LossSpec& l : spec.losses)
@@ -210,7 +213,7 @@ class Expander {
         fail((skipped ? e.when : e.repeat)->loc, who + ": a layer skipped with '" + (skipped ? "when: false" : "repeat: 0") +
                                                      "' stands for its first input, but it reads none");
       scope.bound[local] = inputs[0];
-      for (const std::string& v : scope.python_references(e, local, who, inputs[0])) refer(v);
+      for (const std::string& v : scope.python_references(e, local, who, inputs[0], false)) refer(v);
       return;
     }
     std::string output;
@@ -231,7 +234,7 @@ class Expander {
     }
     scope.bound[local] = output;
     scope.previous = output;
-    for (const std::string& v : scope.python_references(e, local, who, output)) refer(v);
+    for (const std::string& v : scope.python_references(e, local, who, output, true)) refer(v);
   }
 
   // Python references (spec.hpp's Reference): `value` is referred to until the layer made last.
@@ -363,6 +366,10 @@ class Expander {
     inner.prefix = qualified + ".";
     inner.owner = "block '" + block.name + "'";
     inner.outer = &scope;
+    std::vector<std::string> until_return;  // `held_until: caller` in the blocks this one calls
+    inner.until_return = &until_return;
+    inner.by_caller = scope.until_return;
+    inner.by_model = scope.by_model;
     for (std::size_t i = 0; i < inputs.size(); ++i) inner.bound[block.inputs[i].name] = inputs[i];
     inner.previous = inputs[0];
     add_registrations(block.registers, qualified, spec_->registrations);
@@ -373,6 +380,7 @@ class Expander {
     // Its caller holds the arguments until it returns; its variables go as it returns.
     for (const std::string& in : inputs) refer(in);
     for (const auto& [var, value] : inner.vars) refer(value);
+    for (const std::string& value : until_return) refer(value);
     return block.output ? inner.resolve(*block.output, nullptr, "") : *inner.previous;
   }
 

@@ -49,9 +49,12 @@ std::string NameScope::resolve(const Named& ref, const std::string* self, const 
 
 // The references forward()'s code holds once the entry `local` has run and made `value`:
 // `var: x` — x now holds it, and what x held before is let go; `held_until: NAME` — it is held
-// until the later entry NAME has run (a function's argument); what waited for `local` is let go.
+// until the later entry NAME has run (a function's argument); `held_until: model` — until the
+// model returns (an object the model makes and returns holds it: Hugging Face's DynamicCache);
+// `held_until: caller` — until the function that called this block returns (a variable there
+// holds it: `attn_output, _ = self.attn(x)`); what waited for `local` is let go.
 std::vector<std::string> NameScope::python_references(const RawEntry& e, const std::string& local,
-                                                     const std::string& who, const std::string& value) {
+                                                     const std::string& who, const std::string& value, bool made) {
   std::vector<std::string> let_go;
   const auto [first, last] = held.equal_range(local);
   for (auto it = first; it != last; ++it) let_go.push_back(it->second);
@@ -62,6 +65,18 @@ std::vector<std::string> NameScope::python_references(const RawEntry& e, const s
   }
   if (!e.held_until) return let_go;
   const Named& until = *e.held_until;
+  if (until.name == kUntilModel || until.name == kUntilCaller) {
+    if (const auto it = declared.find(until.name); it != declared.end())
+      throw Error(until.loc, who + ": held_until: " + until.name + " means until the " + until.name + " returns, but " +
+                                 owner + " also has an entry named '" + until.name + "' (line " +
+                                 std::to_string(it->second.loc.line) + "); rename that entry");
+    std::vector<std::string>* holder = until.name == kUntilModel ? by_model : by_caller;
+    if (!holder)
+      throw Error(until.loc, who + ": held_until: caller holds the result until the function that called this block "
+                                 "returns, but " + owner + " is no block; write held_until: model");
+    if (made) holder->push_back(value);
+    return let_go;
+  }
   if (bound.count(until.name) && until.name != local)
     throw Error(until.loc, who + ": held_until names '" + until.name + "', which runs before it; name a later entry of " + owner);
   if (!declared.count(until.name) || until.name == local) {

@@ -13,6 +13,11 @@
 
 namespace nnmem::raw {
 
+/// `held_until: model` and `held_until: caller`: the result lives until the model returns, or
+/// until the function that called this block returns (`attn_output, _ = self.attn(x)`: `_`).
+inline constexpr const char* kUntilModel = "model";
+inline constexpr const char* kUntilCaller = "caller";
+
 /// A local name of a layer list, for duplicate checks.
 struct Declared {
   SourceLoc loc;
@@ -29,6 +34,9 @@ struct NameScope {
   std::optional<std::string> previous;         // what an entry without `input` reads
   std::map<std::string, std::string> vars;     // forward()'s variables (`var: x`) -> the value each holds
   std::multimap<std::string, std::string> held;  // `held_until`: a later entry's local name -> the values it lets go
+  std::vector<std::string>* until_return = nullptr;  // held until this list's function returns (its caller's `_`)
+  std::vector<std::string>* by_caller = nullptr;     // the caller's until_return (none for the spec's list)
+  std::vector<std::string>* by_model = nullptr;      // held until the model returns
 
   bool knows(const std::string& name) const { return bound.count(name) || declared.count(name); }
 
@@ -40,12 +48,14 @@ struct NameScope {
   /// own, defined later, outside a block, or unknown (with a suggestion).
   std::string resolve(const Named& ref, const std::string* self, const std::string& who) const;
 
-  /// Once the entry `local` has run and made `value`: `var: x` — x now holds it; `held_until:
-  /// NAME` — it is held until the later entry NAME has run (a function's argument). Returns the
-  /// values let go now (what x held before, what waited for `local`): each is referred to until
-  /// the layer made last.
+  /// Once the entry `local` has run and made `value` (`made` false: it was skipped, and `value`
+  /// is the input its name stands for): `var: x` — x now holds it; `held_until: NAME` — it is held
+  /// until the later entry NAME has run (a function's argument); `held_until: model` or `caller`
+  /// — until the model, or the caller of this block, returns (added to by_model or by_caller;
+  /// nothing for a skipped entry, whose result does not exist). Returns the values let go now
+  /// (what x held before, what waited for `local`): each is referred to until the layer made last.
   std::vector<std::string> python_references(const RawEntry& e, const std::string& local, const std::string& who,
-                                             const std::string& value);
+                                             const std::string& value, bool made);
 };
 
 }  // namespace nnmem::raw

@@ -232,3 +232,44 @@ TEST_CASE("Activations: one-layer estimate through the graph") {
   CHECK(e.layers[0].output_bytes == 2 * 3 * 4 * 4);
   CHECK(e.layers[0].params == 0);
 }
+
+// F.softmax(x, dim, dtype=D) (transformers' eager attention: softmax(..., dtype=torch.float32)):
+// the input is cast to D first, a copy that lives while softmax runs, and the result is D, kept
+// for backward, under autocast too. Linear 16 -> 16 then Softmax, batch 2, CPU, bfloat16
+// autocast: the linear's bfloat16 output is 64 B, in float32 128 B.
+TEST_CASE("Softmax / LogSoftmax: dtype") {
+  const auto run = [](const std::string& softmax, Mode mode = Mode::Train) {
+    EstimateOptions o;
+    o.graph.device = Device::Cpu;
+    o.graph.amp = DType::BFloat16;
+    o.graph.batch = 2;
+    o.graph.mode = mode;
+    return estimate_from("inputs: {x: [16]}\nlayers:\n  - {type: Linear, out_features: 16}\n  - " + softmax + "\n", o);
+  };
+  const Estimate plain = run("{type: Softmax, dim: -1}");
+  const Estimate upcast = run("{type: Softmax, dim: -1, dtype: float32}");
+  // CPU autocast runs softmax in bfloat16 and keeps its bfloat16 result; with dtype float32 the
+  // float32 result (64 B more), and its output is float32.
+  CHECK(upcast.totals.saved_bytes == plain.totals.saved_bytes + 64);
+  CHECK(upcast.layers[1].output_bytes == 128);
+  CHECK(plain.layers[1].output_bytes == 64);
+  // Inference on a bfloat16 model (--dtype bfloat16), input [2, 16] (64 B), no autocast: the
+  // float32 copy of the input (128 B) lives beside the float32 result (128 B) while softmax runs;
+  // without dtype (or dtype: none, PyTorch's None), only the bfloat16 result (64 B).
+  const auto eval_peak = [](const std::string& softmax) {
+    EstimateOptions o;
+    o.graph.device = Device::Cpu;
+    o.graph.batch = 2;
+    o.graph.mode = Mode::Eval;
+    o.graph.float_dtype = DType::BFloat16;
+    return estimate_from("inputs: {x: [16]}\nlayers:\n  - " + softmax + "\n", o).totals.peak_bytes;
+  };
+  CHECK(eval_peak("{type: Softmax, dim: -1, dtype: none}") == eval_peak("{type: Softmax, dim: -1}"));
+  CHECK(eval_peak("{type: LogSoftmax, dim: -1, dtype: float32}") - eval_peak("{type: LogSoftmax, dim: -1}") == 128 + 128 - 64);
+  // A dtype equal to the input's converts nothing: the same as none.
+  CHECK(run("{type: Softmax, dim: -1, dtype: bfloat16}").totals.peak_bytes == plain.totals.peak_bytes);
+  // Only floating-point dtypes (PyTorch: softmax "not implemented for 'Long'").
+  CHECK_HAS(one_layer_error("{type: Softmax, dim: -1, dtype: int64}", {3, 4}),
+            "test.yaml:4:37: error: Softmax '0': dtype must be one of none, float32, float16, bfloat16, float64, float; "
+            "found the string 'int64'");
+}
