@@ -28,12 +28,13 @@
 // self-attention through in_proj_weight with need_weights=False on the CPU (both versions).
 // Elsewhere it is taken as one node holding its largest temporary, the attention weights'
 // gradient, beside the input's gradient: the step's peak is an upper bound where it falls
-// inside this layer's backward. Forward's temporaries (the projection before it is made
-// contiguous, the attention output before its copy) are left out: a peak inside this layer's
-// forward, as evaluation of an attention-only model could have, is not covered yet.
+// inside this layer's backward. Training's forward temporaries (the projection before it is
+// made contiguous, the attention output before its copy) are left out; inference's (no
+// autograd graph) are multihead_attention_eval.cpp's.
 #include "attention.hpp"
 #include "common.hpp"
 #include "multihead_attention_backward.hpp"
+#include "multihead_attention_eval.hpp"
 
 namespace nnmem::layers {
 namespace {
@@ -154,9 +155,18 @@ LayerResult infer_mha(const LayerCall& call) {
                                                checked_mul(src_rows, checked_mul(d.e, checked_add(d.kdim, d.vdim))));
   res.macs = checked_add(projections, checked_mul(checked_mul(checked_mul(2, d.n), checked_mul(d.heads, d.l)),
                                                   checked_mul(d.s, d.head)));
-  if (!call.training() || !(call.any_input_requires_grad() || call.trainable)) return res;
-
   const TorchProfile& torch = *call.ctx.torch;
+  if (!call.training()) {
+    mha_eval_temporaries(res,
+                         {.l = d.l, .s = d.s, .src = src, .n = d.n, .e = d.e, .heads = d.heads, .head = d.head,
+                          .distinct = d.distinct, .packed = d.packed, .batch_first = bf, .extra_rows = extra_rows,
+                          .need_weights = need_weights, .average = average, .dropout = call.attrs.real("dropout"),
+                          .dtype = dtype},
+                         torch);
+    return res;
+  }
+  if (!(call.any_input_requires_grad() || call.trainable)) return res;
+
   const bool cpu = call.ctx.device == Device::Cpu;
   const double dropout = call.attrs.real("dropout");
   Kept kept{res, dtype};

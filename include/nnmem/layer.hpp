@@ -258,6 +258,10 @@ struct LayerResult {
   /// (Unfold's backward) resizes an output-sized buffer down to the input's shape.
   std::optional<TensorType> input_grad_storage;
   std::vector<Scratch> forward_scratch;   // training or not
+  /// Forward, before the outputs exist: the moments of a composite op at which the most of its
+  /// temporaries are live (F.multi_head_attention_forward's projections and copies), each the
+  /// tensors live at once, all freed by the time the outputs are made.
+  std::vector<std::vector<Scratch>> forward_moments;
   std::vector<Scratch> backward_scratch;  // when its backward runs
   BackwardProgram backward_program;        // unset: backward runs as one node
 

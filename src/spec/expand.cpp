@@ -362,13 +362,16 @@ class Expander {
     for (std::size_t i = 0; i < inputs.size(); ++i) inner.bound[block.inputs[i].name] = inputs[i];
     inner.previous = inputs[0];
     add_registrations(block.registers, qualified, spec_->registrations);
+    const std::size_t first = spec_->layers.size();
     stack_.push_back(block.name);
     expand_list(block.layers, inner, params, inherited);
     stack_.pop_back();
     // Its caller holds the arguments until it returns; its variables go as it returns.
     for (const std::string& in : inputs) refer(in);
     for (const auto& [var, value] : inner.vars) refer(value);
-    return block.output ? inner.resolve(*block.output, nullptr, "") : *inner.previous;
+    std::string output = block.output ? inner.resolve(*block.output, nullptr, "") : *inner.previous;
+    if (block.cls) spec_->classed_blocks.push_back({block.cls->name, qualified, first, spec_->layers.size(), output, block.cls->loc});
+    return output;
   }
 
   const RawSpec& raw_;

@@ -21,7 +21,7 @@ namespace {
 
 const std::vector<std::string> kTopLevelKeys = {"nnmem",  "name",   "description", "dtype",   "variables", "inputs",
                                                 "blocks", "layers", "outputs",     "loss",    "extends", "register"};
-const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "description"};
+const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "class", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
 // A word such as a layer type's name: a letter, then letters, digits and underscores.
@@ -189,6 +189,8 @@ class Reader : public NodeReader {
         b.output = name(v, key_loc, "a block's output");
       } else if (key == "register") {
         b.registers = registers(v, key_loc, where);
+      } else if (key == "class") {
+        b.cls = name(v, key_loc, "a block's class");
       } else if (key == "layers") {
         has_layers = true;
         b.layers = entries(v, key_loc, "the layers of " + where, block_name);

@@ -82,6 +82,7 @@ struct RawBlock {
   std::optional<Named> output;        // default: the last layer
   std::vector<RawEntry> layers;
   std::vector<RawRegister> registers;
+  std::optional<Named> cls;           // `class: TransformerEncoderLayer`: the PyTorch module it is
 };
 
 /// Checks `register:` lists against the layers they order (a block's, or the spec's: `owner`
