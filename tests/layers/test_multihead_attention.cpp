@@ -143,3 +143,42 @@ TEST_CASE("MultiheadAttention: backward node by node where measured (batch_first
     CHECK(r.backward_scratch.size() == 1);
   }
 }
+
+// Inference (validation/ops_saved_mha.md, "Inference"): torch_decoder's cross-attention and
+// self-attention, width 32, 4 heads, L = S = 8, N = 4 ([L, N, E] = 4,096 B), batch_first.
+namespace {
+std::int64_t moment_bytes(const std::vector<Scratch>& tensors) {
+  std::int64_t b = 0;
+  for (const auto& s : tensors) b += s.type.bytes();
+  return b;
+}
+std::int64_t largest_moment(const LayerResult& r) {
+  std::int64_t most = 0;
+  for (const auto& m : r.forward_moments) most = std::max(most, moment_bytes(m));
+  return most;
+}
+}  // namespace
+
+TEST_CASE("MultiheadAttention in inference: the fast path, and the temporaries around the output elsewhere") {
+  const Context eval213{Mode::Eval, Device::Cpu, DType::Float32, std::nullopt};
+  const Context eval113{Mode::Eval, Device::Cpu, DType::Float32, std::nullopt, find_torch_profile("1.13")};
+  const std::string attn0 = "{type: MultiheadAttention, embed_dim: 32, num_heads: 4, batch_first: true, need_weights: false";
+  const std::string attn = attn0 + ", dropout: 0.1";
+  const auto x = tensor({4, 8, 32});
+  // self-attention: 2.x's fast path whatever the dropout; 1.13 refuses it with dropout 0.1
+  const auto self213 = run_rule(attn + "}", {x}, eval213);
+  CHECK(self213.forward_moments.empty());
+  CHECK(self213.forward_scratch.empty());
+  CHECK(run_rule(attn0 + "}", {x}, eval113).forward_moments.empty());
+  const auto self113 = run_rule(attn + "}", {x}, eval113);
+  CHECK(largest_moment(self113) == 28672);  // the measured peak above the start (nothing else live): bmm's output beside its copy
+  CHECK(moment_bytes(self113.forward_scratch) == 24576);  // q, k, v, q scaled, softmax, the copy beside out_proj's output
+  // cross-attention (key is value): 2.13 q, the [S, N, 2E] projection and its [2, S, N, E] copy
+  const auto cross213 = run_rule(attn + "}", {x, x}, eval213);
+  CHECK(largest_moment(cross213) == 4096 + 8192 + 8192);
+  CHECK(moment_bytes(cross213.forward_scratch) == 4096);  // sdpa's output, which out_proj reads
+  const auto cross113 = run_rule(attn + "}", {x, x}, eval113);
+  CHECK(largest_moment(cross113) == 28672);              // the measured peak 32,768 less norm1's output
+  // training keeps its tensors and has no inference moments
+  CHECK(run_rule(attn + "}", {x, x}, kCpu).forward_moments.empty());
+}
