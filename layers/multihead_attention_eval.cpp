@@ -19,10 +19,25 @@
 namespace nnmem::layers {
 
 void mha_eval_temporaries(LayerResult& res, const MhaEval& m, const TorchProfile& torch) {
+  const bool masked = m.kpm || m.attn_dims > 0;
+  // 1.13's fast path also refuses any attn_mask
   const bool fast = m.batch_first && m.distinct == 1 && m.packed && !m.extra_rows && m.heads % 2 == 0 &&
-                    (torch.mha_fast_path_with_dropout || m.dropout == 0.0);
-  if (fast) return;
+                    (torch.mha_forward_2x || (m.dropout == 0.0 && m.attn_dims == 0));
   const DType t = m.dtype;
+  const std::int64_t nh = checked_mul(m.n, m.heads);
+  if (fast) {
+    // 2.x: the bool masks made float (F._canonical_mask) and, both given, merged into [N, H, L,
+    // S] (merge_masks' add) before the op; 1.13 hands the key padding mask to the op as it is.
+    if (torch.mha_forward_2x) {
+      if (m.kpm && m.kpm_dtype == DType::Bool) res.forward_scratch.push_back({{{m.n, m.src}, t}, "key_padding_mask made float"});
+      if (m.attn_dims > 0 && m.attn_dtype == DType::Bool)
+        res.forward_scratch.push_back({{m.attn_dims == 2 ? Shape{m.l, m.src} : Shape{nh, m.l, m.src}, t}, "attn_mask made float"});
+      if (m.kpm && m.attn_dims > 0) res.forward_scratch.push_back({{{m.n, m.heads, m.l, m.src}, t}, "the masks merged"});
+    }
+    return;
+  }
+  if (masked && torch.mha_forward_2x)
+    throw LayerError("a mask in inference off the fast path (PyTorch 2.x's sdpa or explicit path) is not measured yet");
   const std::int64_t ln = checked_mul(m.l, m.n);
   const Scratch q{{{m.l, m.n, m.e}, t}, "q"};
   const Scratch k{{{m.s, m.n, m.e}, t}, "k"}, v{{{m.s, m.n, m.e}, t}, "v"};
@@ -55,10 +70,28 @@ void mha_eval_temporaries(LayerResult& res, const MhaEval& m, const TorchProfile
     res.forward_scratch.push_back(attention);  // out_proj reads it
     return;
   }
-  const std::int64_t nh = checked_mul(m.n, m.heads);
+  // 1.13's masks, after the projections: the key padding expanded over the heads ([N*H, 1, S]),
+  // or-ed into a bool attn_mask, the bool result made a float mask; the expanded padding and
+  // the float mask are the function's variables until it returns.
+  std::vector<Scratch> masks;
+  if (m.kpm) masks.push_back({{{nh, 1, m.src}, m.kpm_dtype}, "key_padding_mask over the heads"});
+  const DType merged_dtype = m.attn_dims > 0 ? m.attn_dtype : m.kpm_dtype;
+  const Shape merged = m.attn_dims == 0 ? Shape{nh, 1, m.src} : m.kpm || m.attn_dims == 3 ? Shape{nh, m.l, m.src} : Shape{1, m.l, m.src};
+  const bool or_ed = m.kpm && m.attn_dims > 0;  // a new tensor of the attn_mask's dtype
+  if (masked && merged_dtype == DType::Bool) {
+    std::vector<Scratch> converting = qkv;
+    converting.insert(converting.end(), masks.begin(), masks.end());
+    if (or_ed) converting.push_back({{merged, DType::Bool}, "the masks or-ed"});
+    converting.push_back({{merged, t}, "the mask made float"});
+    res.forward_moments.push_back(converting);
+    masks.push_back({{merged, t}, "the mask made float"});
+  } else if (or_ed) {
+    masks.push_back({{merged, t}, "the masks merged"});
+  }
   const Scratch q_scaled{{{nh, m.l, m.head}, t}, "q scaled"};
   const Scratch scores{{{nh, m.l, m.s}, t}, "attention scores"}, softmax{{{nh, m.l, m.s}, t}, "attention weights (softmax)"};
   std::vector<Scratch> live = qkv;
+  live.insert(live.end(), masks.begin(), masks.end());
   live.push_back(q_scaled);
   live.push_back(softmax);
   std::vector<Scratch> at_softmax = live;

@@ -14,10 +14,17 @@ struct MhaEval {
   bool packed, batch_first, extra_rows, need_weights, average;
   double dropout;
   DType dtype;
+  // forward's masks: key_padding_mask [N, S] (none: kpm false) and attn_mask of 2 or 3
+  // dimensions (0: none), each with its dtype
+  bool kpm;
+  DType kpm_dtype;
+  int attn_dims;
+  DType attn_dtype;
 };
 
 /// Fills res.forward_moments and res.forward_scratch with what forward allocates and frees
-/// around its outputs, or nothing where PyTorch takes its fast path (one op).
+/// around its outputs, or only the masks' conversions where PyTorch takes its fast path (one
+/// op). Throws LayerError for a mask on a path not measured (2.x's without the fast path).
 void mha_eval_temporaries(LayerResult& res, const MhaEval& m, const TorchProfile& torch);
 
 }  // namespace nnmem::layers
