@@ -28,12 +28,13 @@
 // self-attention through in_proj_weight with need_weights=False on the CPU (both versions).
 // Elsewhere it is taken as one node holding its largest temporary, the attention weights'
 // gradient, beside the input's gradient: the step's peak is an upper bound where it falls
-// inside this layer's backward. Forward's temporaries (the projection before it is made
-// contiguous, the attention output before its copy) are left out: a peak inside this layer's
-// forward, as evaluation of an attention-only model could have, is not covered yet.
+// inside this layer's backward. Training's forward temporaries (the projection before it is
+// made contiguous, the attention output before its copy) are left out; inference's (no
+// autograd graph) are multihead_attention_eval.cpp's.
 #include "attention.hpp"
 #include "common.hpp"
 #include "multihead_attention_backward.hpp"
+#include "multihead_attention_eval.hpp"
 
 namespace nnmem::layers {
 namespace {
@@ -41,6 +42,7 @@ namespace {
 struct Dims {
   std::int64_t l, s, n, e, heads, head, kdim, vdim;
   int distinct;  // 1: self-attention; 2: key is value; 3: all different
+  int masks;     // key_padding_mask and attn_mask inputs after them
   bool packed;   // kdim == vdim == embed_dim: one in_proj_weight
 };
 
@@ -60,6 +62,46 @@ void check_input(const LayerCall& call, std::size_t i, const char* what, std::in
                      std::string(dtype_name(call.input(0).dtype)) + "; they must have one dtype");
 }
 
+void check_mask_dtype(const LayerCall& call, std::size_t i, const char* what) {
+  const DType t = call.input(i).dtype;
+  if (t != DType::Bool && !is_floating(t))
+    throw LayerError(std::string("the ") + what + " is " + std::string(dtype_name(t)) +
+                         "; PyTorch takes a bool or floating-point mask",
+                     what);
+}
+
+// forward's masks, inputs after query, key and value in forward's order: key_padding_mask [N, S],
+// attn_mask [L, S] or [N * num_heads, L, S] (S: the key's length as given); is_causal (2.x)
+// needs attn_mask, as F.multi_head_attention_forward does.
+void check_masks(const LayerCall& call, const Dims& d, std::int64_t src) {
+  std::size_t i = static_cast<std::size_t>(d.distinct);
+  if (call.attrs.flag("key_padding_mask")) {
+    check_mask_dtype(call, i, "key_padding_mask");
+    const Shape expected{d.n, src};
+    if (call.shape(i) != expected)
+      throw LayerError("the key_padding_mask is " + to_string(call.shape(i)) + ", expected " + to_string(expected) +
+                           " (the batch and the key's length)",
+                       "key_padding_mask");
+    ++i;
+  }
+  if (call.attrs.flag("attn_mask")) {
+    check_mask_dtype(call, i, "attn_mask");
+    const Shape two{d.l, src}, three{checked_mul(d.n, d.heads), d.l, src};
+    if (call.shape(i) != two && call.shape(i) != three)
+      throw LayerError("the attn_mask is " + to_string(call.shape(i)) + ", expected " + to_string(two) + " or " +
+                           to_string(three) + " ([L, S] or [N * num_heads, L, S]: the query's and the key's lengths)",
+                       "attn_mask");
+  }
+  if (call.attrs.flag("is_causal")) {
+    if (!call.ctx.torch->mha_forward_2x)
+      throw LayerError("PyTorch " + std::string(call.ctx.torch->version) + "'s MultiheadAttention.forward has no is_causal",
+                       "is_causal");
+    if (!call.attrs.flag("attn_mask"))
+      throw LayerError("is_causal is a hint that attn_mask is causal; PyTorch needs the attn_mask too (give it as an input, attn_mask: true)",
+                       "is_causal");
+  }
+}
+
 Dims check(const LayerCall& call) {
   const bool bf = call.attrs.flag("batch_first");
   Dims d{};
@@ -73,7 +115,11 @@ Dims check(const LayerCall& call) {
   d.kdim = call.attrs.given("kdim") ? call.attrs.integer("kdim") : d.e;
   d.vdim = call.attrs.given("vdim") ? call.attrs.integer("vdim") : d.e;
   d.packed = d.kdim == d.e && d.vdim == d.e;
-  d.distinct = static_cast<int>(call.inputs.size());
+  d.masks = (call.attrs.flag("key_padding_mask") ? 1 : 0) + (call.attrs.flag("attn_mask") ? 1 : 0);
+  d.distinct = static_cast<int>(call.inputs.size()) - d.masks;
+  if (d.distinct < 1 || d.distinct > 3)
+    throw LayerError("expected 1 to 3 inputs (query, key, value) and then the " + std::to_string(d.masks) +
+                     " mask(s) the attributes name, found " + std::to_string(call.inputs.size()) + " inputs");
   check_input(call, 0, "query", d.e, "embed_dim", bf);
   if (d.distinct == 1 && !d.packed)
     throw LayerError("one input is self-attention (query, key and value the same tensor), but kdim " + std::to_string(d.kdim) +
@@ -99,6 +145,7 @@ Dims check(const LayerCall& call) {
   d.n = q[nd];
   d.l = q[ld];
   d.s = k[ld] + (call.attrs.flag("add_bias_kv") ? 1 : 0) + (call.attrs.flag("add_zero_attn") ? 1 : 0);
+  check_masks(call, d, k[ld]);
   return d;
 }
 
@@ -154,9 +201,28 @@ LayerResult infer_mha(const LayerCall& call) {
                                                checked_mul(src_rows, checked_mul(d.e, checked_add(d.kdim, d.vdim))));
   res.macs = checked_add(projections, checked_mul(checked_mul(checked_mul(2, d.n), checked_mul(d.heads, d.l)),
                                                   checked_mul(d.s, d.head)));
-  if (!call.training() || !(call.any_input_requires_grad() || call.trainable)) return res;
-
   const TorchProfile& torch = *call.ctx.torch;
+  // Masks: measured on the CPU (validation/ops_saved_mha.md, "Masks"; CUDA follows the same
+  // code, the fused kernels keeping the mask as their attn_bias: modelled); with added key rows
+  // (the masks padded too) refused rather than estimated without them.
+  if (d.masks > 0 && extra_rows)
+    throw LayerError("a mask with add_bias_kv or add_zero_attn (the masks padded as the key) is not modelled yet");
+  const std::size_t kpm_at = static_cast<std::size_t>(d.distinct);
+  const std::size_t attn_at = kpm_at + (call.attrs.flag("key_padding_mask") ? 1 : 0);
+  if (!call.training()) {
+    mha_eval_temporaries(res,
+                         {.l = d.l, .s = d.s, .src = src, .n = d.n, .e = d.e, .heads = d.heads, .head = d.head,
+                          .distinct = d.distinct, .packed = d.packed, .batch_first = bf, .extra_rows = extra_rows,
+                          .need_weights = need_weights, .average = average, .dropout = call.attrs.real("dropout"),
+                          .dtype = dtype, .kpm = call.attrs.flag("key_padding_mask"),
+                          .kpm_dtype = call.attrs.flag("key_padding_mask") ? call.input(kpm_at).dtype : dtype,
+                          .attn_dims = call.attrs.flag("attn_mask") ? static_cast<int>(call.shape(attn_at).size()) : 0,
+                          .attn_dtype = call.attrs.flag("attn_mask") ? call.input(attn_at).dtype : dtype},
+                         torch);
+    return res;
+  }
+  if (!(call.any_input_requires_grad() || call.trainable)) return res;
+
   const bool cpu = call.ctx.device == Device::Cpu;
   const double dropout = call.attrs.real("dropout");
   Kept kept{res, dtype};
@@ -175,9 +241,15 @@ LayerResult infer_mha(const LayerCall& call) {
     }
   const Shape heads_l{d.n, d.heads, d.l, d.head}, heads_s{d.n, d.heads, d.s, d.head}, scores{d.n, d.heads, d.l, d.s};
   const bool sdpa = torch.mha_forward_2x && !need_weights;
+  // The mask scaled_dot_product_attention gets: attn_mask made float and merged with the key
+  // padding (none when is_causal stands for it without key padding).
+  const bool kpm = call.attrs.flag("key_padding_mask"), attn = call.attrs.flag("attn_mask");
+  const bool sdpa_masked = kpm || (attn && !call.attrs.flag("is_causal"));
   const SdpaKernel kernel =
-      sdpa ? sdpa_auto(call.ctx.device, dtype, 4, d.head, d.head, false, dropout) : SdpaKernel::Math;
+      sdpa ? sdpa_auto(call.ctx.device, dtype, 4, d.head, d.head, sdpa_masked, dropout) : SdpaKernel::Math;
   const bool fused = sdpa && kernel != SdpaKernel::Math;
+  if (sdpa && sdpa_masked && !fused)
+    throw LayerError("a mask on scaled_dot_product_attention's math path (dropout in training) is not measured yet");
   bool by_node = false;  // backward played node by node (below)
   // Which storages q, k and v live in. 2.x packs the projections that share an input and
   // makes them contiguous at once; 1.13 copies q, k and v one by one; added rows make k and v
@@ -200,6 +272,13 @@ LayerResult infer_mha(const LayerCall& call) {
     kept.extra(heads_l, "attention output");
     const Shape lse{d.n, d.heads, kernel == SdpaKernel::Flash ? d.l : checked_mul((d.l + 31) / 32, 32)};
     kept.extra(lse, "logsumexp", cpu && dtype == DType::Float64 ? dtype : DType::Float32);
+    if (sdpa_masked) {
+      const bool full = attn && call.shape(attn_at).size() == 3;
+      kept.extra(full || (kpm && attn) ? Shape{d.n, d.heads, d.l, d.s}
+                 : kpm                 ? Shape{d.n, d.heads, 1, d.s}
+                                       : Shape{1, 1, d.l, d.s},
+                 "the mask (float, merged with the key padding)");
+    }
     if (!cpu && dropout > 0.0) {
       kept.extra(Shape{}, "philox_seed", DType::Int64);
       kept.extra(Shape{}, "philox_offset", DType::Int64);
@@ -231,10 +310,13 @@ LayerResult infer_mha(const LayerCall& call) {
     // Elsewhere backward's largest temporary, the attention weights' gradient (bmm's), L x S
     // per head, made before the parameters' gradients of in_proj, stands for the dozen nodes:
     // an upper bound where the step's peak falls inside it.
-    by_node = d.distinct == 1 && d.packed && !extra_rows && !need_weights && bf && cpu && math == dtype;
+    by_node = d.distinct == 1 && d.packed && !extra_rows && !need_weights && bf && cpu && math == dtype && d.masks == 0;
     if (!by_node) res.backward_scratch.push_back({{scores, math}, "gradient of the attention weights", true});
   }
-  if (call.trainable) program.attention_output = kept.extra({ln, d.e}, "attention output made contiguous (out_proj's input)");
+  // The CPU's flash kernel writes its output in q's [L, N, H, hd] order: out_proj reads it as it
+  // is, kept once (measured: the two saved tensors share one storage).
+  if (call.trainable && !(fused && cpu))
+    program.attention_output = kept.extra({ln, d.e}, "attention output made contiguous (out_proj's input)");
   if (by_node) {
     const auto param = [&res](const char* name) {
       for (std::size_t k = 0; k < res.params.size(); ++k)
@@ -263,9 +345,12 @@ const bool registered = register_layer({
               AttrDef::integer("vdim", "the value's width; default embed_dim").optional().at_least(1),
               AttrDef::flag("batch_first", false, "inputs and output are [N, L, E] rather than [L, N, E]"),
               AttrDef::flag("need_weights", true, "forward's need_weights: also return the attention weights (NAME:1)"),
-              AttrDef::flag("average_attn_weights", true, "forward's average_attn_weights: weights averaged over heads")},
+              AttrDef::flag("average_attn_weights", true, "forward's average_attn_weights: weights averaged over heads"),
+              AttrDef::flag("key_padding_mask", false, "forward's key_padding_mask [N, S] is the input after query/key/value"),
+              AttrDef::flag("attn_mask", false, "forward's attn_mask [L, S] or [N*num_heads, L, S] is the last input"),
+              AttrDef::flag("is_causal", false, "forward's is_causal (2.x): attn_mask is causal")},
     .min_inputs = 1,
-    .max_inputs = 3,
+    .max_inputs = 5,
     .infer = infer_mha,
     .versions = "2.x packs q, k, v in one contiguous copy and, with need_weights false, calls scaled_dot_product_attention; "
                 "1.13 copies q, k, v one by one and always runs bmm, softmax, bmm (validation/ops_saved_mha.md)",

@@ -24,6 +24,7 @@ constexpr std::array kProfiles = {
         .prelu_weight_grad_elementwise = true,
         .lstm_onednn_on_cpu = true,
         .mha_forward_2x = true,
+        .mha_fast_path_with_dropout = true,
         .checkpoint_early_stop = true,
         .checkpoint_unpack_hands_over = true,
         .foreach_adam_one_list = true,

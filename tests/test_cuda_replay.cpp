@@ -194,6 +194,7 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"gpt2", {}},
       {"gpt2_medium", {}},
       {"torch_decoder", {}},
+      {"mha_masked", {}},
       {"torch_encoder", {}},
       {"torch_encoder_long", {33}},
       {"torch_encoder_prenorm", {}},

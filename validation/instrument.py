@@ -50,10 +50,10 @@ class ModuleTracker:
         self.shapes = {}                       # leaf name -> [shape per call]
         self.leaves = {n: m for n, m in model.named_modules()
                        if not list(m.children()) and n}
-        self.handles = []
+        self.handles = {}                      # module -> its two hook handles
         for name, mod in model.named_modules():
-            self.handles.append(mod.register_forward_pre_hook(self._pre(name)))
-            self.handles.append(mod.register_forward_hook(self._post(name)))
+            self.handles[mod] = (mod.register_forward_pre_hook(self._pre(name)),
+                                 mod.register_forward_hook(self._post(name)))
 
     def _pre(self, name):
         def hook(mod, inp):
@@ -81,8 +81,21 @@ class ModuleTracker:
         return self.stack[-1][0] or FUNCTIONAL
 
     def remove(self):
-        for h in self.handles:
-            h.remove()
+        for pair in self.handles.values():
+            for h in pair:
+                h.remove()
+
+    def release_fast_paths(self, model):
+        """torch 2.x's nn.TransformerEncoderLayer refuses its eval fast path (one fused
+        torch._transformer_encoder_layer_fwd) when it or any of its modules has a forward
+        hook, which a user's model has not: take this tracker's hooks off those modules so
+        that the measured pass is the one users run (1.13 does not look at hooks). Their
+        allocations are then located at the enclosing module."""
+        for layer in model.modules():
+            if isinstance(layer, torch.nn.TransformerEncoderLayer):
+                for mod in layer.modules():
+                    for h in self.handles.pop(mod, ()):
+                        h.remove()
 
 
 class SavedRecorder:

@@ -275,6 +275,7 @@ def run(args):
         held.clear()
         for p in model.parameters():
             p.grad = None
+        tracker.release_fast_paths(model)
         model.eval()
         with Marker("nnmem::eval"):
             with torch.no_grad():

@@ -994,6 +994,25 @@ class TorchDecoder(nn.Module):
         return self.layer(x, x)
 
 
+class MaskedAttention(nn.Module):
+    """nn.MultiheadAttention(32, 4, batch_first) self-attention with a causal bool attn_mask
+    [L, L] and a bool key_padding_mask [N, L] (the last two positions padded), both made in
+    forward, need_weights=False; then a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(32, 4, batch_first=True)
+        self.out = nn.Linear(32, 32)
+
+    def forward(self, x):
+        n, length = x.shape[0], x.shape[1]
+        mask = torch.ones(length, length, dtype=torch.bool).triu(1)
+        padding = torch.zeros(n, length, dtype=torch.bool)
+        padding[:, -2:] = True
+        y, _ = self.attn(x, x, x, key_padding_mask=padding, attn_mask=mask, need_weights=False)
+        return self.out(y)
+
+
 def _hf_net(kind, impl):
     if kind == "vit":
         return Net(_hf(kind, impl), (3, 32, 32), "float32", "cross_entropy", [2], _vit_logits)
@@ -1038,6 +1057,7 @@ NETWORKS = {
     "torch_encoder_prenorm": Net(lambda: TorchEncoder(norm_first=True), (8, 32), "float32", "mean", [4]),
     "torch_decoder": Net(TorchDecoder, (8, 32), "float32", "mean", [4]),
     "torch_encoder_long": Net(TorchEncoder, (128, 32), "float32", "mean", [2]),
+    "mha_masked": Net(MaskedAttention, (8, 32), "float32", "mean", [4]),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit", "roberta", "mixtral") for impl in ("sdpa", "eager")})

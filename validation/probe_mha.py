@@ -25,8 +25,31 @@ def storage_bytes(t):
     return t.storage().size() * t.element_size()
 
 
+def masks(kind, l, s):
+    """The mask arguments of a case: "causal" (bool, True above the diagonal: not attended),
+    "causal_float" (0 and -inf), "mask3d" (bool [N*H, L, S]), "kpm" (key_padding_mask, bool
+    [N, S], the last two keys padded), "is_causal" (2.x: the causal bool mask with the hint),
+    joined by "+"."""
+    out = {}
+    for k in kind.split("+"):
+        causal = torch.ones(l, s, dtype=torch.bool).triu(1)
+        if k in ("causal", "is_causal"):
+            out["attn_mask"] = causal
+            if k == "is_causal":
+                out["is_causal"] = True
+        elif k == "causal_float":
+            out["attn_mask"] = torch.zeros(l, s).masked_fill(causal, float("-inf"))
+        elif k == "mask3d":
+            out["attn_mask"] = causal.expand(N * H, l, s).contiguous()
+        elif k == "kpm":
+            kpm = torch.zeros(N, s, dtype=torch.bool)
+            kpm[:, -2:] = True
+            out["key_padding_mask"] = kpm
+    return out
+
+
 def mha(**kw):
-    def make(self_attn=True, need_weights=True, average=True, batch_first=False, kdim=None, vdim=None):
+    def make(self_attn=True, need_weights=True, average=True, batch_first=False, kdim=None, vdim=None, mask=""):
         m = nn.MultiheadAttention(E, H, batch_first=batch_first, kdim=kdim, vdim=vdim, **kw)
         def shape(n, l, e):
             return (n, l, e) if batch_first else (l, n, e)
@@ -34,6 +57,8 @@ def mha(**kw):
             if self_attn:
                 k = v = q
             args = {"need_weights": need_weights}
+            if mask:
+                args.update(masks(mask, L, L if self_attn else S))
             if need_weights and hasattr(nn.MultiheadAttention.forward, "__code__") and \
                     "average_attn_weights" in nn.MultiheadAttention.forward.__code__.co_varnames:
                 args["average_attn_weights"] = average
@@ -71,6 +96,16 @@ CASES = {
     "mha_kvdim": lambda: mha()(self_attn=False, kdim=8, vdim=12, need_weights=False),
     "mha_bias_kv": lambda: mha(add_bias_kv=True, add_zero_attn=True)(need_weights=False),
     "mha_nobias": lambda: mha(bias=False)(need_weights=False),
+    # masks (constants: they keep nothing of their own, but change which path runs)
+    "mha_self_causal": lambda: mha()(need_weights=False, mask="causal"),
+    "mha_self_causal_float": lambda: mha()(need_weights=False, mask="causal_float"),
+    "mha_self_is_causal": lambda: mha()(need_weights=False, mask="is_causal"),
+    "mha_self_mask3d": lambda: mha()(need_weights=False, mask="mask3d"),
+    "mha_self_kpm": lambda: mha()(need_weights=False, mask="kpm"),
+    "mha_self_kpm_causal": lambda: mha()(need_weights=False, mask="kpm+causal"),
+    "mha_self_kpm_causal_weights": lambda: mha()(mask="kpm+causal"),
+    "mha_self_batch_first_kpm": lambda: mha()(batch_first=True, need_weights=False, mask="kpm"),
+    "mha_cross_kpm": lambda: mha()(self_attn=False, need_weights=False, mask="kpm"),
     "encoder": lambda: enc(dropout=0.1)(),
     "encoder_norm_first_gelu": lambda: enc(dropout=0.1, norm_first=True, activation="gelu")(),
     "decoder": lambda: dec(dropout=0.1)(),

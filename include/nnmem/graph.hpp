@@ -60,6 +60,12 @@ struct Storage {
   int value = -1;              // the value that allocated it
 };
 
+/// Inference only: whether a layer runs inside one fused op of a PyTorch fast path (a block of
+/// `class: TransformerEncoderLayer`, src/graph/fast_path.cpp), whose intermediate tensors are
+/// its workspace: neither the outputs nor the scratch of the layers Inside it are allocated,
+/// and of the layer that makes its Output only that output.
+enum class Fused { No, Inside, Output };
+
 struct Node {
   int layer = -1;              // index into Graph::spec.layers
   const LayerDef* def = nullptr;
@@ -73,6 +79,7 @@ struct Node {
   std::vector<int> input_casts;  // per input: the autocast copy the layer reads instead, or -1
   std::vector<int> param_casts;  // per parameter: its autocast copy, or -1
   std::vector<int> params;       // per parameter: its index in Graph::parameters
+  Fused fused = Fused::No;
 
   /// The value the layer reads as input i: its autocast copy, if it has one.
   int read(std::size_t i) const { return input_casts[i] >= 0 ? input_casts[i] : inputs[i]; }

@@ -261,6 +261,10 @@ struct LayerResult {
   /// The forward scratch is made and let go before the output exists (the call's peak is
   /// midway, its result made last: Mixtral's experts without autograd); otherwise beside it.
   bool scratch_before_output = false;
+  /// Forward, before the outputs exist: the moments of a composite op at which the most of its
+  /// temporaries are live (F.multi_head_attention_forward's projections and copies), each the
+  /// tensors live at once, all freed by the time the outputs are made.
+  std::vector<std::vector<Scratch>> forward_moments;
   std::vector<Scratch> backward_scratch;  // when its backward runs
   BackwardProgram backward_program;        // unset: backward runs as one node
 

@@ -67,6 +67,10 @@ struct TorchProfile {
   // scaled_dot_product_attention; 1.13 copies q, k and v one by one and always runs the explicit
   // bmm/softmax/bmm, dividing q by sqrt(head size) (validation/ops_saved_mha.md).
   bool mha_forward_2x = false;
+  // nn.MultiheadAttention's inference fast path (torch._native_multi_head_attention, eval()
+  // without gradient, batch_first self-attention): 2.x takes it whatever the dropout (unused in
+  // eval); 1.13 refuses it when dropout is not 0 and runs the explicit path.
+  bool mha_fast_path_with_dropout = false;
 
   // --- which dtypes kernels take
   // Reflection and replication padding's kernels: 1.13's take floating point only, and on the

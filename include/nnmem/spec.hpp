@@ -96,6 +96,17 @@ struct Reference {
   std::size_t until = 0;             // index into ModelSpec::layers
 };
 
+/// A block instance whose block names the PyTorch module class it is (`class:
+/// TransformerEncoderLayer`): PyTorch may run such a module's forward as one fused op in
+/// inference (src/graph/fast_path.cpp).
+struct ClassedBlock {
+  std::string cls;                   // "TransformerEncoderLayer"
+  std::string instance;              // qualified: "encoder.layers.0"
+  std::size_t first = 0, end = 0;    // its layers: ModelSpec::layers[first, end)
+  std::string output;                // the qualified value it returns
+  SourceLoc loc;                     // the block's `class` key
+};
+
 struct InputSpec {
   std::string name;
   Shape shape;                       // per sample, without the batch dimension
@@ -125,6 +136,7 @@ struct ModelSpec {
   /// calls, an activation inside a fused layer), qualified; in a checkpoint's list of modules.
   std::vector<std::string> unnamed_modules;
   std::vector<Reference> references;
+  std::vector<ClassedBlock> classed_blocks;  // in execution order
   std::vector<std::string> outputs;  // the values the model returns (default: the last layer)
   std::vector<SourceLoc> output_locs;
   std::vector<LossSpec> losses;      // summed into the training loss; empty: `out.mean()`

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "fast_path.hpp"
 #include "parameters.hpp"
 #include "references.hpp"
 
@@ -48,6 +49,7 @@ class Builder {
     check_everything_used();
     detail::order_parameters(graph_);
     detail::mark_python_references(graph_, [&](const std::string& name) { return value_of(name, spec.loc, "a reference"); });
+    detail::mark_fast_paths(graph_);
     return std::move(graph_);
   }
 

@@ -52,12 +52,17 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
       if (s.of == Saved::Of::Extra && s.made == Saved::Made::Separate)
         copies.push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name, 1));
   const bool early = node.result.scratch_before_output;
-  if (early && !no_output) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
+  if (!no_output && node.fused == Fused::No) {
+    for (const auto& moment : node.result.forward_moments) scratch(moment, name, [](const Scratch&) { return true; });
+    if (early) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
+  }
   std::vector<int> fresh;
+  const bool workspace = node.fused == Fused::Inside;  // inside a fused op: its workspace, not counted
   for (int v : node.outputs) {
     if (no_output) break;
     if (block_of(v) < 0) {
-      block_of(v) = memory_.alloc(MemoryKind::Activations, graph_.storages[value(v).storage].bytes, "output of " + name + again, 1);
+      block_of(v) = memory_.alloc(MemoryKind::Activations, workspace ? 0 : graph_.storages[value(v).storage].bytes,
+                                  (workspace ? "inside the fused op: output of " : "output of ") + name + again, 1);
       fresh.push_back(block_of(v));
     }
     if (!stop) hold_reads(block_of(v), pass == Pass::Recompute ? checkpoint_.reads(v) : static_cast<int>(value(v).readers.size()) + (is_output(v) ? 1 : 0));
@@ -78,7 +83,7 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
       kept_saved_[i].push_back(static_cast<int>(k));
     }
   }
-  if (!early && !no_output) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
+  if (!early && !no_output && node.fused == Fused::No) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
   for (int b : fresh) memory_.release(b);
   if (!stop)  // a stopped recomputation drops its reads as it unwinds
     for (int v : node.inputs) drop_read(block_of(v));

@@ -146,6 +146,13 @@ ModelSpec stage_spec(const Graph& g, const std::vector<bool>& mine, bool last, s
     const auto until = index_of.lower_bound(r.until);
     s.references.push_back({r.value, until != index_of.end() && until->first == r.until ? until->second : s.layers.size() - 1});
   }
+  // A classed block whose layers all run on this stage, renumbered.
+  s.classed_blocks.clear();
+  for (const ClassedBlock& b : g.spec.classed_blocks) {
+    const auto first = index_of.find(b.first), last = index_of.find(b.end - 1);
+    if (first != index_of.end() && last != index_of.end() && last->second - first->second == b.end - 1 - b.first)
+      s.classed_blocks.push_back({b.cls, b.instance, first->second, last->second + 1, b.output, b.loc});
+  }
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     if (!mine[i]) continue;
     for (int v : g.nodes[i].outputs) {

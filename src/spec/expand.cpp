@@ -374,6 +374,7 @@ class Expander {
     inner.previous = inputs[0];
     add_registrations(block.registers, qualified, spec_->registrations);
     add_modules(block.modules, qualified, spec_->unnamed_modules);
+    const std::size_t first = spec_->layers.size();
     stack_.push_back(block.name);
     expand_list(block.layers, inner, params, inherited);
     stack_.pop_back();
@@ -381,7 +382,9 @@ class Expander {
     for (const std::string& in : inputs) refer(in);
     for (const auto& [var, value] : inner.vars) refer(value);
     for (const std::string& value : until_return) refer(value);
-    return block.output ? inner.resolve(*block.output, nullptr, "") : *inner.previous;
+    std::string output = block.output ? inner.resolve(*block.output, nullptr, "") : *inner.previous;
+    if (block.cls) spec_->classed_blocks.push_back({block.cls->name, qualified, first, spec_->layers.size(), output, block.cls->loc});
+    return output;
   }
 
   const RawSpec& raw_;

@@ -20,7 +20,7 @@ namespace {
 const std::vector<std::string> kTopLevelKeys = {"nnmem",  "name",   "description", "dtype",   "variables", "inputs",
                                                 "blocks", "layers", "outputs",     "loss",    "extends", "register",
                                                 "modules"};
-const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "modules", "description"};
+const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "modules", "class", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
 // A word such as a layer type's name: a letter, then letters, digits and underscores.
@@ -191,6 +191,8 @@ class Reader : public NodeReader {
         b.registers = registers(v, key_loc, where);
       } else if (key == "modules") {
         b.modules = names(v, key_loc, where + ": 'modules'");
+      } else if (key == "class") {
+        b.cls = name(v, key_loc, "a block's class");
       } else if (key == "layers") {
         has_layers = true;
         b.layers = entries(v, key_loc, "the layers of " + where, block_name);

@@ -83,6 +83,7 @@ struct RawBlock {
   std::vector<RawEntry> layers;
   std::vector<RawRegister> registers;
   std::vector<Named> modules;         // `modules:`: modules __init__ registers that no layer stands for
+  std::optional<Named> cls;           // `class: TransformerEncoderLayer`: the PyTorch module it is
 };
 
 /// Checks `register:` lists against the layers they order (a block's, or the spec's: `owner`

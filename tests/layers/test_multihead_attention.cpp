@@ -63,15 +63,15 @@ TEST_CASE("MultiheadAttention: what backward keeps, torch 2.13 (sdpa without wei
   };
   const Case cases[] = {
       {"", {x}, 4000, 3376},                                            // mha_self_weights
-      {", need_weights: false", {x}, 3360, 3368},                       // mha_self_noweights
+      {", need_weights: false", {x}, 2720, 3368},                       // mha_self_noweights
       {", average_attn_weights: false", {x}, 4000, 3368},               // mha_self_noavg
       {", dropout: 0.1, need_weights: false", {x}, 6240, 4968},         // mha_self_dropout
       {", dropout: 0.1", {x}, 5600, 4976},                              // mha_self_dropout_weights
-      {", need_weights: false", {x, k, v}, 3872, 4200},                 // mha_cross
+      {", need_weights: false", {x, k, v}, 3232, 4200},                 // mha_cross
       {"", {x, k, v}, 4192, 4208},                                      // mha_cross_weights
-      {", kdim: 8, vdim: 12, need_weights: false", {x, tensor({7, 2, 8}), tensor({7, 2, 12})}, 3872, 4200},  // mha_kvdim
-      {", add_bias_kv: true, add_zero_attn: true, need_weights: false", {x}, 5152, 4200},                    // mha_bias_kv
-      {", bias: false, need_weights: false", {x}, 3360, 3368},          // mha_nobias
+      {", kdim: 8, vdim: 12, need_weights: false", {x, tensor({7, 2, 8}), tensor({7, 2, 12})}, 3232, 4200},  // mha_kvdim
+      {", add_bias_kv: true, add_zero_attn: true, need_weights: false", {x}, 4512, 4200},                    // mha_bias_kv
+      {", bias: false, need_weights: false", {x}, 2720, 3368},          // mha_nobias
   };
   for (const auto& c : cases) {
     CAPTURE(c.attrs);
@@ -81,7 +81,7 @@ TEST_CASE("MultiheadAttention: what backward keeps, torch 2.13 (sdpa without wei
   }
   // batch_first: the linear copies the transposed query into rows (640 B) instead of keeping it
   const auto bf = mha(", batch_first: true, need_weights: false", {tensor({2, 5, 16})});
-  CHECK(kept_new(bf) == 640 + 3360);
+  CHECK(kept_new(bf) == 640 + 2720);
   CHECK(!keeps_input(bf, 0));
   CHECK(kept_new(mha(", batch_first: true, need_weights: false", {tensor({2, 5, 16})}, kCpu113)) == 640 + 3368);
   // evaluation keeps nothing
@@ -142,4 +142,83 @@ TEST_CASE("MultiheadAttention: backward node by node where measured (batch_first
     CHECK(!r.backward_program);
     CHECK(r.backward_scratch.size() == 1);
   }
+}
+
+// Inference (validation/ops_saved_mha.md, "Inference"): torch_decoder's cross-attention and
+// self-attention, width 32, 4 heads, L = S = 8, N = 4 ([L, N, E] = 4,096 B), batch_first.
+namespace {
+std::int64_t moment_bytes(const std::vector<Scratch>& tensors) {
+  std::int64_t b = 0;
+  for (const auto& s : tensors) b += s.type.bytes();
+  return b;
+}
+std::int64_t largest_moment(const LayerResult& r) {
+  std::int64_t most = 0;
+  for (const auto& m : r.forward_moments) most = std::max(most, moment_bytes(m));
+  return most;
+}
+}  // namespace
+
+TEST_CASE("MultiheadAttention in inference: the fast path, and the temporaries around the output elsewhere") {
+  const Context eval213{Mode::Eval, Device::Cpu, DType::Float32, std::nullopt};
+  const Context eval113{Mode::Eval, Device::Cpu, DType::Float32, std::nullopt, find_torch_profile("1.13")};
+  const std::string attn0 = "{type: MultiheadAttention, embed_dim: 32, num_heads: 4, batch_first: true, need_weights: false";
+  const std::string attn = attn0 + ", dropout: 0.1";
+  const auto x = tensor({4, 8, 32});
+  // self-attention: 2.x's fast path whatever the dropout; 1.13 refuses it with dropout 0.1
+  const auto self213 = run_rule(attn + "}", {x}, eval213);
+  CHECK(self213.forward_moments.empty());
+  CHECK(self213.forward_scratch.empty());
+  CHECK(run_rule(attn0 + "}", {x}, eval113).forward_moments.empty());
+  const auto self113 = run_rule(attn + "}", {x}, eval113);
+  CHECK(largest_moment(self113) == 28672);  // the measured peak above the start (nothing else live): bmm's output beside its copy
+  CHECK(moment_bytes(self113.forward_scratch) == 24576);  // q, k, v, q scaled, softmax, the copy beside out_proj's output
+  // cross-attention (key is value): 2.13 q, the [S, N, 2E] projection and its [2, S, N, E] copy
+  const auto cross213 = run_rule(attn + "}", {x, x}, eval213);
+  CHECK(largest_moment(cross213) == 4096 + 8192 + 8192);
+  CHECK(moment_bytes(cross213.forward_scratch) == 4096);  // sdpa's output, which out_proj reads
+  const auto cross113 = run_rule(attn + "}", {x, x}, eval113);
+  CHECK(largest_moment(cross113) == 28672);              // the measured peak 32,768 less norm1's output
+  // training keeps its tensors and has no inference moments
+  CHECK(run_rule(attn + "}", {x, x}, kCpu).forward_moments.empty());
+}
+
+// Masks (validation/probe_mha.py mha_self_causal ... mha_cross_kpm; ops_saved_mha.md, "Masks"):
+// 2.13's flash kernel keeps the mask made float and merged; 1.13's baddbmm keeps none.
+TEST_CASE("MultiheadAttention: masks as inputs, what they add to the kept tensors, and their shapes checked") {
+  const auto x = tensor({5, 2, 16});
+  const auto causal = tensor({5, 5}, false, DType::Bool);
+  const auto kpm = tensor({2, 5}, false, DType::Bool);
+  const auto full = tensor({8, 5, 5}, false, DType::Bool);
+  const std::string nw = ", need_weights: false";
+  CHECK(kept_new(mha(nw + ", attn_mask: true", {x, causal})) == 2720 + 100);
+  CHECK(kept_new(mha(nw + ", attn_mask: true", {x, tensor({5, 5}, false)})) == 2720 + 100);  // a float mask
+  CHECK(kept_new(mha(nw + ", attn_mask: true, is_causal: true", {x, causal})) == 2720);
+  CHECK(kept_new(mha(nw + ", attn_mask: true", {x, full})) == 2720 + 800);
+  CHECK(kept_new(mha(nw + ", key_padding_mask: true", {x, kpm})) == 2720 + 160);
+  CHECK(kept_new(mha(nw + ", key_padding_mask: true, attn_mask: true", {x, kpm, causal})) == 2720 + 800);
+  // the explicit path keeps no mask: need_weights (2.13), and 1.13 always
+  CHECK(kept_new(mha(", key_padding_mask: true, attn_mask: true", {x, kpm, causal})) == kept_new(mha("", {x})));
+  CHECK(kept_new(mha(nw + ", key_padding_mask: true, attn_mask: true", {x, kpm, causal}, kCpu113)) == 3368);
+  // cross-attention: the key padding is over the key's length
+  const auto q = tensor({5, 2, 16}), kv = tensor({7, 2, 16});
+  CHECK(kept_new(mha(nw + ", key_padding_mask: true", {q, kv, kv, tensor({2, 7}, false, DType::Bool)})) ==
+        kept_new(mha(nw, {q, kv, kv})) + 2 * 4 * 7 * 4);  // probe: 9,984 B against 9,760
+  // a mask of the wrong shape or dtype, is_causal without its mask or in 1.13, eval
+  CHECK(rule_error(kMha + nw + ", attn_mask: true}", {x, tensor({5, 7}, false, DType::Bool)}) ==
+        "the attn_mask is [5, 7], expected [5, 5] or [8, 5, 5] ([L, S] or [N * num_heads, L, S]: the query's and the key's lengths)");
+  CHECK(rule_error(kMha + nw + ", key_padding_mask: true}", {q, kv, tensor({2, 5}, false, DType::Bool)}) ==
+        "the key_padding_mask is [2, 5], expected [2, 7] (the batch and the key's length)");
+  CHECK(rule_error(kMha + nw + ", key_padding_mask: true}", {x, tensor({2, 5}, false, DType::Int64)}) ==
+        "the key_padding_mask is int64; PyTorch takes a bool or floating-point mask");
+  CHECK(rule_error(kMha + nw + ", is_causal: true}", {x}) ==
+        "is_causal is a hint that attn_mask is causal; PyTorch needs the attn_mask too (give it as an input, attn_mask: true)");
+  CHECK(rule_error_in(kCpu113, kMha + nw + ", attn_mask: true, is_causal: true}", {x, causal}) ==
+        "PyTorch 1.13's MultiheadAttention.forward has no is_causal");
+  CHECK(rule_error(kMha + nw + ", attn_mask: true}", {x}) ==
+        "expected 1 to 3 inputs (query, key, value) and then the 1 mask(s) the attributes name, found 1 inputs");
+  CHECK(rule_error_in(Context{Mode::Eval, Device::Cpu, DType::Float32, std::nullopt}, kMha + nw + ", attn_mask: true}", {x, causal}) ==
+        "a mask in inference off the fast path (PyTorch 2.x's sdpa or explicit path) is not measured yet");
+  CHECK(rule_error(kMha + nw + ", add_bias_kv: true, attn_mask: true}", {x, tensor({5, 5}, false, DType::Bool)}) ==
+        "a mask with add_bias_kv or add_zero_attn (the masks padded as the key) is not modelled yet");
 }

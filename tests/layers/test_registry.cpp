@@ -160,9 +160,9 @@ TEST_CASE("Registry: input counts and autocast policies") {
     } else if (type == "ScaledDotProductAttention") {  // query, key, value[, attn_mask]
       CHECK(def->min_inputs == 3);
       CHECK(def->max_inputs == 4);
-    } else if (type == "MultiheadAttention") {  // query[, key[, value]]: self-attention, key is value, all three
+    } else if (type == "MultiheadAttention") {  // query[, key[, value]][, key_padding_mask][, attn_mask]
       CHECK(def->min_inputs == 1);
-      CHECK(def->max_inputs == 3);
+      CHECK(def->max_inputs == 5);
     } else if (type == "RNNCell" || type == "GRUCell" || type == "LSTMCell") {
       CHECK(def->min_inputs == 1);  // x, and optionally h (LSTMCell: h and c)
       CHECK(def->max_inputs == (type == "LSTMCell" ? 3 : 2));
