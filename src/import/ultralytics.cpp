@@ -250,7 +250,7 @@ class Translator {
           legacy = false;
         } else if (module == "C2PSA") {
           at_most(1);
-          if (c2.substr(2, c2.size() - 3) != c_in) throw Error(arg(0)->loc, "C2PSA: expected as many output channels as input channels");
+          if (c2.substr(2, c2.size() - 3) != c_in) throw Error(arg(0)->loc, "C2PSA: expected the channels of its input (model." + std::to_string(from[0]) + "), found " + std::to_string(c));
           line << name << ", block: C2PSA" << in_key() << ", c1: " << c2 << ", n: " << reps << ", h: \"$image_size // " << s_in << "\"}\n";
         } else {
           at_most(2);
