@@ -150,7 +150,12 @@ LayerResult split_into(const LayerCall& call, std::size_t dim, const std::vector
   }
   res.alias = Alias::View;
   res.grad_scatters = true;
-  res.layout = Layout::Strided;  // each part strides over the whole input
+  // each part strides over the whole input; along the next-to-last dimension of a contiguous
+  // tensor, only its leading dimensions do (measured: yolo11n's attention keeps its qkv projection whole,
+  // validation/fixtures/torch-*/yolo11n.json)
+  const Shape& in = call.shape();
+  res.layout = in.size() >= 3 && dim + 2 == in.size() && call.inputs[0].layout == Layout::Contiguous ? Layout::SplitRows
+                                                                                                     : Layout::Strided;
   return res;
 }
 

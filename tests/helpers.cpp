@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nnmem/parallel.hpp"
+#include "nnmem/ultralytics.hpp"
 
 namespace nnmem::test {
 
@@ -23,7 +24,10 @@ ModelSpec validation_network(const std::string& name) {
   LoadOptions load;
   if (!specs.contains(name)) return load_spec_file(source_path("examples/" + name + ".yaml"), load);
   for (const auto& [variable, value] : specs[name]["set"].items()) load.overrides.emplace_back(variable, value.get<std::string>());
-  return load_spec_file(source_path(specs[name]["spec"].get<std::string>()), load);
+  const std::string file = specs[name]["spec"].get<std::string>();
+  if (is_ultralytics_model(source_path(file)))  // Ultralytics' own model file (yolo11n), as the CLI reads it
+    return parse_spec(import_ultralytics(source_path(file)).text, file, load);
+  return load_spec_file(source_path(file), load);
 }
 
 // The run as estimate options: the fixture's torch version, batch, optimizer and its

@@ -92,6 +92,26 @@ TEST_CASE("when: false drops a layer, and its name stands for its input") {
   CHECK(spec.layers[2].inputs == std::vector<std::string>{"add", "x"});
 }
 
+TEST_CASE("a type: $expression whose value names a block instantiates that block") {
+  // YOLO11's C3k2 chooses its units, C3k or Bottleneck, by a block parameter
+  const ModelSpec spec = load(
+      "inputs: {x: [8]}\n"
+      "blocks:\n"
+      "  Wide:\n    params: {c: null}\n    layers:\n      - {name: fc, type: Linear, out_features: $2 * c}\n"
+      "  Narrow:\n    params: {c: null}\n    layers:\n      - {name: fc, type: Linear, out_features: $c}\n"
+      "  Pick:\n    params: {wide: false}\n    layers:\n"
+      "      - {name: m, type: \"$wide ? 'Wide' : 'Narrow'\", c: 4}\n"
+      "      - {name: act, type: \"$wide ? 'ReLU' : 'Tanh'\"}\n"
+      "layers:\n"
+      "  - {name: a, block: Pick, wide: true}\n"
+      "  - {name: b, block: Pick}\n");
+  CHECK(names(spec) == std::vector<std::string>{"a.m.fc", "a.act", "b.m.fc", "b.act"});
+  CHECK(spec.layers[0].find_attr("out_features")->value.integer == 8);
+  CHECK(spec.layers[1].type == "ReLU");
+  CHECK(spec.layers[2].find_attr("out_features")->value.integer == 4);
+  CHECK(spec.layers[3].type == "Tanh");
+}
+
 TEST_CASE("a block instance passes trainable: false down to every layer inside it") {
   const ModelSpec spec = load(
       "inputs: {x: [8]}\nblocks:\n  MLP:\n    layers:\n      - {type: Linear, out_features: 8}\n"

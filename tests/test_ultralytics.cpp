@@ -13,9 +13,26 @@ using namespace nnmem::test;
 namespace {
 
 const std::string kFile = "examples/ultralytics/yolov8.yaml";
+const std::string kYolo11 = "examples/ultralytics/yolo11.yaml";
 
-ModelSpec imported(const std::string& scale, const LoadOptions& load = {}) {
-  return parse_spec(import_ultralytics(source_path(kFile), scale).text, kFile, load);
+ModelSpec imported(const std::string& scale, const LoadOptions& load = {}, const std::string& file = kFile) {
+  return parse_spec(import_ultralytics(source_path(file), scale).text, file, load);
+}
+
+// Every run of the fixture NETWORK.json of both torch versions, estimated from `spec`: exact.
+void check_fixtures(const ModelSpec& spec, const std::string& network) {
+  for (const std::string version : {"2.13", "1.13"}) {
+    const nlohmann::json fixture =
+        nlohmann::json::parse(std::ifstream(source_path("validation/fixtures/torch-" + version + "/" + network + ".json")));
+    REQUIRE(fixture["runs"].size() >= 10);
+    for (const auto& run : fixture["runs"]) {
+      CAPTURE(version);
+      CAPTURE(run.dump());
+      const Totals t = estimate(spec, fixture_run_options(version, run)).totals;
+      check_measured_figures(t, run);
+      CHECK(t.peak_bytes == run["peak_bytes"].get<std::int64_t>());
+    }
+  }
 }
 
 std::string text_of(const std::string& path) {
@@ -61,17 +78,31 @@ TEST_CASE("the imported yolov8 is the example's model, and exact against the mea
   // validation/specs.json's yolov8n: the example at image_size 64
   LoadOptions small;
   small.overrides.emplace_back("image_size", "64");
-  const ModelSpec spec = imported("n", small);
-  for (const std::string version : {"2.13", "1.13"}) {
-    const nlohmann::json fixture =
-        nlohmann::json::parse(std::ifstream(source_path("validation/fixtures/torch-" + version + "/yolov8n.json")));
-    REQUIRE(fixture["runs"].size() >= 10);
-    for (const auto& run : fixture["runs"]) {
-      CAPTURE(version);
-      CAPTURE(run.dump());
-      const Totals t = estimate(spec, fixture_run_options(version, run)).totals;
-      check_measured_figures(t, run);
-      CHECK(t.peak_bytes == run["peak_bytes"].get<std::int64_t>());
-    }
+  check_fixtures(imported("n", small), "yolov8n");
+}
+
+TEST_CASE("Ultralytics' yolo11.yaml: the counts ultralytics 8.4.190 gives at each scale") {
+  // validation/check_yolo.py counted them from ultralytics' own DetectionModel("yolo11S.yaml")
+  // (c3k at scales m, l, x; Detect's class branch with DWConv: legacy is false after a C3k2)
+  const std::vector<std::pair<std::string, std::int64_t>> counts = {
+      {"n", 2'624'080}, {"s", 9'458'752}, {"m", 20'114'688}, {"l", 25'372'160}, {"x", 56'966'176}};
+  for (const auto& [scale, params] : counts) {
+    CAPTURE(scale);
+    const Totals t = estimate(imported(scale, {}, kYolo11), EstimateOptions{}).totals;
+    CHECK(t.params == params);
+    CHECK(t.non_trainable_params == 16);
   }
+  const std::string text = import_ultralytics(source_path(kYolo11), "m").text;
+  CHECK(text.find("block: C3k2, c2: \"$ceil(min(256, max_channels) * width_multiple / 8) * 8\", c: \"$floor(ceil(min(256, "
+                  "max_channels) * width_multiple / 8) * 8 * 0.25)\", n: \"$max(round(2 * depth_multiple), 1)\", c3k: true}") !=
+        std::string::npos);
+  CHECK(text.find("legacy: false") != std::string::npos);
+  CHECK(import_ultralytics_text(text_of(kYolo11), "yolo11l.yaml").scale == "l");
+}
+
+TEST_CASE("the imported yolo11n is exact against the measured yolo11n, on both versions") {
+  // validation/specs.json's yolo11n: Ultralytics' own file at image_size 64 (C2PSA's map is 2x2)
+  LoadOptions small;
+  small.overrides.emplace_back("image_size", "64");
+  check_fixtures(imported("", small, kYolo11), "yolo11n");
 }

@@ -1069,10 +1069,12 @@ NETWORKS["hf_bert_pretraining"] = Net(_hf("bert_pretraining", "sdpa"), (HF_SEQ,)
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
 
 from networks_zoo import UNet, DiffusionUNet, YoloV8, MultiHeadNet  # noqa: E402  (issue 13's examples, small)
+from networks_yolo11 import Yolo11  # noqa: E402  (issue 15's Ultralytics YOLO11)
 NETWORKS.update({
     "unet_valid": Net(UNet, (1, 188, 188), "float32", "cross_entropy", [2]),        # unet.yaml, image 188, base 8
     "diffusion_unet": Net(DiffusionUNet, (3, 16, 16), "float32", "mse", [4]),    # ch 32, groups 8, image 16
     "yolov8n": Net(YoloV8, (3, 64, 64), "float32", "mean", [2]),                # YOLOv8n at 64x64
+    "yolo11n": Net(Yolo11, (3, 64, 64), "float32", "mean", [2]),                 # YOLO11n at 64x64
     "multihead_net": Net(MultiHeadNet, (3, 32, 32), "float32", [("cross_entropy", 1.0), ("smooth_l1", 0.5)], [4]),
 })
 

@@ -237,22 +237,23 @@ class Conv(nn.Module):
     tracking would see as one module called 57 times; SiLU holds nothing, so here each Conv
     has its own, named as the spec names each call (model.0.act): the same tensors."""
 
-    def __init__(self, c1, c2, k=1, s=1):
+    def __init__(self, c1, c2, k=1, s=1, g=1, act=True):
         super().__init__()
-        self.conv = nn.Conv2d(c1, c2, k, s, k // 2, bias=False)
+        self.conv = nn.Conv2d(c1, c2, k, s, k // 2, groups=g, bias=False)
         self.bn = nn.BatchNorm2d(c2, eps=0.001, momentum=0.03)  # as initialize_weights sets them
-        self.act = nn.SiLU()
+        self.act = nn.SiLU() if act else nn.Identity()
 
     def forward(self, x):
         return self.act(self.bn(self.conv(x)))
 
 
 class Bottleneck(nn.Module):
-    def __init__(self, c, shortcut):
+    def __init__(self, c1, c2, shortcut=True, k=(3, 3), e=0.5):
         super().__init__()
-        self.cv1 = Conv(c, c, 3)
-        self.cv2 = Conv(c, c, 3)
-        self.add = shortcut
+        c_ = int(c2 * e)
+        self.cv1 = Conv(c1, c_, k[0], 1)
+        self.cv2 = Conv(c_, c2, k[1], 1)
+        self.add = shortcut and c1 == c2
 
     def forward(self, x):
         return x + self.cv2(self.cv1(x)) if self.add else self.cv2(self.cv1(x))
@@ -264,7 +265,7 @@ class C2f(nn.Module):
         self.c = int(c2 * 0.5)
         self.cv1 = Conv(c1, 2 * self.c, 1, 1)
         self.cv2 = Conv((2 + n) * self.c, c2, 1)
-        self.m = nn.ModuleList(Bottleneck(self.c, shortcut) for _ in range(n))
+        self.m = nn.ModuleList(Bottleneck(self.c, self.c, shortcut, e=1.0) for _ in range(n))
 
     def forward(self, x):
         y = list(self.cv1(x).chunk(2, 1))
@@ -298,12 +299,20 @@ class DFL(nn.Module):
 
 
 class Detect(nn.Module):
-    def __init__(self, nc, ch, reg_max=16):
+    """`legacy` (YOLOv8; parse_model clears it once a C3k2 is built, as in YOLO11): the class
+    branch of two 3x3 Convs; otherwise of a depthwise 3x3 Conv (DWConv) and a 1x1 Conv, twice."""
+
+    def __init__(self, nc, ch, reg_max=16, legacy=True):
         super().__init__()
         self.nc, self.nl, self.reg_max = nc, len(ch), reg_max
         c2, c3 = max((16, ch[0] // 4, reg_max * 4)), max(ch[0], min(nc, 100))
         self.cv2 = nn.ModuleList(nn.Sequential(Conv(x, c2, 3), Conv(c2, c2, 3), nn.Conv2d(c2, 4 * reg_max, 1)) for x in ch)
-        self.cv3 = nn.ModuleList(nn.Sequential(Conv(x, c3, 3), Conv(c3, c3, 3), nn.Conv2d(c3, nc, 1)) for x in ch)
+        if legacy:
+            self.cv3 = nn.ModuleList(nn.Sequential(Conv(x, c3, 3), Conv(c3, c3, 3), nn.Conv2d(c3, nc, 1)) for x in ch)
+        else:
+            self.cv3 = nn.ModuleList(nn.Sequential(nn.Sequential(Conv(x, x, 3, g=x), Conv(x, c3, 1)),
+                                                   nn.Sequential(Conv(c3, c3, 3, g=c3), Conv(c3, c3, 1)),
+                                                   nn.Conv2d(c3, nc, 1)) for x in ch)
         self.dfl = DFL(reg_max)
 
     def forward(self, x):  # training: forward_head's boxes and scores
@@ -341,7 +350,9 @@ class YoloV8(nn.Module):
 
     def __init__(self, depth=0.33, width=0.25, max_channels=1024, nc=80):
         super().__init__()
-        layers = _yolo_layers(depth, width, max_channels, nc)
+        self._build(_yolo_layers(depth, width, max_channels, nc))
+
+    def _build(self, layers):
         self.model = nn.Sequential(*(m for _, m in layers))
         self.froms = [f for f, _ in layers]
         self.save = sorted({j for f in self.froms if f != -1 for j in ([f] if isinstance(f, int) else f) if j != -1})

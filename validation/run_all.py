@@ -43,7 +43,7 @@ AMP_OPTIMIZERS = ["sgd", "adam"]
 # The optimizers' multi-tensor implementation (foreach=True), at the first batch; and
 # AdamW (decoupled weight decay 0.01), single-tensor and foreach.
 FOREACH_NETWORKS = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "resnet18", "efficientnet_b0",
-                    "unet_valid", "diffusion_unet", "yolov8n", "convnext_valid", "lstm_lm", "gru_tagger"]
+                    "unet_valid", "diffusion_unet", "yolov8n", "yolo11n", "convnext_valid", "lstm_lm", "gru_tagger"]
 FOREACH_OPTIMIZERS = ["momentum", "adam"]
 ADAMW_VARIANTS = [("adamw", None), ("adamw", "foreach")]
 # torch 2.13: a representative subset (linear, conv + dropout, BN, residual forks,
@@ -52,7 +52,7 @@ ADAMW_VARIANTS = [("adamw", None), ("adamw", "foreach")]
 # CPU build has fused SGD, Adam and AdamW), AdamW single-tensor too.
 OPTIM_NETWORKS_2 = ["tf_mnist_cnn", "mlp", "bn_relu_cnn", "residual_net", "concat_net",
                     "frozen_backbone", "activations_net", "resnet18", "unet_valid", "diffusion_unet", "yolov8n",
-                    "convnext_valid", "lstm_lm", "gru_tagger"]
+                    "yolo11n", "convnext_valid", "lstm_lm", "gru_tagger"]
 OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"), ("momentum", "fused"),
                     ("adam", "foreach"), ("adam", "fused"),
                     ("adamw", None), ("adamw", "foreach"), ("adamw", "fused")]

@@ -119,6 +119,9 @@ enum class Layout {
   Swapped12,  // stored as .transpose(1, 2) of a contiguous tensor ([B, L, H, D] viewed as [B, H, L, D])
   TransposedLast,  // a contiguous tensor of 4 or more dimensions with its last two swapped (k.transpose(-2, -1))
   ChannelsLast,  // [N, C, H, W] stored as a contiguous [N, H, W, C] permuted (ConvNeXt's Permute, LayerNorm2d)
+  SplitRows,  // a part of a contiguous tensor of 3 or more dimensions split along its next-to-last one (YOLO11's
+              // q, k, v of one [B, heads, 2·key_dim + head_dim, N] projection): its leading dimensions
+              // merge, so matmul folds it without a copy; an element-wise result of it is contiguous
   Strided,    // anything else
 };
 

@@ -260,8 +260,9 @@ class Builder {
   static Layout output_layout(const LayerResult& r, std::size_t k, const std::vector<InputTensor>& inputs) {
     if (r.layout) return *r.layout;
     if (inputs.empty()) return Layout::Contiguous;
-    if (r.alias == Alias::View || r.alias == Alias::InPlace || r.outputs[k].shape == inputs[0].type.shape)
-      return inputs[0].layout;
+    if (r.alias == Alias::View || r.alias == Alias::InPlace) return inputs[0].layout;
+    if (r.outputs[k].shape == inputs[0].type.shape)  // element-wise: TensorIterator keeps a dense input's order
+      return inputs[0].layout == Layout::SplitRows ? Layout::Contiguous : inputs[0].layout;
     return Layout::Contiguous;
   }
 

@@ -1,5 +1,5 @@
 // Ultralytics model files -> nnmem specs (include/nnmem/ultralytics.hpp). The translation is
-// ultralytics.nn.tasks.parse_model's for the modules YOLOv8 uses, entry by entry: a module's
+// ultralytics.nn.tasks.parse_model's for the modules YOLOv8 and YOLO11 use, entry by entry: a module's
 // input channels are its `from`'s output channels, a width c becomes
 // make_divisible(min(c, max_channels) * width, 8) and a repeat count n > 1 becomes
 // max(round(n * depth), 1) — written as expressions, so `--set width_multiple=…` still scales
@@ -19,7 +19,7 @@
 namespace nnmem {
 namespace {
 
-const char* const kSupported = "Conv, C2f, SPPF, nn.Upsample, Concat, Detect";
+const char* const kSupported = "Conv, C2f, C3k2, SPPF, C2PSA, nn.Upsample, Concat, Detect";
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -122,6 +122,7 @@ class Translator {
     width_ = number(v.items[1], "width");
     max_channels_ = integer(v.items[2], "max_channels");
     out.scale = chosen->first;
+    scale_ = chosen->first;
   }
 
   std::string header(const ImportedUltralytics& out) const {
@@ -170,6 +171,8 @@ class Translator {
       for (const auto& e : list->items) all.push_back(&e);
     }
     std::vector<std::string> ch;  // each module's output channels, as an expression (no '$')
+    std::vector<std::int64_t> stride;  // each module's output stride (C2PSA's attention views its map's height)
+    bool legacy = true;  // parse_model's: Detect's class branch as v8's until a C3k2 is built
     // _predict_once keeps the output of each module a later one names by index (`from` other
     // than -1) in its list y until it returns: `var: "y[K]"` (docs/memory-model.md).
     std::set<std::size_t> saved;
@@ -189,7 +192,10 @@ class Translator {
       };
       if ((std::string(", ") + kSupported + ",").find(", " + module + ",") == std::string::npos)
         throw Error(e.items[2].loc, "module '" + module + "' is not supported; supported: " + kSupported);
-      if (n > 1 && module != "C2f") throw Error(e.items[1].loc, module + " repeated: only C2f's repeats are supported");
+      if (n > 1 && module != "C2f" && module != "C3k2" && module != "C2PSA")
+        throw Error(e.items[1].loc, module + " repeated: only the repeats of C2f, C3k2 and C2PSA are supported");
+      if (n > 2 && (module == "C3k2" || module == "C2PSA"))
+        throw Error(e.items[1].loc, module + ": nnmem's block runs at most 2 units, found " + std::to_string(n) + " repeats");
       std::vector<std::size_t> from;
       if (f.kind == YamlNode::Kind::List)
         for (const auto& x : f.items) from.push_back(source(x, i));
@@ -213,20 +219,39 @@ class Translator {
         if (from.size() != 1) throw Error(f.loc, module + ": from: expected one module, found " + std::to_string(from.size()));
       };
       const std::string c_in = from[0] == std::size_t(-1) ? "3" : ch.at(from[0]);
-      if (module == "Conv" || module == "C2f" || module == "SPPF") {
+      const std::int64_t s_in = from[0] == std::size_t(-1) ? 1 : stride.at(from[0]);
+      std::int64_t s_out = s_in;
+      const std::string reps = n > 1 ? "\"$max(round(" + std::to_string(n) + " * depth_multiple), 1)\"" : "1";
+      if (module == "Conv" || module == "C2f" || module == "SPPF" || module == "C3k2" || module == "C2PSA") {
         one_from();
         if (!arg(0)) throw Error(args.loc, module + ": args: the output channels are missing");
         const std::int64_t c = integer(*arg(0), module + ": channels");
         const std::string c2 = c == nc_ ? "$nc" : width(c);
         if (module == "Conv") {
           at_most(3);
+          const std::int64_t s = arg(2) ? integer(*arg(2), "Conv: s") : 1;
+          if (s < 1 || s > 64) throw Error(arg(2)->loc, "Conv: s: expected 1 to 64, found " + std::to_string(s));
+          if (s_in > (std::int64_t{1} << 40)) throw Error(arg(2)->loc, "Conv: s: the map's stride passes 2^40");
+          s_out = s_in * s;
           line << name << ", block: Conv" << in_key() << ", c2: " << c2 << ", k: " << (arg(1) ? integer(*arg(1), "Conv: k") : 1)
-              << ", s: " << (arg(2) ? integer(*arg(2), "Conv: s") : 1) << "}\n";
+              << ", s: " << s << "}\n";
         } else if (module == "C2f") {
           at_most(2);
-          const std::string reps = n > 1 ? "\"$max(round(" + std::to_string(n) + " * depth_multiple), 1)\"" : "1";
           line << name << ", block: C2f" << in_key() << ", c2: " << c2 << ", n: " << reps
               << ", shortcut: " << (arg(1) && truth(*arg(1), "C2f: shortcut") ? "true" : "false") << "}\n";
+        } else if (module == "C3k2") {
+          // [c2, c3k, e]; parse_model gives every C3k2 c3k at scales m, l and x, and builds
+          // Detect's class branch the new way (legacy false) once a C3k2 is there
+          at_most(3);
+          const bool c3k = (arg(1) && truth(*arg(1), "C3k2: c3k")) || scale_ == "m" || scale_ == "l" || scale_ == "x";
+          const double e = arg(2) ? number(*arg(2), "C3k2: e") : 0.5;
+          line << name << ", block: C3k2" << in_key() << ", c2: " << c2 << ", c: \"$floor(" << c2.substr(2, c2.size() - 3)
+               << " * " << fmt(e) << ")\", n: " << reps << ", c3k: " << (c3k ? "true" : "false") << "}\n";
+          legacy = false;
+        } else if (module == "C2PSA") {
+          at_most(1);
+          if (c2.substr(2, c2.size() - 3) != c_in) throw Error(arg(0)->loc, "C2PSA: expected the channels of its input (model." + std::to_string(from[0]) + "), found " + std::to_string(c));
+          line << name << ", block: C2PSA" << in_key() << ", c1: " << c2 << ", n: " << reps << ", h: \"$image_size // " << s_in << "\"}\n";
         } else {
           at_most(2);
           if (arg(1) && integer(*arg(1), "SPPF: k") != 5) throw Error(arg(1)->loc, "SPPF: k: nnmem's SPPF pools with k = 5");
@@ -238,7 +263,11 @@ class Translator {
         at_most(3);
         if (!arg(1) || (arg(2) && scalar(*arg(2), "mode") != "nearest") || (arg(0) && arg(0)->scalar != "None"))
           throw Error(args.loc, "nn.Upsample: nnmem reads [None, scale_factor, \"nearest\"]");
-        line << name << ", type: Upsample" << in_key() << ", scale_factor: " << number(*arg(1), "scale_factor") << ", mode: nearest}\n";
+        const double factor = number(*arg(1), "scale_factor");
+        if (factor < 1 || factor > 64 || factor != static_cast<double>(static_cast<std::int64_t>(factor)) || s_in % static_cast<std::int64_t>(factor) != 0)
+          throw Error(arg(1)->loc, "nn.Upsample: scale_factor: expected a whole factor of the map's stride " + std::to_string(s_in) + ", found " + fmt(factor));
+        s_out = s_in / static_cast<std::int64_t>(factor);
+        line << name << ", type: Upsample" << in_key() << ", scale_factor: " << factor << ", mode: nearest}\n";
         ch.push_back(c_in);
       } else if (module == "Concat") {
         if (arg(0) && integer(*arg(0), "Concat: dim") != 1) throw Error(arg(0)->loc, "Concat: only dim 1 (channels) is supported");
@@ -254,13 +283,16 @@ class Translator {
         if (!arg(0) || scalar(*arg(0), "Detect: nc") != "nc") throw Error(args.loc, "Detect: args: expected [nc]");
         const std::string& p3 = ch.at(from[0]);
         line << name << ", block: Detect, inputs: [" << input(from[0]) << ", " << input(from[1]) << ", " << input(from[2])
-            << "], c2: \"$max(max(16, (" << p3 << ") // 4), reg_max * 4)\", c3: \"$max(" << p3 << ", min(nc, 100))\"}\n";
+            << "], c2: \"$max(max(16, (" << p3 << ") // 4), reg_max * 4)\", c3: \"$max(" << p3 << ", min(nc, 100))\"";
+        line << ", legacy: " << (legacy ? "true" : "false") << ", ch0: \"$" << p3 << "\", ch1: \"$" << ch.at(from[1])
+             << "\", ch2: \"$" << ch.at(from[2]) << "\"}\n";
         detect_ = i;
         ch.push_back("nc");
       } else {
         throw std::logic_error("a supported Ultralytics module without a translation: " + module);
       }
       lines.push_back(line.str());
+      stride.push_back(s_out);
     }
     for (const std::size_t i : saved) lines[i].insert(lines[i].rfind('}'), ", var: \"y[" + std::to_string(i) + "]\"");
     for (const std::string& l : lines) out << l;

@@ -253,9 +253,10 @@ class Expander {
   std::string instantiate(const RawEntry& e, const std::string& qualified, const std::vector<std::string>& inputs,
                           const NameScope& scope, const VarScope& vars, Inherited inherited, const Instance* instance) {
     const std::string who = title(e, qualified, vars);
+    const std::optional<Named> block = block_of(e, vars, who);
     if (e.trainable) inherited.trainable = evaluate_bool(*e.trainable, vars, who, "'trainable'") && inherited.trainable;
     if (e.functional) inherited.functional = evaluate_bool(*e.functional, vars, who, "'functional'") || inherited.functional;
-    if (e.block && (e.share || !e.ties.empty()))
+    if (block && (e.share || !e.ties.empty()))
       fail(e.share ? e.share->loc : e.ties.front().first.loc,
            who + ": 'share' and 'tie' apply to a layer, not to a block instance");
     if (e.checkpoint && evaluate_bool(*e.checkpoint, vars, who, "'checkpoint'")) {
@@ -267,10 +268,19 @@ class Expander {
     }
     if (stack_.empty()) {  // a top-level entry (or one of its `repeat` instances)
       inherited.unit = qualified;
-      inherited.unit_is_block = e.block.has_value();
+      inherited.unit_is_block = block.has_value();
     }
-    if (e.block) return instantiate_block(e, qualified, who, inputs, scope, vars, inherited);
+    if (block) return instantiate_block(e, *block, qualified, who, inputs, scope, vars, inherited);
     return make_layer(e, qualified, who, inputs, scope, vars, inherited, instance);
+  }
+
+  // The block an entry instantiates: `block: NAME`, or a `type: $expression` whose value names a
+  // block (a block parameter choosing between a block and another, as YOLO11's C3k2 its units).
+  [[gnu::noinline]] std::optional<Named> block_of(const RawEntry& e, const VarScope& vars, const std::string& who) const {
+    if (e.block || !e.type || !e.type->expression) return e.block;
+    const Value type = evaluate(*e.type, vars, who, "type");
+    if (type.kind != Value::Kind::String || !blocks_.count(type.text)) return std::nullopt;
+    return Named{type.text, e.type->loc};
   }
 
   // A layer entry made into a LayerSpec. Not inlined into instantiate(), which recurses once per
@@ -335,23 +345,23 @@ class Expander {
     }
   }
 
-  std::string instantiate_block(const RawEntry& e, const std::string& qualified, const std::string& who,
+  std::string instantiate_block(const RawEntry& e, const Named& ref, const std::string& qualified, const std::string& who,
                                 const std::vector<std::string>& inputs, const NameScope& scope, const VarScope& vars,
                                 Inherited inherited) {
-    const auto found = blocks_.find(e.block->name);
+    const auto found = blocks_.find(ref.name);
     if (found == blocks_.end()) {
       std::vector<std::string> names;
       for (const auto& [n, b] : blocks_) names.push_back(n);
-      fail(e.block->loc, who + ": no block named '" + e.block->name + "'" + suggestion(e.block->name, names));
+      fail(ref.loc, who + ": no block named '" + ref.name + "'" + suggestion(ref.name, names));
     }
     const RawBlock& block = *found->second;
     if (std::find(stack_.begin(), stack_.end(), block.name) != stack_.end()) {
       std::string chain;
       for (const auto& s : stack_) chain += s + " -> ";
-      fail(e.block->loc, "block '" + block.name + "' instantiates itself (" + chain + block.name + ")");
+      fail(ref.loc, "block '" + block.name + "' instantiates itself (" + chain + block.name + ")");
     }
     if (stack_.size() >= kMaxBlockDepth)
-      budget_.limit_reached(e.block->loc, "expanding this nests blocks more than " +
+      budget_.limit_reached(ref.loc, "expanding this nests blocks more than " +
                                               std::to_string(kMaxBlockDepth) + " levels deep, the limit");
     if (inputs.size() != block.inputs.size()) {
       std::string names;

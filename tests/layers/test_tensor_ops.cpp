@@ -122,6 +122,19 @@ TEST_CASE("MatMul: an operand whose leading dimensions do not fold is copied, an
   CHECK(saved_of(run_rule("{type: MatMul}", {tensor({1, 4, 8, 16}), tensor({2, 4, 16, 8})})) ==
         "extra[2, 4, 8, 16]:float32 input1");
   CHECK(saved_of(run_rule("{type: MatMul}", {tensor({4, 8, 16}), tensor({2, 4, 16, 8})})) == "extra[2, 4, 8, 16]:float32 input1");
+  // YOLO11's attention: q, k and v are parts of one [B, heads, 2·key_dim + head_dim, N]
+  // projection split along dim 2; their leading dimensions merge, so matmul reads k and v as they
+  // are (measured on yolo11n: the projection's storage is kept, no copy)
+  const auto parts = run_rule("{type: Split, split_size_or_sections: [32, 32, 64], dim: 2}", {tensor({2, 2, 128, 4})});
+  CHECK(parts.layout == Layout::SplitRows);
+  CHECK(run_rule("{type: Split, split_size_or_sections: 2, dim: 3}", {tensor({2, 2, 128, 4})}).layout == Layout::Strided);
+  CHECK(run_rule("{type: Split, split_size_or_sections: 64, dim: 1}", {tensor({2, 128, 4, 4})}).layout == Layout::Strided);
+  CHECK(saved_of(run_rule("{type: MatMul}", {laid({2, 2, 4, 32}, Layout::TransposedLast), laid({2, 2, 32, 4}, Layout::SplitRows)})) ==
+        "input0 input1");
+  CHECK(saved_of(run_rule("{type: MatMul}", {laid({2, 2, 64, 4}, Layout::SplitRows), laid({2, 2, 4, 4}, Layout::TransposedLast)})) ==
+        "input0 input1");
+  // .contiguous() of such a part copies (v.reshape(B, C, H, W) with more than one head)
+  CHECK(run_rule("{type: Contiguous}", {laid({2, 2, 64, 4}, Layout::SplitRows)}).alias != Alias::View);
   // 3-D @ 3-D is bmm itself, whatever the strides.
   CHECK(saved_of(run_rule("{type: MatMul}", {laid({2, 8, 16}, Layout::Strided), tensor({2, 16, 8})})) == "input0 input1");
   // With a 2-D operand the larger is folded into one matrix: the first must be contiguous, the
