@@ -10,6 +10,7 @@
 // along; norms and everything else are replicated and must not read a split tensor.
 #include <algorithm>
 
+#include "../enum_names.hpp"
 #include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
@@ -18,6 +19,10 @@ namespace nnmem {
 namespace {
 
 constexpr int kWhole = -1;
+constexpr EnumNames<TpRole, 4> kTpRoles{{{
+    {TpRole::Replicated, "replicated"}, {TpRole::Column, "column-parallel"}, {TpRole::Row, "row-parallel"},
+    {TpRole::VocabEmbedding, "vocabulary-parallel"},
+}}};
 
 bool is_view(const std::string& t) {
   return t == "View" || t == "Reshape" || t == "Flatten" || t == "Unsqueeze" || t == "Squeeze";
@@ -239,15 +244,7 @@ class Splitter {
 
 }  // namespace
 
-std::string_view name_of(TpRole role) {
-  switch (role) {
-    case TpRole::Replicated: return "replicated";
-    case TpRole::Column: return "column-parallel";
-    case TpRole::Row: return "row-parallel";
-    case TpRole::VocabEmbedding: return "vocabulary-parallel";
-  }
-  return "?";
-}
+std::string_view name_of(TpRole role) { return kTpRoles.name(role); }
 
 TensorParallelSpec tensor_parallel_rank(const Graph& full, std::int64_t tp) {
   if (tp < 1) throw Error(SourceLoc{}, "--tp: expected at least 1 rank, found " + std::to_string(tp));
