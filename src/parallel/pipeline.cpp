@@ -218,7 +218,7 @@ ModelParallelEstimate estimate_model_parallel(const ModelSpec& spec, const Estim
   out.options = mp;
   out.micro_batches = options.step.grad_accum;
   const Graph full = build_graph(spec, options.graph);
-  TensorParallelSpec rank = tensor_parallel_rank(full, mp.tp);
+  TensorParallelSpec rank = tensor_parallel_rank(full, mp.tp, mp.sequence_parallel);
   out.split = std::move(rank.split);
   const Graph g = mp.tp > 1 ? build_graph(std::move(rank.spec), options.graph) : full;
   const std::vector<Unit> units = units_of(g);

@@ -8,7 +8,16 @@
 // Embedding is vocabulary-parallel (ceil(V / T) rows, the output all-reduced whole). Between
 // them, views, transposes, element-wise ops, attention and matrix products carry the split
 // along; norms and everything else are replicated and must not read a split tensor.
+//
+// With sequence parallelism (Korthikanti et al. 2022; Megatron's --sequence-parallel) the tensors
+// between the tensor-parallel regions (norms, dropout, residual adds) are split along their
+// sequence (dimension -2) instead of held whole: a whole activation read by a norm or a dropout
+// is scattered to the rank's shard where it is made (a float input given as the shard, as a
+// pipeline stage receives it), a column-parallel Linear reading a shard all-gathers it (and
+// keeps the shard: ColumnParallelLinear), a row-parallel one reduce-scatters its output
+// (RowParallelLinear).
 #include <algorithm>
+#include <map>
 
 #include "../enum_names.hpp"
 #include "nnmem/checked.hpp"
@@ -43,14 +52,22 @@ bool elementwise(const Node& n, const Graph& g) {
 
 class Splitter {
  public:
-  Splitter(const Graph& g, std::int64_t tp) : g_(g), tp_(tp), split_(g.values.size(), kWhole), local_(g.values.size(), 0) {}
+  Splitter(const Graph& g, std::int64_t tp, bool sequence_parallel)
+      : g_(g), tp_(tp), sp_(sequence_parallel), split_(g.values.size(), kWhole), local_(g.values.size(), 0), seq_(g.values.size(), false) {}
 
   TensorParallelSpec run() {
     check_heads();
     for (const Node& n : g_.nodes)
       if (spec_of(n).type == "Embedding") vocab_ = std::max(vocab_, rows(n));
     out_.spec = g_.spec;
-    for (std::size_t i = 0; i < g_.nodes.size(); ++i) visit(g_.nodes[i]);
+    if (sp_) shard_inputs();
+    for (const Node& n : g_.nodes) {
+      visit(n);
+      if (sp_)
+        for (int v : n.outputs)
+          if (scattered(v)) scatter(n, v);
+    }
+    insert_scatters();
     return std::move(out_);
   }
 
@@ -70,9 +87,101 @@ class Splitter {
       if (a.name == attr) a.value.integer = value;
   }
   void role(const Node& n, TpRole r) { out_.split.push_back({spec_of(n).name, spec_of(n).type, r}); }
-  void mark(int v, int dim, std::int64_t local) {
+  void mark(int v, int dim, std::int64_t local, bool seq = false) {
     split_[static_cast<std::size_t>(v)] = dim;
     local_[static_cast<std::size_t>(v)] = local;
+    seq_[static_cast<std::size_t>(v)] = seq;
+  }
+  // Marks `out` split as `from` is.
+  void carry(int out, int dim, int from) { mark(out, dim, local_[static_cast<std::size_t>(from)], seq_[static_cast<std::size_t>(from)]); }
+  bool seq(int v) const { return seq_[static_cast<std::size_t>(v)]; }
+
+  // --- Sequence parallelism: where the sequence-split regions begin.
+
+  // A whole float activation with a sequence (dimension -2 of at least [N, s, h]) read by a norm
+  // or a dropout: the region Megatron splits along the sequence.
+  bool scattered(int v) const {
+    const TensorValue& val = g_.values[static_cast<std::size_t>(v)];
+    if (split_[static_cast<std::size_t>(v)] != kWhole || val.type.shape.size() < 3 || !is_floating(val.type.dtype)) return false;
+    return std::any_of(val.readers.begin(), val.readers.end(), [&](int r) {
+      const std::string& t = spec_of(g_.nodes[static_cast<std::size_t>(r)]).type;
+      return t == "LayerNorm" || t == "RMSNorm" || t == "Dropout";
+    });
+  }
+  std::int64_t seq_share(const Node& n, int v) const {
+    const Shape& s = shape(v);
+    const std::int64_t len = s[s.size() - 2];
+    if (len % tp_ != 0)
+      fail(n, "reads '" + g_.values[static_cast<std::size_t>(v)].name + "' " + to_string(s) + ", which --sequence-parallel splits along its "
+              "sequence (dimension " + std::to_string(s.size() - 2) + "): expected its length to divide by " + std::to_string(tp_) +
+              ", found " + std::to_string(len));
+    return len / tp_;
+  }
+  const Node& first_reader(int v) const { return g_.nodes[static_cast<std::size_t>(g_.values[static_cast<std::size_t>(v)].readers.front())]; }
+  // A float input read in a sequence-parallel region is given as the rank's shard.
+  void shard_inputs() {
+    for (InputSpec& in : out_.spec.inputs) {
+      const auto v = std::find_if(g_.values.begin(), g_.values.end(), [&](const TensorValue& t) { return t.producer < 0 && t.name == in.name; });
+      if (v == g_.values.end()) continue;
+      const int id = static_cast<int>(v - g_.values.begin());
+      if (!scattered(id)) continue;
+      const std::int64_t share = seq_share(first_reader(id), id);
+      in.shape[in.shape.size() - 2] = share;
+      mark(id, static_cast<int>(v->type.shape.size() - 2), share, true);
+    }
+  }
+  // A layer's output: a ScatterToSequenceParallelRegion after it, which its readers read instead.
+  void scatter(const Node& n, int v) {
+    const std::int64_t share = seq_share(first_reader(v), v);
+    mark(v, static_cast<int>(shape(v).size() - 2), share, true);
+    const LayerSpec& from = spec_of(n);
+    LayerSpec s;
+    s.name = g_.values[static_cast<std::size_t>(v)].name + ".scatter_to_sequence_parallel_region";
+    s.type = "ScatterToSequenceParallelRegion";
+    s.inputs = {g_.values[static_cast<std::size_t>(v)].name};
+    s.input_locs = {from.loc};
+    s.attrs = {{"sequence_parallel", ranks_value(from.loc), from.loc}};
+    s.functional = true;
+    s.checkpoint = from.checkpoint;
+    s.checkpoint_loc = from.checkpoint_loc;
+    s.unit = from.unit;
+    s.unit_is_block = from.unit_is_block;
+    s.loc = s.type_loc = from.loc;
+    scatters_.push_back({static_cast<std::size_t>(n.layer), std::move(s)});
+  }
+  Value ranks_value(const SourceLoc& at) const {
+    Value r;
+    r.kind = Value::Kind::Int;
+    r.integer = tp_;
+    r.loc = at;
+    return r;
+  }
+  void retype(const Node& n, const char* type) {
+    LayerSpec& l = out_.spec.layers[static_cast<std::size_t>(n.layer)];
+    l.type = type;
+    l.attrs.push_back({"sequence_parallel", ranks_value(l.loc), l.loc});
+  }
+  // The scatters put in after their layers; readers (and Python's references) read the shard.
+  void insert_scatters() {
+    if (scatters_.empty()) return;
+    std::map<std::string, std::string> renamed;
+    for (const auto& [after, s] : scatters_) renamed[s.inputs.front()] = s.name;
+    std::vector<LayerSpec> layers;
+    std::vector<std::size_t> index_of(out_.spec.layers.size());
+    auto next = scatters_.begin();
+    for (std::size_t i = 0; i < out_.spec.layers.size(); ++i) {
+      LayerSpec& l = out_.spec.layers[i];
+      for (std::string& in : l.inputs)
+        if (const auto r = renamed.find(in); r != renamed.end()) in = r->second;
+      index_of[i] = layers.size();
+      layers.push_back(std::move(l));
+      for (; next != scatters_.end() && next->first == i; ++next) layers.push_back(std::move(next->second));
+    }
+    for (Reference& r : out_.spec.references) {
+      r.until = r.until < index_of.size() ? index_of[r.until] : r.until + scatters_.size();
+      if (const auto n = renamed.find(r.value); n != renamed.end()) r.value = n->second;
+    }
+    out_.spec.layers = std::move(layers);
   }
 
   // Attention heads split across the ranks: the query's and the key-value heads must divide.
@@ -116,8 +225,9 @@ class Splitter {
     if (t == "Transpose" || t == "Permute") return move_dim(n, reader, out);
     if (t == "ScaledDotProductAttention" || t == "MatMul") {
       if (static_cast<std::size_t>(in) + 2 >= rank_in) fail(n, "multiplies along the split dimension of " + split_text(reader));
-      return mark(out, in, local_[static_cast<std::size_t>(reader)]);
+      return carry(out, in, reader);
     }
+    if (seq(reader) && (t == "LayerNorm" || t == "RMSNorm")) return norm_of_shard(n, reader, out);
     if (reduces(t)) fail(n, "normalises or reduces a tensor split across the ranks, " + split_text(reader) + "; only Linear, views, "
                             "transposes, element-wise layers and attention can read one");
     const Attribute* dim = spec_of(n).find_attr("dim");
@@ -137,8 +247,8 @@ class Splitter {
                     "' " + to_string(s) + "; expected both split or the whole one broadcast along that dimension");
     }
     const Shape& o = shape(out);
-    mark(out, static_cast<int>(o.size() - from_end), local_[static_cast<std::size_t>(reader)]);
-    for (std::size_t k = 1; k < n.outputs.size(); ++k) mark(n.outputs[k], split_[static_cast<std::size_t>(out)], local_[static_cast<std::size_t>(out)]);
+    carry(out, static_cast<int>(o.size() - from_end), reader);
+    for (std::size_t k = 1; k < n.outputs.size(); ++k) carry(n.outputs[k], split_[static_cast<std::size_t>(out)], out);
   }
 
   // An Embedding's rows. The largest table is the vocabulary's (Megatron's word embeddings):
@@ -146,11 +256,24 @@ class Splitter {
   std::int64_t rows(const Node& n) const { return spec_of(n).find_attr("num_embeddings")->value.integer; }
   std::int64_t ceil_div(std::int64_t n) const { return (n + tp_ - 1) / tp_; }
 
-  // Column-parallel (whole input) or row-parallel (input split along its last dimension).
+  // A norm over the features of a sequence shard: the shard normalised, its weights replicated.
+  void norm_of_shard(const Node& n, int reader, int out) {
+    const Attribute* normalized = spec_of(n).find_attr("normalized_shape");
+    const std::size_t dims = normalized && normalized->value.kind == Value::Kind::List ? normalized->value.items.size() : 1;
+    if (static_cast<std::size_t>(split_[static_cast<std::size_t>(reader)]) + dims >= shape(reader).size())
+      fail(n, "normalises over the sequence of " + split_text(reader) + ", which --sequence-parallel splits");
+    carry(out, split_[static_cast<std::size_t>(reader)], reader);
+    if (!n.result.params.empty()) role(n, TpRole::Replicated);
+  }
+
+  // Column-parallel (whole input, or a sequence shard it gathers) or row-parallel (input split
+  // along its last dimension).
   void linear(const Node& n, int in, int reader) {
     const int out = n.outputs.front();
     const Shape& o = shape(out);
-    if (in == kWhole) {
+    const bool gathers = in != kWhole && seq(reader);
+    if (gathers) retype(n, "ColumnParallelLinear");
+    if (in == kWhole || gathers) {
       const std::int64_t features = o.back();
       const bool head = std::find(g_.outputs.begin(), g_.outputs.end(), out) != g_.outputs.end() ||
                         std::any_of(g_.values[static_cast<std::size_t>(out)].readers.begin(),
@@ -169,6 +292,11 @@ class Splitter {
       fail(n, "reads " + split_text(reader) + "; a row-parallel Linear needs it split along its last dimension");
     set_attr(n, "in_features", local_[static_cast<std::size_t>(reader)]);  // when the spec gives it
     role(n, TpRole::Row);
+    if (sp_ && o.size() >= 3) {  // reduce-scattered to the rank's sequence shard
+      const std::int64_t share = seq_share(n, out);
+      retype(n, "RowParallelLinear");
+      mark(out, static_cast<int>(o.size() - 2), share, true);
+    }
   }
 
   // A fused projection's parts (GPT-2's c_attn: q, k, v): each part split as the whole was, so a
@@ -181,7 +309,7 @@ class Splitter {
         fail(n, "cuts " + split_text(reader) + " into a part of " + std::to_string(part) + ", which does not split over the ranks");
       return checked_mul(part, local) / whole;
     };
-    for (int v : n.outputs) mark(v, d, share(shape(v)[static_cast<std::size_t>(d)]));
+    for (int v : n.outputs) mark(v, d, share(shape(v)[static_cast<std::size_t>(d)]), seq(reader));
     for (Attribute& a : out_.spec.layers[static_cast<std::size_t>(n.layer)].attrs) {
       if (a.name != "split_size_or_sections") continue;
       if (a.value.kind == Value::Kind::Int) a.value.integer = share(a.value.integer);
@@ -205,7 +333,7 @@ class Splitter {
       fail(n, "reshapes " + split_text(reader) + " into " + to_string(b) + ", which cuts across the split; expected the split "
               "dimension to begin a dimension of the new shape (heads outermost)");
     const std::int64_t share = checked_mul(b[j], local) / whole;
-    mark(out, static_cast<int>(j), share);
+    mark(out, static_cast<int>(j), share, seq(reader));
     const std::string& t = spec_of(n).type;
     if (t != "View" && t != "Reshape") return;
     const LayerSpec& l = spec_of(n);
@@ -231,13 +359,16 @@ class Splitter {
       for (std::size_t k = 0; k < dims.size(); ++k)
         if (norm(dims[k].integer) == d) to = static_cast<int>(k);
     }
-    mark(out, to, local_[static_cast<std::size_t>(reader)]);
+    carry(out, to, reader);
   }
 
   const Graph& g_;
   std::int64_t tp_;
+  bool sp_;
   std::vector<int> split_;               // per value: the dimension split across the ranks, or kWhole
   std::vector<std::int64_t> local_;      // per split value: a rank's size of that dimension
+  std::vector<bool> seq_;                // per split value: split along the sequence (sequence parallelism)
+  std::vector<std::pair<std::size_t, LayerSpec>> scatters_;  // after which layer, in order
   std::int64_t vocab_ = 0;               // the largest Embedding's rows
   TensorParallelSpec out_;
 };
@@ -246,10 +377,12 @@ class Splitter {
 
 std::string_view name_of(TpRole role) { return kTpRoles.name(role); }
 
-TensorParallelSpec tensor_parallel_rank(const Graph& full, std::int64_t tp) {
+TensorParallelSpec tensor_parallel_rank(const Graph& full, std::int64_t tp, bool sequence_parallel) {
   if (tp < 1) throw Error(SourceLoc{}, "--tp: expected at least 1 rank, found " + std::to_string(tp));
+  if (sequence_parallel && tp == 1)
+    throw Error(full.spec.loc, "--sequence-parallel splits the sequence over the tensor-parallel ranks: it needs --tp above 1, found --tp 1");
   if (tp == 1) return {full.spec, {}};
-  return Splitter(full, tp).run();
+  return Splitter(full, tp, sequence_parallel).run();
 }
 
 }  // namespace nnmem
