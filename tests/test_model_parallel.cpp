@@ -7,6 +7,7 @@
 #include "helpers.hpp"
 #include "nnmem/parallel.hpp"
 #include "nnmem/report.hpp"
+#include "nnmem/units.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
@@ -381,4 +382,31 @@ TEST_CASE("fit --tp --pp: the largest micro-batch per GPU whose most loaded stag
   CHECK(none.micro_batch == 0);
   CHECK(none.needed_bytes == peak_at(1));
   CHECK(render_table(none).find("No micro-batch per GPU fits in") != std::string::npos);
+}
+
+TEST_CASE("compare --tp --pp: the most loaded stage per GPU, a column each, with the largest micro-batch") {
+  ModelParallelOptions with_sp = mp_of(2, 2);
+  with_sp.sequence_parallel = true;
+  ModelParallelComparison c;
+  c.budget_bytes = run(gpt(4), mp_of(2, 2)).stages[0].peak_bytes * 3;
+  for (const ModelParallelOptions& m : {mp_of(2, 2), with_sp}) {
+    EstimateOptions o;
+    o.graph.torch = find_torch_profile("2.13");
+    FitOptions f;
+    f.budget_bytes = *c.budget_bytes;
+    c.columns.push_back({m.sequence_parallel ? "sp" : "tp", estimate_model_parallel(gpt(4), o, m), fit_model_parallel(gpt(4), o, m, f)});
+  }
+  const PipelineStage& tp_only = c.columns[0].estimate.stages[c.columns[0].estimate.most_loaded()];
+  const PipelineStage& sp = c.columns[1].estimate.stages[c.columns[1].estimate.most_loaded()];
+  CHECK(sp.held_bytes < tp_only.held_bytes);
+  CHECK(c.columns[1].fit->micro_batch >= c.columns[0].fit->micro_batch);
+  const std::string table = render_table(c);
+  CHECK(table.find("per GPU, the most loaded stage's, modelled") != std::string::npos);
+  CHECK(table.find("peak per GPU") != std::string::npos);
+  CHECK(table.find(human_bytes(sp.peak_bytes)) != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(render_json(c));
+  CHECK(j["columns"].size() == 2);
+  CHECK(j["columns"][1]["model_parallel"]["sequence_parallel"] == true);
+  CHECK(j["columns"][1]["model_parallel"]["peak_bytes_per_gpu"] == sp.peak_bytes);
+  CHECK(j["columns"][0]["fit"]["micro_batch"] == c.columns[0].fit->micro_batch);
 }

@@ -155,6 +155,17 @@ struct ModelParallelFit {
 };
 ModelParallelFit fit_model_parallel(const ModelSpec& spec, EstimateOptions options, const ModelParallelOptions& mp, const FitOptions& fit);
 
+/// `compare --tp/--pp`: each spec or variant's stages per GPU, and with a budget its largest micro-batch.
+struct ModelParallelComparison {
+  struct Column {
+    std::string name;
+    ModelParallelEstimate estimate;
+    std::optional<ModelParallelFit> fit;  // with a budget
+  };
+  std::vector<Column> columns;
+  std::optional<std::int64_t> budget_bytes;
+};
+
 // --- DeepSpeed's estimators (deepspeed/runtime/zero/stage_1_and_2.py and stage3.py), as its code
 // computes them: model states only (parameters, gradients, optimizer state, with fixed bytes per
 // parameter), per GPU and per node's CPU, in Python's integer and float arithmetic.

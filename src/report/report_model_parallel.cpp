@@ -1,6 +1,7 @@
 // Tensor and pipeline parallelism's report (docs/parallel.md): every stage's rank, per GPU, and
 // the most loaded one's breakdown; the table and the JSON. Modelled figures, labelled so.
 #include <array>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "nnmem/report.hpp"
@@ -150,6 +151,41 @@ std::string render_json(const ModelParallelFit& fit, const ReportOptions& option
               {"micro_batch", fit.micro_batch},
               {"needed_bytes", fit.needed_bytes},
               {"next_needed_bytes", fit.next_needed_bytes}};
+  return j.dump(indent);
+}
+
+std::string render_table(const ModelParallelComparison& c) {
+  TextTable t;
+  t.column("", Align::Left);
+  for (const auto& col : c.columns) t.column(col.name);
+  const auto row = [&](const std::string& label, const std::function<std::string(const ModelParallelComparison::Column&)>& cell) {
+    std::vector<std::string> cells{label};
+    for (const auto& col : c.columns) cells.push_back(cell(col));
+    t.row(std::move(cells));
+  };
+  const auto worst = [](const ModelParallelComparison::Column& col) -> const PipelineStage& { return col.estimate.stages[col.estimate.most_loaded()]; };
+  row("most loaded stage", [&](const auto& col) { return std::to_string(worst(col).index); });
+  row("parameters per GPU (count)", [&](const auto& col) { return with_commas(worst(col).params); });
+  row("params+grads+optim", [&](const auto& col) { return human_bytes(worst(col).state_bytes); });
+  row("held per micro-batch", [&](const auto& col) { return human_bytes(worst(col).held_bytes); });
+  row("micro-batches in flight", [&](const auto& col) { return std::to_string(worst(col).in_flight); });
+  row("peak per GPU", [&](const auto& col) { return human_bytes(worst(col).peak_bytes); });
+  if (c.budget_bytes)
+    row("largest micro-batch in " + human_bytes(*c.budget_bytes), [](const auto& col) { return col.fit ? with_commas(col.fit->micro_batch) : ""; });
+  return setup_line(c.columns.front().estimate) + " — per GPU, the most loaded stage's, modelled (no GPU cluster measured it)\n\n" + t.text();
+}
+
+std::string render_json(const ModelParallelComparison& c, int indent) {
+  ordered_json columns = ordered_json::array();
+  for (const auto& col : c.columns) {
+    ordered_json j = {{"name", col.name}, {"model_parallel", ordered_json::parse(render_json(col.estimate, {}, -1))["model_parallel"]}};
+    if (col.fit) j["fit"] = ordered_json::parse(render_json(*col.fit, {}, -1))["fit"];
+    columns.push_back(std::move(j));
+  }
+  ordered_json j;
+  j["schema_version"] = kJsonSchemaVersion;
+  j["budget_bytes"] = c.budget_bytes ? ordered_json(*c.budget_bytes) : ordered_json(nullptr);
+  j["columns"] = std::move(columns);
   return j.dump(indent);
 }
 
