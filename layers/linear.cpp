@@ -1,6 +1,6 @@
 // Linear: y = x Wᵀ + b over the last dimension of an input of any rank. And one rank's share of
 // Megatron-LM's ColumnParallelLinear and RowParallelLinear under sequence parallelism, with the
-// scatter into its sequence-parallel region (docs/parallel.md, "Sequence parallelism"): what
+// scatter into its sequence-parallel region and the gather out of it (docs/parallel.md, "Sequence parallelism"): what
 // `--tp T --sequence-parallel` rewrites a spec to. Modelled (Megatron needs GPUs).
 // Backward (derivatives.yaml, `addmm`/`mm`): the grad of the weight needs the input, the grad
 // of the input needs the weight; each is kept only when its gradient is needed — so a frozen
@@ -102,6 +102,17 @@ LayerResult infer_sequence_scatter(const LayerCall& call) {
   return res;
 }
 
+// gather_from_sequence_parallel_region: the whole sequence all-gathered from the ranks' shards,
+// for a layer that needs it (BERT's pooler); backward keeps the gradient's shard. Keeps nothing.
+LayerResult infer_sequence_gather(const LayerCall& call) {
+  require_rank(call, 3, 64, "[N, *, sequence shard, features]");
+  LayerResult res;
+  res.outputs.push_back(call.input());
+  Shape& out = res.outputs[0].shape;
+  out[out.size() - 2] = checked_mul(out[out.size() - 2], call.attrs.integer("sequence_parallel"));
+  return res;
+}
+
 std::vector<AttrDef> linear_attrs() {
   return {
       AttrDef::integer("in_features", "input features; inferred, checked when given").optional().at_least(1),
@@ -138,6 +149,12 @@ const bool registered = register_layer({
     .attrs = {ranks_attr()},
     .autocast = Autocast::Inherit,
     .infer = infer_sequence_scatter,
+}) && register_layer({
+    .type = "GatherFromSequenceParallelRegion",
+    .summary = "the whole sequence (dimension -2) all-gathered from the ranks' shards (Megatron's sequence parallelism)",
+    .attrs = {ranks_attr()},
+    .autocast = Autocast::Inherit,
+    .infer = infer_sequence_gather,
 });
 
 }  // namespace

@@ -185,6 +185,18 @@ TEST_CASE("--tp --sequence-parallel on LLaMA: the embeddings scattered, the stag
             "splits along its sequence (dimension 1): expected its length to divide by 4, found 30") != std::string::npos);
 }
 
+TEST_CASE("--tp --sequence-parallel on BERT: the pooler's first token read from the whole sequence, gathered") {
+  const ModelParallelEstimate e = run(load_spec_file(source_path("examples/bert_base.yaml")), tp(2, true));
+  const std::vector<LayerEstimate>& layers = e.stages[0].estimate.layers;
+  const auto gather = std::find_if(layers.begin(), layers.end(), [](const LayerEstimate& l) { return l.type == "GatherFromSequenceParallelRegion"; });
+  REQUIRE(gather != layers.end());
+  CHECK(gather->name == "pooler.first_token.gather_from_sequence_parallel_region");
+  CHECK(to_string(gather->outputs.front().shape) == "[1, 512, 768]");
+  CHECK(std::next(gather)->name == "pooler.first_token");
+  CHECK(std::count_if(layers.begin(), layers.end(), [](const LayerEstimate& l) { return l.type == "GatherFromSequenceParallelRegion"; }) == 1);
+  CHECK(e.stages[0].held_bytes < run(load_spec_file(source_path("examples/bert_base.yaml")), tp(2)).stages[0].held_bytes);
+}
+
 TEST_CASE("--tp: a LLaMA rank's parameters are Megatron-LM's count, exactly") {
   TransformerShape m;
   m.hidden = 64;

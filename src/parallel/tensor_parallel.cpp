@@ -15,7 +15,7 @@
 // is scattered to the rank's shard where it is made (a float input given as the shard, as a
 // pipeline stage receives it), a column-parallel Linear reading a shard all-gathers it (and
 // keeps the shard: ColumnParallelLinear), a row-parallel one reduce-scatters its output
-// (RowParallelLinear).
+// (RowParallelLinear), and another layer that needs the whole sequence reads it gathered.
 #include <algorithm>
 #include <map>
 
@@ -134,20 +134,44 @@ class Splitter {
   void scatter(const Node& n, int v) {
     const std::int64_t share = seq_share(first_reader(v), v);
     mark(v, static_cast<int>(shape(v).size() - 2), share, true);
-    const LayerSpec& from = spec_of(n);
+    const std::string& value = g_.values[static_cast<std::size_t>(v)].name;
+    scatters_.push_back({static_cast<std::size_t>(n.layer),
+                         collective(spec_of(n), "ScatterToSequenceParallelRegion", value + ".scatter_to_sequence_parallel_region", value)});
+  }
+  // Whether `n` can read the sequence shard `v`: a Linear (it gathers), a norm, or an
+  // element-wise layer not working along the sequence. Others (a pooler's first token, a view
+  // across it) read the whole sequence, gathered.
+  bool reads_shard(const Node& n, int v) const {
+    const LayerSpec& l = spec_of(n);
+    if (l.type == "Linear" || l.type == "LayerNorm" || l.type == "RMSNorm") return true;
+    const Attribute* dim = l.find_attr("dim");
+    const auto rank = static_cast<std::int64_t>(shape(v).size());
+    if (dim && dim->value.kind == Value::Kind::Int && (dim->value.integer + rank) % rank == split_[static_cast<std::size_t>(v)]) return false;
+    return elementwise(n, g_);
+  }
+  // A GatherFromSequenceParallelRegion before `n`, which `n` reads instead of the shard.
+  void gather(const Node& n, int v) {
+    const LayerSpec& to = spec_of(n);
+    const std::string& value = g_.values[static_cast<std::size_t>(v)].name;
+    for (const Collective& c : gathers_)
+      if (c.at == static_cast<std::size_t>(n.layer) && c.layer.inputs.front() == value) return;  // read twice: gathered once
+    gathers_.push_back({static_cast<std::size_t>(n.layer), collective(to, "GatherFromSequenceParallelRegion",
+                                                                      to.name + ".gather_from_sequence_parallel_region", value)});
+  }
+  LayerSpec collective(const LayerSpec& at, const char* type, std::string name, const std::string& value) const {
     LayerSpec s;
-    s.name = g_.values[static_cast<std::size_t>(v)].name + ".scatter_to_sequence_parallel_region";
-    s.type = "ScatterToSequenceParallelRegion";
-    s.inputs = {g_.values[static_cast<std::size_t>(v)].name};
-    s.input_locs = {from.loc};
-    s.attrs = {{"sequence_parallel", ranks_value(from.loc), from.loc}};
+    s.name = std::move(name);
+    s.type = type;
+    s.inputs = {value};
+    s.input_locs = {at.loc};
+    s.attrs = {{"sequence_parallel", ranks_value(at.loc), at.loc}};
     s.functional = true;
-    s.checkpoint = from.checkpoint;
-    s.checkpoint_loc = from.checkpoint_loc;
-    s.unit = from.unit;
-    s.unit_is_block = from.unit_is_block;
-    s.loc = s.type_loc = from.loc;
-    scatters_.push_back({static_cast<std::size_t>(n.layer), std::move(s)});
+    s.checkpoint = at.checkpoint;
+    s.checkpoint_loc = at.checkpoint_loc;
+    s.unit = at.unit;
+    s.unit_is_block = at.unit_is_block;
+    s.loc = s.type_loc = at.loc;
+    return s;
   }
   Value ranks_value(const SourceLoc& at) const {
     Value r;
@@ -161,24 +185,32 @@ class Splitter {
     l.type = type;
     l.attrs.push_back({"sequence_parallel", ranks_value(l.loc), l.loc});
   }
-  // The scatters put in after their layers; readers (and Python's references) read the shard.
+  // The scatters put in after their layers (readers, and Python's references, read the shard)
+  // and the gathers before theirs (that layer reads the whole sequence).
   void insert_scatters() {
-    if (scatters_.empty()) return;
+    if (scatters_.empty() && gathers_.empty()) return;
     std::map<std::string, std::string> renamed;
-    for (const auto& [after, s] : scatters_) renamed[s.inputs.front()] = s.name;
+    for (const Collective& c : scatters_) renamed[c.layer.inputs.front()] = c.layer.name;
     std::vector<LayerSpec> layers;
     std::vector<std::size_t> index_of(out_.spec.layers.size());
     auto next = scatters_.begin();
+    auto gather = gathers_.begin();
     for (std::size_t i = 0; i < out_.spec.layers.size(); ++i) {
       LayerSpec& l = out_.spec.layers[i];
       for (std::string& in : l.inputs)
         if (const auto r = renamed.find(in); r != renamed.end()) in = r->second;
+      for (; gather != gathers_.end() && gather->at == i; ++gather) {
+        std::string& shard = gather->layer.inputs.front();
+        if (const auto r = renamed.find(shard); r != renamed.end()) shard = r->second;
+        std::replace(l.inputs.begin(), l.inputs.end(), shard, gather->layer.name);
+        layers.push_back(std::move(gather->layer));
+      }
       index_of[i] = layers.size();
       layers.push_back(std::move(l));
-      for (; next != scatters_.end() && next->first == i; ++next) layers.push_back(std::move(next->second));
+      for (; next != scatters_.end() && next->at == i; ++next) layers.push_back(std::move(next->layer));
     }
     for (Reference& r : out_.spec.references) {
-      r.until = r.until < index_of.size() ? index_of[r.until] : r.until + scatters_.size();
+      r.until = r.until < index_of.size() ? index_of[r.until] : r.until + scatters_.size() + gathers_.size();
       if (const auto n = renamed.find(r.value); n != renamed.end()) r.value = n->second;
     }
     out_.spec.layers = std::move(layers);
@@ -208,8 +240,14 @@ class Splitter {
   void visit(const Node& n) {
     const std::string& t = spec_of(n).type;
     int in = kWhole, reader = -1;
-    for (int v : n.inputs)
-      if (split_[static_cast<std::size_t>(v)] != kWhole) in = split_[static_cast<std::size_t>(v)], reader = v;
+    for (int v : n.inputs) {
+      if (split_[static_cast<std::size_t>(v)] == kWhole) continue;
+      if (seq(v) && !reads_shard(n, v)) {
+        gather(n, v);
+        continue;
+      }
+      in = split_[static_cast<std::size_t>(v)], reader = v;
+    }
     if (t == "Linear") return linear(n, in, reader);
     if (t == "Embedding" && rows(n) == vocab_) {
       set_attr(n, "num_embeddings", ceil_div(vocab_));
@@ -368,7 +406,11 @@ class Splitter {
   std::vector<int> split_;               // per value: the dimension split across the ranks, or kWhole
   std::vector<std::int64_t> local_;      // per split value: a rank's size of that dimension
   std::vector<bool> seq_;                // per split value: split along the sequence (sequence parallelism)
-  std::vector<std::pair<std::size_t, LayerSpec>> scatters_;  // after which layer, in order
+  struct Collective {
+    std::size_t at = 0;  // the layer a scatter comes after, a gather before
+    LayerSpec layer;
+  };
+  std::vector<Collective> scatters_, gathers_;  // in the layers' order
   std::int64_t vocab_ = 0;               // the largest Embedding's rows
   TensorParallelSpec out_;
 };

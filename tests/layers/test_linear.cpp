@@ -156,6 +156,12 @@ TEST_CASE("ColumnParallelLinear, RowParallelLinear, ScatterToSequenceParallelReg
     CHECK(r.alias == Alias::None);
     CHECK(saved_of(r).empty());
   }
+  SUBCASE("the gather: the whole sequence, a tensor of its own, nothing kept") {
+    const auto r = run_rule("{type: GatherFromSequenceParallelRegion, sequence_parallel: 4}", {tensor({2, 8, 64}, true)});
+    CHECK(out_shape(r) == "[2, 32, 64]");
+    CHECK(r.alias == Alias::None);
+    CHECK(saved_of(r).empty());
+  }
   SUBCASE("a sequence that does not divide") {
     CHECK_THROWS_WITH(run_rule("{type: ScatterToSequenceParallelRegion, sequence_parallel: 4}", {tensor({2, 30, 64}, true)}),
                       "splits the sequence over 4 ranks: expected its length (dimension 1) to divide by 4, found 30");

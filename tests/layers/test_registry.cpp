@@ -16,6 +16,7 @@ namespace {
 const std::vector<std::string> kBuiltins = {
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",                   // conv.cpp
     "Linear", "ColumnParallelLinear", "RowParallelLinear", "ScatterToSequenceParallelRegion",                  // linear.cpp
+    "GatherFromSequenceParallelRegion",                                                                      //
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",                            // pool.cpp
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",                                           // adaptive_pool.cpp
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",                                           //
@@ -47,7 +48,7 @@ const std::vector<std::string> kBuiltins = {
 }  // namespace
 
 TEST_CASE("Registry: every built-in layer type is registered") {
-  CHECK(kBuiltins.size() == 122);
+  CHECK(kBuiltins.size() == 123);
   const auto types = layer_types();
   for (const auto& type : kBuiltins) {
     CAPTURE(type);
