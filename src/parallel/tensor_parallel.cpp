@@ -17,9 +17,9 @@
 // keeps the shard: ColumnParallelLinear), a row-parallel one reduce-scatters its output
 // (RowParallelLinear), and another layer that needs the whole sequence reads it gathered.
 #include <algorithm>
-#include <map>
 
 #include "../enum_names.hpp"
+#include "collectives.hpp"
 #include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
@@ -67,7 +67,7 @@ class Splitter {
         for (int v : n.outputs)
           if (scattered(v)) scatter(n, v);
     }
-    insert_scatters();
+    insert_collectives(out_.spec, std::move(scatters_), std::move(gathers_));
     return std::move(out_);
   }
 
@@ -136,7 +136,8 @@ class Splitter {
     mark(v, static_cast<int>(shape(v).size() - 2), share, true);
     const std::string& value = g_.values[static_cast<std::size_t>(v)].name;
     scatters_.push_back({static_cast<std::size_t>(n.layer),
-                         collective(spec_of(n), "ScatterToSequenceParallelRegion", value + ".scatter_to_sequence_parallel_region", value)});
+                         collective_layer(spec_of(n), "ScatterToSequenceParallelRegion", value + ".scatter_to_sequence_parallel_region",
+                                          value, tp_)});
   }
   // Whether `n` can read the sequence shard `v`: a Linear (it gathers), a norm, or an
   // element-wise layer not working along the sequence. Others (a pooler's first token, a view
@@ -155,65 +156,13 @@ class Splitter {
     const std::string& value = g_.values[static_cast<std::size_t>(v)].name;
     for (const Collective& c : gathers_)
       if (c.at == static_cast<std::size_t>(n.layer) && c.layer.inputs.front() == value) return;  // read twice: gathered once
-    gathers_.push_back({static_cast<std::size_t>(n.layer), collective(to, "GatherFromSequenceParallelRegion",
-                                                                      to.name + ".gather_from_sequence_parallel_region", value)});
-  }
-  LayerSpec collective(const LayerSpec& at, const char* type, std::string name, const std::string& value) const {
-    LayerSpec s;
-    s.name = std::move(name);
-    s.type = type;
-    s.inputs = {value};
-    s.input_locs = {at.loc};
-    s.attrs = {{"sequence_parallel", ranks_value(at.loc), at.loc}};
-    s.functional = true;
-    s.checkpoint = at.checkpoint;
-    s.checkpoint_loc = at.checkpoint_loc;
-    s.unit = at.unit;
-    s.unit_is_block = at.unit_is_block;
-    s.loc = s.type_loc = at.loc;
-    return s;
-  }
-  Value ranks_value(const SourceLoc& at) const {
-    Value r;
-    r.kind = Value::Kind::Int;
-    r.integer = tp_;
-    r.loc = at;
-    return r;
+    gathers_.push_back({static_cast<std::size_t>(n.layer), collective_layer(to, "GatherFromSequenceParallelRegion",
+                                                                            to.name + ".gather_from_sequence_parallel_region", value, tp_)});
   }
   void retype(const Node& n, const char* type) {
     LayerSpec& l = out_.spec.layers[static_cast<std::size_t>(n.layer)];
     l.type = type;
-    l.attrs.push_back({"sequence_parallel", ranks_value(l.loc), l.loc});
-  }
-  // The scatters put in after their layers (readers, and Python's references, read the shard)
-  // and the gathers before theirs (that layer reads the whole sequence).
-  void insert_scatters() {
-    if (scatters_.empty() && gathers_.empty()) return;
-    std::map<std::string, std::string> renamed;
-    for (const Collective& c : scatters_) renamed[c.layer.inputs.front()] = c.layer.name;
-    std::vector<LayerSpec> layers;
-    std::vector<std::size_t> index_of(out_.spec.layers.size());
-    auto next = scatters_.begin();
-    auto gather = gathers_.begin();
-    for (std::size_t i = 0; i < out_.spec.layers.size(); ++i) {
-      LayerSpec& l = out_.spec.layers[i];
-      for (std::string& in : l.inputs)
-        if (const auto r = renamed.find(in); r != renamed.end()) in = r->second;
-      for (; gather != gathers_.end() && gather->at == i; ++gather) {
-        std::string& shard = gather->layer.inputs.front();
-        if (const auto r = renamed.find(shard); r != renamed.end()) shard = r->second;
-        std::replace(l.inputs.begin(), l.inputs.end(), shard, gather->layer.name);
-        layers.push_back(std::move(gather->layer));
-      }
-      index_of[i] = layers.size();
-      layers.push_back(std::move(l));
-      for (; next != scatters_.end() && next->at == i; ++next) layers.push_back(std::move(next->layer));
-    }
-    for (Reference& r : out_.spec.references) {
-      r.until = r.until < index_of.size() ? index_of[r.until] : r.until + scatters_.size() + gathers_.size();
-      if (const auto n = renamed.find(r.value); n != renamed.end()) r.value = n->second;
-    }
-    out_.spec.layers = std::move(layers);
+    l.attrs.push_back({"sequence_parallel", ranks_value(tp_, l.loc), l.loc});
   }
 
   // Attention heads split across the ranks: the query's and the key-value heads must divide.
@@ -406,10 +355,6 @@ class Splitter {
   std::vector<int> split_;               // per value: the dimension split across the ranks, or kWhole
   std::vector<std::int64_t> local_;      // per split value: a rank's size of that dimension
   std::vector<bool> seq_;                // per split value: split along the sequence (sequence parallelism)
-  struct Collective {
-    std::size_t at = 0;  // the layer a scatter comes after, a gather before
-    LayerSpec layer;
-  };
   std::vector<Collective> scatters_, gathers_;  // in the layers' order
   std::int64_t vocab_ = 0;               // the largest Embedding's rows
   TensorParallelSpec out_;
