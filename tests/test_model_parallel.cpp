@@ -195,6 +195,19 @@ TEST_CASE("--tp --sequence-parallel on BERT: the pooler's first token read from 
   CHECK(std::next(gather)->name == "pooler.first_token");
   CHECK(std::count_if(layers.begin(), layers.end(), [](const LayerEstimate& l) { return l.type == "GatherFromSequenceParallelRegion"; }) == 1);
   CHECK(e.stages[0].held_bytes < run(load_spec_file(source_path("examples/bert_base.yaml")), tp(2)).stages[0].held_bytes);
+  // A matrix product over the sequence gathers each shard it reads, each its own layer.
+  const ModelSpec two = parse_spec(R"(
+inputs: {x: [8, 16], y: [16, 8]}
+layers:
+  - {name: norm, type: LayerNorm, input: x, normalized_shape: 16}
+  - {name: ny, type: LayerNorm, input: y, normalized_shape: 8}
+  - {name: scores, type: MatMul, inputs: [norm, ny]}
+)", "two.yaml");
+  std::vector<std::string> names;
+  const ModelParallelEstimate gathered = run(two, tp(2, true));
+  for (const LayerEstimate& l : gathered.stages[0].estimate.layers) names.push_back(l.name + " " + to_string(l.outputs.front().shape));
+  CHECK(names == std::vector<std::string>{"norm [1, 4, 16]", "ny [1, 8, 8]", "scores.gather_from_sequence_parallel_region [1, 8, 16]",
+                                          "scores.gather_from_sequence_parallel_region_2 [1, 16, 8]", "scores [1, 8, 8]"});
 }
 
 TEST_CASE("--tp: a LLaMA rank's parameters are Megatron-LM's count, exactly") {

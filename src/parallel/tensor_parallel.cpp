@@ -145,6 +145,7 @@ class Splitter {
   bool reads_shard(const Node& n, int v) const {
     const LayerSpec& l = spec_of(n);
     if (l.type == "Linear" || l.type == "LayerNorm" || l.type == "RMSNorm") return true;
+    if (l.type == "MatMul" || l.type == "ScaledDotProductAttention") return false;  // attention over the whole sequence
     const Attribute* dim = l.find_attr("dim");
     const auto rank = static_cast<std::int64_t>(shape(v).size());
     if (dim && dim->value.kind == Value::Kind::Int && (dim->value.integer + rank) % rank == split_[static_cast<std::size_t>(v)]) return false;
@@ -154,10 +155,18 @@ class Splitter {
   void gather(const Node& n, int v) {
     const LayerSpec& to = spec_of(n);
     const std::string& value = g_.values[static_cast<std::size_t>(v)].name;
-    for (const Collective& c : gathers_)
-      if (c.at == static_cast<std::size_t>(n.layer) && c.layer.inputs.front() == value) return;  // read twice: gathered once
-    gathers_.push_back({static_cast<std::size_t>(n.layer), collective_layer(to, "GatherFromSequenceParallelRegion",
-                                                                            to.name + ".gather_from_sequence_parallel_region", value, tp_)});
+    if (static_cast<std::size_t>(split_[static_cast<std::size_t>(v)]) + 2 != shape(v).size())
+      fail(n, "reads " + split_text(v) + ", a sequence shard whose sequence is no longer its dimension -2: it cannot be "
+              "gathered back whole there; expected the layers of a sequence-parallel region to keep [N, s, h]");
+    std::string name = to.name + ".gather_from_sequence_parallel_region";
+    int before = 0;  // gathers for `n` already: a second shard it reads gets a name of its own
+    for (const Collective& c : gathers_) {
+      if (c.at != static_cast<std::size_t>(n.layer)) continue;
+      if (c.layer.inputs.front() == value) return;  // read twice: gathered once
+      ++before;
+    }
+    if (before > 0) name += "_" + std::to_string(before + 1);
+    gathers_.push_back({static_cast<std::size_t>(n.layer), collective_layer(to, "GatherFromSequenceParallelRegion", name, value, tp_)});
   }
   void retype(const Node& n, const char* type) {
     LayerSpec& l = out_.spec.layers[static_cast<std::size_t>(n.layer)];
