@@ -1,4 +1,7 @@
-// Linear: y = x Wᵀ + b over the last dimension of an input of any rank.
+// Linear: y = x Wᵀ + b over the last dimension of an input of any rank. And one rank's share of
+// Megatron-LM's ColumnParallelLinear and RowParallelLinear under sequence parallelism, with the
+// scatter into its sequence-parallel region and the gather out of it (docs/parallel.md, "Sequence parallelism"): what
+// `--tp T --sequence-parallel` rewrites a spec to. Modelled (Megatron needs GPUs).
 // Backward (derivatives.yaml, `addmm`/`mm`): the grad of the weight needs the input, the grad
 // of the input needs the weight; each is kept only when its gradient is needed — so a frozen
 // Linear keeps no activation, and the weight (a parameter) costs nothing extra.
@@ -35,16 +38,123 @@ LayerResult infer_linear(const LayerCall& call) {
   return res;
 }
 
+// Megatron's sequence-parallel layers split the hidden states' sequence (dimension -2 here, 0 in
+// Megatron's [s, b, h]) over `sequence_parallel` ranks.
+AttrDef ranks_attr() {
+  return AttrDef::integer("sequence_parallel", "tensor-parallel ranks the sequence (dimension -2) is split over").or_else(1).at_least(1);
+}
+
+// ColumnParallelLinear(sequence_parallel=True): the input is the rank's sequence shard; forward
+// all-gathers it into Megatron's global memory buffer and multiplies, and saves the shard, not
+// the gathered input (LinearWithGradAccumulationAndAsyncCommunication: save_for_backward(input,
+// weight)); backward gathers it again for the weight's gradient and reduce-scatters the input's
+// gradient out of a whole one.
+LayerResult infer_column_parallel(const LayerCall& call) {
+  require_rank(call, 3, 64, "[N, *, sequence shard, in_features]");
+  const std::int64_t ranks = call.attrs.integer("sequence_parallel");
+  std::vector<InputTensor> gathered(call.inputs.begin(), call.inputs.end());
+  Shape& whole = gathered[0].type.shape;
+  whole[whole.size() - 2] = checked_mul(whole[whole.size() - 2], ranks);
+  LayerResult res = infer_linear({call.name, call.attrs, gathered, call.ctx, call.trainable});
+  if (ranks == 1) return res;
+  res.forward_scratch.push_back({gathered[0].type, "the all-gathered input (Megatron's global memory buffer)"});
+  if (call.training() && (call.trainable || call.input_requires_grad())) {
+    res.backward_scratch.push_back({gathered[0].type, "the input all-gathered again"});
+    if (call.input_requires_grad()) res.backward_scratch.push_back({gathered[0].type, "the whole input gradient, reduce-scattered"});
+  }
+  return res;
+}
+
+// RowParallelLinear(sequence_parallel=True): its output reduce-scattered to the rank's sequence
+// shard out of the whole partial product; backward all-gathers the output's gradient.
+LayerResult infer_row_parallel(const LayerCall& call) {
+  require_rank(call, 3, 64, "[N, *, sequence, in_features / ranks]");
+  const std::int64_t ranks = call.attrs.integer("sequence_parallel");
+  LayerResult res = infer_linear(call);
+  if (ranks == 1) return res;
+  const TensorType partial = res.outputs[0];
+  Shape& out = res.outputs[0].shape;
+  const std::int64_t seq = out[out.size() - 2];
+  if (seq % ranks != 0)
+    throw LayerError("reduce-scatters its output's sequence over " + std::to_string(ranks) + " ranks: expected its length (dimension " +
+                         std::to_string(out.size() - 2) + ") to divide by " + std::to_string(ranks) + ", found " + std::to_string(seq),
+                     "sequence_parallel");
+  out[out.size() - 2] = seq / ranks;
+  res.forward_scratch.push_back({partial, "the whole partial output, reduce-scattered"});
+  if (call.training()) res.backward_scratch.push_back({partial, "the output's gradient all-gathered"});
+  return res;
+}
+
+// scatter_to_sequence_parallel_region (or the embedding's reduce-scatter): the rank's shard of
+// the sequence, a tensor of its own; backward all-gathers the gradient. Keeps nothing.
+LayerResult infer_sequence_scatter(const LayerCall& call) {
+  require_rank(call, 3, 64, "[N, *, sequence, features]");
+  const std::int64_t ranks = call.attrs.integer("sequence_parallel");
+  LayerResult res;
+  res.outputs.push_back(call.input());
+  Shape& out = res.outputs[0].shape;
+  const std::int64_t seq = out[out.size() - 2];
+  if (seq % ranks != 0)
+    throw LayerError("splits the sequence over " + std::to_string(ranks) + " ranks: expected its length (dimension " +
+                         std::to_string(out.size() - 2) + ") to divide by " + std::to_string(ranks) + ", found " + std::to_string(seq),
+                     "sequence_parallel");
+  out[out.size() - 2] = seq / ranks;
+  return res;
+}
+
+// gather_from_sequence_parallel_region: the whole sequence all-gathered from the ranks' shards,
+// for a layer that needs it (BERT's pooler); backward keeps the gradient's shard. Keeps nothing.
+LayerResult infer_sequence_gather(const LayerCall& call) {
+  require_rank(call, 3, 64, "[N, *, sequence shard, features]");
+  LayerResult res;
+  res.outputs.push_back(call.input());
+  Shape& out = res.outputs[0].shape;
+  out[out.size() - 2] = checked_mul(out[out.size() - 2], call.attrs.integer("sequence_parallel"));
+  return res;
+}
+
+std::vector<AttrDef> linear_attrs() {
+  return {
+      AttrDef::integer("in_features", "input features; inferred, checked when given").optional().at_least(1),
+      AttrDef::integer("out_features", "output features").needed().at_least(1),
+      AttrDef::flag("bias", true, "learnable bias"),
+  };
+}
+std::vector<AttrDef> with_ranks(std::vector<AttrDef> attrs) {
+  attrs.push_back(ranks_attr());
+  return attrs;
+}
+
 const bool registered = register_layer({
     .type = "Linear",
     .summary = "fully connected layer over the last dimension",
-    .attrs = {
-        AttrDef::integer("in_features", "input features; inferred, checked when given").optional().at_least(1),
-        AttrDef::integer("out_features", "output features").needed().at_least(1),
-        AttrDef::flag("bias", true, "learnable bias"),
-    },
+    .attrs = linear_attrs(),
     .autocast = Autocast::Lower,
     .infer = infer_linear,
+}) && register_layer({
+    .type = "ColumnParallelLinear",
+    .summary = "one rank of Megatron's column-parallel Linear: out_features is the rank's; with sequence_parallel, the input is its sequence shard, all-gathered",
+    .attrs = with_ranks(linear_attrs()),
+    .autocast = Autocast::Lower,
+    .infer = infer_column_parallel,
+}) && register_layer({
+    .type = "RowParallelLinear",
+    .summary = "one rank of Megatron's row-parallel Linear: the input is the rank's features; with sequence_parallel, the output is reduce-scattered to its sequence shard",
+    .attrs = with_ranks(linear_attrs()),
+    .autocast = Autocast::Lower,
+    .infer = infer_row_parallel,
+}) && register_layer({
+    .type = "ScatterToSequenceParallelRegion",
+    .summary = "the rank's shard of the sequence (dimension -2), a tensor of its own (Megatron's sequence parallelism)",
+    .attrs = {ranks_attr()},
+    .autocast = Autocast::Inherit,
+    .infer = infer_sequence_scatter,
+}) && register_layer({
+    .type = "GatherFromSequenceParallelRegion",
+    .summary = "the whole sequence (dimension -2) all-gathered from the ranks' shards (Megatron's sequence parallelism)",
+    .attrs = {ranks_attr()},
+    .autocast = Autocast::Inherit,
+    .infer = infer_sequence_gather,
 });
 
 }  // namespace

@@ -47,6 +47,18 @@ check("fit --headroom --multiple-of --table", code == 0 and "Largest multiple of
 code, out, _ = run("fit", "examples/resnet18.yaml", "--budget", "8GiB", "--format", "json")
 fit = json.loads(out)
 check("fit --format json", code == 0 and fit["fit"]["batch"] > 0 and fit["estimate"]["options"]["batch"] == fit["fit"]["batch"])
+# fit with tensor and pipeline parallelism: the micro-batch per GPU of the most loaded stage.
+tp_pp = ["--gpus", "4", "--tp", "2", "--pp", "2", "--sequence-parallel", "--grad-accum", "4", "--set", "seq_len=64", "--set", "num_hidden_layers=4"]
+code, out, _ = run("fit", "examples/llama.yaml", "--budget", "40GiB", "--format", "json", *tp_pp)
+fit = json.loads(out)
+check("fit --tp --pp --format json", code == 0 and fit["fit"]["micro_batch"] > 0 and fit["model_parallel"]["sequence_parallel"] and
+      fit["model_parallel"]["stages"][0]["estimate"]["options"]["batch"] == fit["fit"]["micro_batch"])
+code, out, _ = run("fit", "examples/llama.yaml", "--budget", "1GiB", *tp_pp)
+check("fit --tp --pp exits 2 when no micro-batch fits", code == 2 and "No micro-batch per GPU fits in 1.00 GiB" in out)
+code, out, _ = run("compare", "examples/llama.yaml", "--variant", "short:--set seq_len=32", "--variant", "long:--set seq_len=64",
+                   "--budget", "40GiB", "--gpus", "4", "--tp", "2", "--pp", "2", "--sequence-parallel", "--set", "num_hidden_layers=4")
+check("compare --tp --pp: per GPU, a column each", code == 0 and "per GPU, the most loaded stage's, modelled" in out and
+      "short" in out and "long" in out and "largest micro-batch in 40.00 GiB" in out)
 
 # estimate: the answer first; --budget's verdict and exit code.
 code, out, _ = run("estimate", "examples/resnet18.yaml", "--batch", "32", "--budget", "2GiB")

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nnmem/estimate.hpp"
+#include "nnmem/plan.hpp"
 
 namespace nnmem {
 
@@ -84,9 +85,15 @@ struct TensorParallelSpec {
 /// tensor split along its last dimension) their in_features / tp through their input, an
 /// Embedding ceil(num_embeddings / tp) rows, views of split tensors their share; the split is
 /// followed through views, transposes, element-wise layers, matrix products and attention.
+/// With `sequence_parallel` (Megatron's --sequence-parallel), the tensors between those regions
+/// are the rank's shard of the sequence (dimension -2): a whole activation read by a norm or a
+/// dropout scattered where it is made (ScatterToSequenceParallelRegion), a column-parallel
+/// Linear reading a shard all-gathering it and keeping the shard (ColumnParallelLinear), a
+/// row-parallel one reduce-scattering its output (RowParallelLinear).
 /// Throws nnmem::Error located at the layer for heads that do not divide, or a layer that
-/// cannot read a split tensor (a norm over it, MultiheadAttention, a convolution).
-TensorParallelSpec tensor_parallel_rank(const Graph& full, std::int64_t tp);
+/// cannot read a split tensor (a norm over it, MultiheadAttention, a convolution), a sequence
+/// that does not divide, or sequence parallelism without tensor parallelism.
+TensorParallelSpec tensor_parallel_rank(const Graph& full, std::int64_t tp, bool sequence_parallel = false);
 
 enum class PipelineSchedule { GPipe, OneFOneB, Interleaved };
 std::string_view name_of(PipelineSchedule schedule);
@@ -95,6 +102,7 @@ std::optional<PipelineSchedule> parse_schedule(std::string_view name);
 struct ModelParallelOptions {
   std::int64_t tp = 1;
   std::int64_t pp = 1;
+  bool sequence_parallel = false;    // Megatron's --sequence-parallel (with tp > 1)
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   std::int64_t virtual_stages = 1;   // interleaved: model chunks per pipeline rank
   std::vector<std::int64_t> stages;  // pipeline layers per stage (per chunk when interleaved); empty: balanced
@@ -135,6 +143,28 @@ struct ModelParallelEstimate {
 /// spec for a split that cannot be made (fewer layers than stages, --stages not adding up).
 ModelParallelEstimate estimate_model_parallel(const ModelSpec& spec, const EstimateOptions& options,
                                               const ModelParallelOptions& mp);
+
+/// `fit` with tensor or pipeline parallelism: the largest micro-batch per GPU (a multiple of
+/// fit.multiple_of) whose most loaded stage's peak fits fit.budget_bytes − fit.headroom_bytes.
+struct ModelParallelFit {
+  FitOptions options;
+  std::int64_t micro_batch = 0;        // 0: none fits
+  std::int64_t needed_bytes = 0;       // the most loaded stage's peak at micro_batch (at multiple_of when none fits)
+  std::int64_t next_needed_bytes = 0;  // at micro_batch + multiple_of (0 past 64 bits or the largest batch)
+  ModelParallelEstimate estimate;      // at micro_batch (at multiple_of when none fits)
+};
+ModelParallelFit fit_model_parallel(const ModelSpec& spec, EstimateOptions options, const ModelParallelOptions& mp, const FitOptions& fit);
+
+/// `compare --tp/--pp`: each spec or variant's stages per GPU, and with a budget its largest micro-batch.
+struct ModelParallelComparison {
+  struct Column {
+    std::string name;
+    ModelParallelEstimate estimate;
+    std::optional<ModelParallelFit> fit;  // with a budget
+  };
+  std::vector<Column> columns;
+  std::optional<std::int64_t> budget_bytes;
+};
 
 // --- DeepSpeed's estimators (deepspeed/runtime/zero/stage_1_and_2.py and stage3.py), as its code
 // computes them: model states only (parameters, gradients, optimizer state, with fixed bytes per

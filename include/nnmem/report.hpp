@@ -53,6 +53,14 @@ std::string render_megatron(const TransformerShape& shape, const MegatronSetup& 
 std::string render_table(const ModelParallelEstimate& estimate, const ReportOptions& options = {});
 /// The same as JSON (docs/json.md, "model_parallel"), each stage's estimate in full.
 std::string render_json(const ModelParallelEstimate& estimate, const ReportOptions& options = {}, int indent = 2);
+/// `fit --tp/--pp`: the largest micro-batch per GPU, what the most loaded stage needs; the stages at it when asked for.
+std::string render_table(const ModelParallelFit& fit, bool with_estimate = false);
+/// The estimate at the answer's micro-batch (render_json's) with a "fit" object.
+std::string render_json(const ModelParallelFit& fit, const ReportOptions& options = {}, int indent = 2);
+/// `compare --tp/--pp`: a row per per-GPU figure of the most loaded stage, a column per spec or variant.
+std::string render_table(const ModelParallelComparison& comparison);
+/// The same as JSON: {"schema_version", "columns": [{"name", "model_parallel", "fit"?}]}.
+std::string render_json(const ModelParallelComparison& comparison, int indent = 2);
 /// The estimate as JSON (indent < 0: one line).
 std::string render_json(const Estimate& estimate, const ReportOptions& options = {}, int indent = 2);
 /// The same, written to `os` as it is made: the layers and the timeline, which grow with the

@@ -1,4 +1,5 @@
-// nnmem compare: several specs, or one spec under named variants, side by side.
+// nnmem compare: several specs, or one spec under named variants, side by side (with --tp/--pp,
+// each one's most loaded stage per GPU).
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -6,6 +7,7 @@
 #include "args.hpp"
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "nnmem/parallel.hpp"
 #include "nnmem/plan.hpp"
 
 namespace nnmem::cli {
@@ -64,20 +66,33 @@ int run(const CompareArgs& a) {
   if (variants.empty()) variants.push_back({"", a.load.options(), std::nullopt});
   if (a.paths.size() * variants.size() < 2)
     throw CLI::ValidationError("compare", "needs two columns: two specs or more, or a spec and two --variant or more");
+  const ModelParallelOptions mp = a.step.scale.model_parallel();
+  if (mp.active() && (a.format == "csv" || a.format == "markdown"))
+    throw CLI::ValidationError(a.step.scale.tp > 1 ? "--tp" : "--pp", "compares as a table or JSON (--format table|json)");
+  ModelParallelComparison per_gpu;  // --tp, --pp: the most loaded stage's figures per GPU
+  per_gpu.budget_bytes = c.budget_bytes;
   for (const auto& path : a.paths)
     for (const auto& v : variants) {
       EstimateOptions o = options;
       if (v.batch) o.graph.batch = *v.batch;
       const ModelSpec spec = load_spec(path, v.load, a.load.import);
-      Comparison::Column column{v.name.empty() ? spec.name : a.paths.size() > 1 ? spec.name + ":" + v.name : v.name, estimate(spec, o), {}};
-      if (c.budget_bytes) {
-        FitOptions f;
-        f.budget_bytes = *c.budget_bytes;
-        f.with_estimate = false;
-        column.fit = fit_batch(spec, o, f);
+      const std::string name = v.name.empty() ? spec.name : a.paths.size() > 1 ? spec.name + ":" + v.name : v.name;
+      FitOptions f;
+      f.budget_bytes = c.budget_bytes.value_or(0);
+      f.with_estimate = false;
+      if (mp.active()) {
+        per_gpu.columns.push_back({name, estimate_model_parallel(spec, o, mp), {}});
+        if (c.budget_bytes) per_gpu.columns.back().fit = fit_model_parallel(spec, o, mp, f);
+        continue;
       }
+      Comparison::Column column{name, estimate(spec, o), {}};
+      if (c.budget_bytes) column.fit = fit_batch(spec, o, f);
       c.columns.push_back(std::move(column));
     }
+  if (mp.active()) {
+    std::cout << (a.format == "json" ? render_json(per_gpu) + "\n" : render_table(per_gpu));
+    return 0;
+  }
   if (a.format == "json") std::cout << render_json(c) << '\n';
   else if (a.format == "csv") std::cout << render_csv(c);
   else if (a.format == "markdown") std::cout << render_markdown(c);
@@ -92,6 +107,7 @@ Subcommand add_compare(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("compare", "several specs, or one spec under named variants, side by side: parameters, "
                                                    "MACs, every memory component, the peak, the largest batch for --budget; "
                                                    "deltas against the first column");
+  a->step.scale.model_parallel_command = true;
   app->add_option("SPEC", a->paths, "the model specs (YAML), or - for standard input")->required();
   a->load.add_to(*app);
   a->step.add_to(*app);

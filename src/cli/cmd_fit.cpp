@@ -1,10 +1,12 @@
-// nnmem fit: the largest batch whose step fits a budget.
+// nnmem fit: the largest batch whose step fits a budget (with --tp/--pp: the largest micro-batch per
+// GPU whose most loaded pipeline stage does).
 #include <iostream>
 #include <memory>
 
 #include "args.hpp"
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "nnmem/parallel.hpp"
 #include "nnmem/plan.hpp"
 
 namespace nnmem::cli {
@@ -42,6 +44,11 @@ int run(const FitArgs& a) {
   fit.headroom_bytes = headroom_bytes(a.headroom, fit.budget_bytes);
   fit.multiple_of = a.multiple_of;
   fit.with_estimate = a.table || a.format == "json";
+  if (const ModelParallelOptions mp = a.step.scale.model_parallel(); mp.active()) {  // --tp, --pp: the micro-batch per GPU
+    const ModelParallelFit result = fit_model_parallel(a.spec.spec(), options, mp, fit);
+    std::cout << (a.format == "json" ? render_json(result) + "\n" : render_table(result, a.table));
+    return result.micro_batch > 0 ? 0 : kExitDoesNotFit;
+  }
   const BatchFit result = fit_batch(a.spec.spec(), options, fit);
   std::cout << (a.format == "json" ? render_json(result) + "\n" : render_table(result, a.table));
   return result.batch > 0 ? 0 : kExitDoesNotFit;
@@ -54,6 +61,7 @@ Subcommand add_fit(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand(
       "fit", "the largest batch whose training step fits in a memory budget (exit 2 when no batch does)");
   a->spec.add_to(*app);
+  a->step.scale.model_parallel_command = true;
   a->step.add_to(*app, false);
   app->add_option("--budget", a->budget, "the memory to fit in, e.g. 24GiB or 80GB (with --overhead for the CUDA context)")
       ->required();

@@ -44,6 +44,9 @@ void ScaleArgs::add_to(CLI::App& app) {
                              "heads and vocabulary are split over")
       ->check(integer_between(1, 1 << 20))
       ->capture_default_str();
+  app.add_flag("--sequence-parallel", sequence_parallel,
+               "with --tp: Megatron's sequence parallelism (modelled): the norms', dropouts' and residuals' tensors split "
+               "along the sequence over the tensor-parallel ranks");
   app.add_option("--pp", pp, "pipeline parallelism (modelled): stages the spec's layers (block instances) are split into")
       ->check(integer_between(1, 1 << 20))
       ->capture_default_str();
@@ -63,6 +66,7 @@ ModelParallelOptions ScaleArgs::model_parallel() const {
   ModelParallelOptions m;
   m.tp = tp;
   m.pp = pp;
+  m.sequence_parallel = sequence_parallel;
   m.schedule = *parse_schedule(schedule);
   m.virtual_stages = virtual_stages;
   m.stages = stages;
@@ -87,7 +91,9 @@ ParallelOptions ScaleArgs::parallel() const {
 void ScaleArgs::apply(StepOptions& step) const {
   step.grad_accum = grad_accum;
   if ((tp > 1 || pp > 1) && !model_parallel_command)
-    throw CLI::ValidationError(tp > 1 ? "--tp" : "--pp", "tensor and pipeline parallelism are estimated by `nnmem estimate` only, so far");
+    throw CLI::ValidationError(tp > 1 ? "--tp" : "--pp", "tensor and pipeline parallelism are estimated by `nnmem estimate`, `fit` and `compare` only, so far");
+  if (sequence_parallel && tp == 1)
+    throw CLI::ValidationError("--sequence-parallel", "splits the sequence over the tensor-parallel ranks: it needs --tp above 1");
   const std::int64_t world = checked_mul(gpus, nodes), model = checked_mul(tp, pp);
   if (world % model != 0)
     throw CLI::ValidationError(tp > 1 ? "--tp" : "--pp", "--tp " + std::to_string(tp) + " × --pp " + std::to_string(pp) + " = " +

@@ -25,9 +25,10 @@ struct ScaleArgs {
   std::string fsdp;          // "": no FSDP
   std::vector<std::string> offload;  // "optimizer", "params"
   std::int64_t tp = 1, pp = 1, virtual_stages = 1;
+  bool sequence_parallel = false;
   std::string schedule = "1f1b";
   std::vector<std::int64_t> stages;
-  bool model_parallel_command = false;  // tensor and pipeline parallelism: `estimate` only, so far
+  bool model_parallel_command = false;  // tensor and pipeline parallelism: `estimate`, `fit` and `compare` only, so far
 
   void add_to(CLI::App& app);
   /// Data parallelism over the ranks tensor and pipeline parallelism leave: --gpus × --nodes / (tp × pp).

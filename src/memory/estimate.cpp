@@ -6,6 +6,7 @@
 #include <charconv>
 #include <set>
 
+#include "../enum_names.hpp"
 #include "recompute.hpp"
 #include "sharding.hpp"
 #include "cuda_allocator.hpp"
@@ -15,41 +16,32 @@ namespace nnmem {
 
 namespace {
 
-template <typename Enum, std::size_t N>
-struct Names {
-  std::array<std::pair<Enum, std::string_view>, N> table;
-  std::string_view name(Enum e) const {
-    for (const auto& [k, n] : table)
-      if (k == e) return n;
-    return "?";
-  }
-  std::optional<Enum> parse(std::string_view s) const {
-    for (const auto& [k, n] : table)
-      if (n == s) return k;
-    return std::nullopt;
-  }
-};
-
-constexpr Names<OptimizerKind, 10> kOptimizers{{{
+constexpr EnumNames<OptimizerKind, 10> kOptimizers{{{
     {OptimizerKind::None, "none"}, {OptimizerKind::Sgd, "sgd"}, {OptimizerKind::Momentum, "momentum"},
     {OptimizerKind::Nesterov, "nesterov"}, {OptimizerKind::Adam, "adam"}, {OptimizerKind::AdamW, "adamw"},
     {OptimizerKind::AMSGrad, "amsgrad"}, {OptimizerKind::RMSprop, "rmsprop"}, {OptimizerKind::Adagrad, "adagrad"},
     {OptimizerKind::Adam8bit, "adam8bit"},
 }}};
-constexpr Names<LossKind, 8> kLosses{{{
+constexpr EnumNames<LossKind, 8> kLosses{{{
     {LossKind::CrossEntropy, "cross_entropy"}, {LossKind::Mse, "mse"}, {LossKind::Mean, "mean"},
     {LossKind::BceWithLogits, "bce_with_logits"}, {LossKind::Nll, "nll"}, {LossKind::L1, "l1"},
     {LossKind::SmoothL1, "smooth_l1"}, {LossKind::Huber, "huber"},
 }}};
-constexpr Names<Phase, 3> kPhases{{{
+constexpr EnumNames<Phase, 3> kPhases{{{
     {Phase::Forward, "forward"}, {Phase::Backward, "backward"}, {Phase::Optimizer, "optimizer"},
 }}};
-constexpr Names<Loop, 2> kLoops{{{{Loop::Plain, "plain"}, {Loop::Function, "function"}}}};
-constexpr Names<CheckpointSegments, 5> kCheckpointSegments{{{
+constexpr EnumNames<Loop, 2> kLoops{{{{Loop::Plain, "plain"}, {Loop::Function, "function"}}}};
+constexpr EnumNames<CheckpointSegments, 5> kCheckpointSegments{{{
     {CheckpointSegments::Spec, "spec"}, {CheckpointSegments::None, "none"}, {CheckpointSegments::Blocks, "blocks"},
     {CheckpointSegments::Every, "every"}, {CheckpointSegments::Selective, "selective"},
 }}};
-constexpr Names<CheckpointImpl, 2> kCheckpointImpls{{{
+constexpr EnumNames<MemoryKind, kMemoryKinds> kMemoryKindNames{{{
+    {MemoryKind::Parameters, "parameters"}, {MemoryKind::Buffers, "buffers"}, {MemoryKind::OptimizerState, "optimizer_state"},
+    {MemoryKind::Gradients, "gradients"}, {MemoryKind::Inputs, "inputs"}, {MemoryKind::Activations, "activations"},
+    {MemoryKind::WeightCopies, "weight_copies"}, {MemoryKind::Transients, "transients"},
+    {MemoryKind::CommBuffers, "comm_buffers"}, {MemoryKind::Gathered, "gathered"},
+}}};
+constexpr EnumNames<CheckpointImpl, 2> kCheckpointImpls{{{
     {CheckpointImpl::NonReentrant, "non-reentrant"}, {CheckpointImpl::Reentrant, "reentrant"},
 }}};
 
@@ -104,11 +96,7 @@ std::string_view name_of(LossKind kind) { return kLosses.name(kind); }
 std::string_view name_of(Phase phase) { return kPhases.name(phase); }
 std::string_view name_of(Loop loop) { return kLoops.name(loop); }
 std::string_view name_of(CheckpointImpl impl) { return kCheckpointImpls.name(impl); }
-std::string_view name_of(MemoryKind kind) {
-  static constexpr std::array<std::string_view, kMemoryKinds> names = {
-      "parameters", "buffers", "optimizer_state", "gradients", "inputs", "activations", "weight_copies", "transients", "comm_buffers", "gathered"};
-  return names[static_cast<std::size_t>(kind)];
-}
+std::string_view name_of(MemoryKind kind) { return kMemoryKindNames.name(kind); }
 std::optional<OptimizerKind> parse_optimizer(std::string_view name) { return kOptimizers.parse(name); }
 std::optional<LossKind> parse_loss(std::string_view name) { return kLosses.parse(name); }
 std::optional<Loop> parse_loop(std::string_view name) { return kLoops.parse(name); }

@@ -3,10 +3,10 @@
 // cross into it, its step simulated, and its peak raised by the micro-batches its schedule keeps
 // in flight. With tensor parallelism, each stage is one tensor-parallel rank's. Modelled.
 #include <algorithm>
-#include <array>
 #include <map>
 #include <set>
 
+#include "../enum_names.hpp"
 #include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
@@ -14,7 +14,9 @@
 namespace nnmem {
 namespace {
 
-constexpr std::array<std::string_view, 3> kSchedules = {"gpipe", "1f1b", "interleaved"};
+constexpr EnumNames<PipelineSchedule, 3> kSchedules{{{
+    {PipelineSchedule::GPipe, "gpipe"}, {PipelineSchedule::OneFOneB, "1f1b"}, {PipelineSchedule::Interleaved, "interleaved"},
+}}};
 
 // The spec's top-level entries in order, each with its nodes, and which are the pipeline's
 // layers: the block instances, or without blocks the entries with parameters.
@@ -203,13 +205,8 @@ std::int64_t chunks_in_flight(const ModelParallelOptions& mp, std::int64_t i, st
 
 }  // namespace
 
-std::string_view name_of(PipelineSchedule schedule) { return kSchedules[static_cast<std::size_t>(schedule)]; }
-
-std::optional<PipelineSchedule> parse_schedule(std::string_view name) {
-  for (std::size_t k = 0; k < kSchedules.size(); ++k)
-    if (kSchedules[k] == name) return static_cast<PipelineSchedule>(k);
-  return std::nullopt;
-}
+std::string_view name_of(PipelineSchedule schedule) { return kSchedules.name(schedule); }
+std::optional<PipelineSchedule> parse_schedule(std::string_view name) { return kSchedules.parse(name); }
 
 std::size_t ModelParallelEstimate::most_loaded() const {
   std::size_t best = 0;
@@ -228,7 +225,7 @@ ModelParallelEstimate estimate_model_parallel(const ModelSpec& spec, const Estim
   out.options = mp;
   out.micro_batches = options.step.grad_accum;
   const Graph full = build_graph(spec, options.graph);
-  TensorParallelSpec rank = tensor_parallel_rank(full, mp.tp);
+  TensorParallelSpec rank = tensor_parallel_rank(full, mp.tp, mp.sequence_parallel);
   out.split = std::move(rank.split);
   const Graph g = mp.tp > 1 ? build_graph(std::move(rank.spec), options.graph) : full;
   const std::vector<Unit> units = units_of(g);

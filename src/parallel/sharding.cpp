@@ -1,26 +1,23 @@
 // ZeRO's stages (DeepSpeed, deepspeed/runtime/zero/) and FSDP's sharding strategies
 // (torch.distributed.fsdp, FSDP2's fully_shard) as what they make each rank hold: the memory
 // stage simulates the step with it (src/memory/sharding.cpp). Modelled: DeepSpeed needs GPUs.
-#include <array>
-
+#include "../enum_names.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
 
 namespace nnmem {
 namespace {
 
-constexpr std::array<std::string_view, 5> kFsdpNames = {"none", "full", "shard_grad_op", "hybrid", "no_shard"};
+constexpr EnumNames<FsdpStrategy, 5> kFsdpNames{{{
+    {FsdpStrategy::None, "none"}, {FsdpStrategy::Full, "full"}, {FsdpStrategy::ShardGradOp, "shard_grad_op"},
+    {FsdpStrategy::Hybrid, "hybrid"}, {FsdpStrategy::NoShard, "no_shard"},
+}}};
 constexpr std::int64_t kReduceBucketElements = 500'000'000;  // DeepSpeed's reduce_bucket_size default (5e8)
 
 }  // namespace
 
-std::string_view name_of(FsdpStrategy strategy) { return kFsdpNames[static_cast<std::size_t>(strategy)]; }
-
-std::optional<FsdpStrategy> parse_fsdp(std::string_view name) {
-  for (std::size_t k = 0; k < kFsdpNames.size(); ++k)
-    if (kFsdpNames[k] == name) return static_cast<FsdpStrategy>(k);
-  return std::nullopt;
-}
+std::string_view name_of(FsdpStrategy strategy) { return kFsdpNames.name(strategy); }
+std::optional<FsdpStrategy> parse_fsdp(std::string_view name) { return kFsdpNames.parse(name); }
 
 DataParallelStep sharded_step(const ParallelOptions& options) {
   if (options.zero > 0 && options.fsdp != FsdpStrategy::None)

@@ -8,8 +8,18 @@
 // Embedding is vocabulary-parallel (ceil(V / T) rows, the output all-reduced whole). Between
 // them, views, transposes, element-wise ops, attention and matrix products carry the split
 // along; norms and everything else are replicated and must not read a split tensor.
+//
+// With sequence parallelism (Korthikanti et al. 2022; Megatron's --sequence-parallel) the tensors
+// between the tensor-parallel regions (norms, dropout, residual adds) are split along their
+// sequence (dimension -2) instead of held whole: a whole activation read by a norm or a dropout
+// is scattered to the rank's shard where it is made (a float input given as the shard, as a
+// pipeline stage receives it), a column-parallel Linear reading a shard all-gathers it (and
+// keeps the shard: ColumnParallelLinear), a row-parallel one reduce-scatters its output
+// (RowParallelLinear), and another layer that needs the whole sequence reads it gathered.
 #include <algorithm>
 
+#include "../enum_names.hpp"
+#include "collectives.hpp"
 #include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
@@ -18,6 +28,10 @@ namespace nnmem {
 namespace {
 
 constexpr int kWhole = -1;
+constexpr EnumNames<TpRole, 4> kTpRoles{{{
+    {TpRole::Replicated, "replicated"}, {TpRole::Column, "column-parallel"}, {TpRole::Row, "row-parallel"},
+    {TpRole::VocabEmbedding, "vocabulary-parallel"},
+}}};
 
 bool is_view(const std::string& t) {
   return t == "View" || t == "Reshape" || t == "Flatten" || t == "Unsqueeze" || t == "Squeeze";
@@ -38,14 +52,22 @@ bool elementwise(const Node& n, const Graph& g) {
 
 class Splitter {
  public:
-  Splitter(const Graph& g, std::int64_t tp) : g_(g), tp_(tp), split_(g.values.size(), kWhole), local_(g.values.size(), 0) {}
+  Splitter(const Graph& g, std::int64_t tp, bool sequence_parallel)
+      : g_(g), tp_(tp), sp_(sequence_parallel), split_(g.values.size(), kWhole), local_(g.values.size(), 0), seq_(g.values.size(), false) {}
 
   TensorParallelSpec run() {
     check_heads();
     for (const Node& n : g_.nodes)
       if (spec_of(n).type == "Embedding") vocab_ = std::max(vocab_, rows(n));
     out_.spec = g_.spec;
-    for (std::size_t i = 0; i < g_.nodes.size(); ++i) visit(g_.nodes[i]);
+    if (sp_) shard_inputs();
+    for (const Node& n : g_.nodes) {
+      visit(n);
+      if (sp_)
+        for (int v : n.outputs)
+          if (scattered(v)) scatter(n, v);
+    }
+    insert_collectives(out_.spec, std::move(scatters_), std::move(gathers_));
     return std::move(out_);
   }
 
@@ -65,9 +87,91 @@ class Splitter {
       if (a.name == attr) a.value.integer = value;
   }
   void role(const Node& n, TpRole r) { out_.split.push_back({spec_of(n).name, spec_of(n).type, r}); }
-  void mark(int v, int dim, std::int64_t local) {
+  void mark(int v, int dim, std::int64_t local, bool seq = false) {
     split_[static_cast<std::size_t>(v)] = dim;
     local_[static_cast<std::size_t>(v)] = local;
+    seq_[static_cast<std::size_t>(v)] = seq;
+  }
+  // Marks `out` split as `from` is.
+  void carry(int out, int dim, int from) { mark(out, dim, local_[static_cast<std::size_t>(from)], seq_[static_cast<std::size_t>(from)]); }
+  bool seq(int v) const { return seq_[static_cast<std::size_t>(v)]; }
+
+  // --- Sequence parallelism: where the sequence-split regions begin.
+
+  // A whole float activation with a sequence (dimension -2 of at least [N, s, h]) read by a norm
+  // or a dropout: the region Megatron splits along the sequence.
+  bool scattered(int v) const {
+    const TensorValue& val = g_.values[static_cast<std::size_t>(v)];
+    if (split_[static_cast<std::size_t>(v)] != kWhole || val.type.shape.size() < 3 || !is_floating(val.type.dtype)) return false;
+    return std::any_of(val.readers.begin(), val.readers.end(), [&](int r) {
+      const std::string& t = spec_of(g_.nodes[static_cast<std::size_t>(r)]).type;
+      return t == "LayerNorm" || t == "RMSNorm" || t == "Dropout";
+    });
+  }
+  std::int64_t seq_share(const Node& n, int v) const {
+    const Shape& s = shape(v);
+    const std::int64_t len = s[s.size() - 2];
+    if (len % tp_ != 0)
+      fail(n, "reads '" + g_.values[static_cast<std::size_t>(v)].name + "' " + to_string(s) + ", which --sequence-parallel splits along its "
+              "sequence (dimension " + std::to_string(s.size() - 2) + "): expected its length to divide by " + std::to_string(tp_) +
+              ", found " + std::to_string(len));
+    return len / tp_;
+  }
+  const Node& first_reader(int v) const { return g_.nodes[static_cast<std::size_t>(g_.values[static_cast<std::size_t>(v)].readers.front())]; }
+  // A float input read in a sequence-parallel region is given as the rank's shard.
+  void shard_inputs() {
+    for (InputSpec& in : out_.spec.inputs) {
+      const auto v = std::find_if(g_.values.begin(), g_.values.end(), [&](const TensorValue& t) { return t.producer < 0 && t.name == in.name; });
+      if (v == g_.values.end()) continue;
+      const int id = static_cast<int>(v - g_.values.begin());
+      if (!scattered(id)) continue;
+      const std::int64_t share = seq_share(first_reader(id), id);
+      in.shape[in.shape.size() - 2] = share;
+      mark(id, static_cast<int>(v->type.shape.size() - 2), share, true);
+    }
+  }
+  // A layer's output: a ScatterToSequenceParallelRegion after it, which its readers read instead.
+  void scatter(const Node& n, int v) {
+    const std::int64_t share = seq_share(first_reader(v), v);
+    mark(v, static_cast<int>(shape(v).size() - 2), share, true);
+    const std::string& value = g_.values[static_cast<std::size_t>(v)].name;
+    scatters_.push_back({static_cast<std::size_t>(n.layer),
+                         collective_layer(spec_of(n), "ScatterToSequenceParallelRegion", value + ".scatter_to_sequence_parallel_region",
+                                          value, tp_)});
+  }
+  // Whether `n` can read the sequence shard `v`: a Linear (it gathers), a norm, or an
+  // element-wise layer not working along the sequence. Others (a pooler's first token, a view
+  // across it) read the whole sequence, gathered.
+  bool reads_shard(const Node& n, int v) const {
+    const LayerSpec& l = spec_of(n);
+    if (l.type == "Linear" || l.type == "LayerNorm" || l.type == "RMSNorm") return true;
+    if (l.type == "MatMul" || l.type == "ScaledDotProductAttention") return false;  // attention over the whole sequence
+    const Attribute* dim = l.find_attr("dim");
+    const auto rank = static_cast<std::int64_t>(shape(v).size());
+    if (dim && dim->value.kind == Value::Kind::Int && (dim->value.integer + rank) % rank == split_[static_cast<std::size_t>(v)]) return false;
+    return elementwise(n, g_);
+  }
+  // A GatherFromSequenceParallelRegion before `n`, which `n` reads instead of the shard.
+  void gather(const Node& n, int v) {
+    const LayerSpec& to = spec_of(n);
+    const std::string& value = g_.values[static_cast<std::size_t>(v)].name;
+    if (static_cast<std::size_t>(split_[static_cast<std::size_t>(v)]) + 2 != shape(v).size())
+      fail(n, "reads " + split_text(v) + ", a sequence shard whose sequence is no longer its dimension -2: it cannot be "
+              "gathered back whole there; expected the layers of a sequence-parallel region to keep [N, s, h]");
+    std::string name = to.name + ".gather_from_sequence_parallel_region";
+    int before = 0;  // gathers for `n` already: a second shard it reads gets a name of its own
+    for (const Collective& c : gathers_) {
+      if (c.at != static_cast<std::size_t>(n.layer)) continue;
+      if (c.layer.inputs.front() == value) return;  // read twice: gathered once
+      ++before;
+    }
+    if (before > 0) name += "_" + std::to_string(before + 1);
+    gathers_.push_back({static_cast<std::size_t>(n.layer), collective_layer(to, "GatherFromSequenceParallelRegion", name, value, tp_)});
+  }
+  void retype(const Node& n, const char* type) {
+    LayerSpec& l = out_.spec.layers[static_cast<std::size_t>(n.layer)];
+    l.type = type;
+    l.attrs.push_back({"sequence_parallel", ranks_value(tp_, l.loc), l.loc});
   }
 
   // Attention heads split across the ranks: the query's and the key-value heads must divide.
@@ -94,8 +198,14 @@ class Splitter {
   void visit(const Node& n) {
     const std::string& t = spec_of(n).type;
     int in = kWhole, reader = -1;
-    for (int v : n.inputs)
-      if (split_[static_cast<std::size_t>(v)] != kWhole) in = split_[static_cast<std::size_t>(v)], reader = v;
+    for (int v : n.inputs) {
+      if (split_[static_cast<std::size_t>(v)] == kWhole) continue;
+      if (seq(v) && !reads_shard(n, v)) {
+        gather(n, v);
+        continue;
+      }
+      in = split_[static_cast<std::size_t>(v)], reader = v;
+    }
     if (t == "Linear") return linear(n, in, reader);
     if (t == "Embedding" && rows(n) == vocab_) {
       set_attr(n, "num_embeddings", ceil_div(vocab_));
@@ -111,8 +221,9 @@ class Splitter {
     if (t == "Transpose" || t == "Permute") return move_dim(n, reader, out);
     if (t == "ScaledDotProductAttention" || t == "MatMul") {
       if (static_cast<std::size_t>(in) + 2 >= rank_in) fail(n, "multiplies along the split dimension of " + split_text(reader));
-      return mark(out, in, local_[static_cast<std::size_t>(reader)]);
+      return carry(out, in, reader);
     }
+    if (seq(reader) && (t == "LayerNorm" || t == "RMSNorm")) return norm_of_shard(n, reader, out);
     if (reduces(t)) fail(n, "normalises or reduces a tensor split across the ranks, " + split_text(reader) + "; only Linear, views, "
                             "transposes, element-wise layers and attention can read one");
     const Attribute* dim = spec_of(n).find_attr("dim");
@@ -132,8 +243,8 @@ class Splitter {
                     "' " + to_string(s) + "; expected both split or the whole one broadcast along that dimension");
     }
     const Shape& o = shape(out);
-    mark(out, static_cast<int>(o.size() - from_end), local_[static_cast<std::size_t>(reader)]);
-    for (std::size_t k = 1; k < n.outputs.size(); ++k) mark(n.outputs[k], split_[static_cast<std::size_t>(out)], local_[static_cast<std::size_t>(out)]);
+    carry(out, static_cast<int>(o.size() - from_end), reader);
+    for (std::size_t k = 1; k < n.outputs.size(); ++k) carry(n.outputs[k], split_[static_cast<std::size_t>(out)], out);
   }
 
   // An Embedding's rows. The largest table is the vocabulary's (Megatron's word embeddings):
@@ -141,11 +252,24 @@ class Splitter {
   std::int64_t rows(const Node& n) const { return spec_of(n).find_attr("num_embeddings")->value.integer; }
   std::int64_t ceil_div(std::int64_t n) const { return (n + tp_ - 1) / tp_; }
 
-  // Column-parallel (whole input) or row-parallel (input split along its last dimension).
+  // A norm over the features of a sequence shard: the shard normalised, its weights replicated.
+  void norm_of_shard(const Node& n, int reader, int out) {
+    const Attribute* normalized = spec_of(n).find_attr("normalized_shape");
+    const std::size_t dims = normalized && normalized->value.kind == Value::Kind::List ? normalized->value.items.size() : 1;
+    if (static_cast<std::size_t>(split_[static_cast<std::size_t>(reader)]) + dims >= shape(reader).size())
+      fail(n, "normalises over the sequence of " + split_text(reader) + ", which --sequence-parallel splits");
+    carry(out, split_[static_cast<std::size_t>(reader)], reader);
+    if (!n.result.params.empty()) role(n, TpRole::Replicated);
+  }
+
+  // Column-parallel (whole input, or a sequence shard it gathers) or row-parallel (input split
+  // along its last dimension).
   void linear(const Node& n, int in, int reader) {
     const int out = n.outputs.front();
     const Shape& o = shape(out);
-    if (in == kWhole) {
+    const bool gathers = in != kWhole && seq(reader);
+    if (gathers) retype(n, "ColumnParallelLinear");
+    if (in == kWhole || gathers) {
       const std::int64_t features = o.back();
       const bool head = std::find(g_.outputs.begin(), g_.outputs.end(), out) != g_.outputs.end() ||
                         std::any_of(g_.values[static_cast<std::size_t>(out)].readers.begin(),
@@ -164,6 +288,11 @@ class Splitter {
       fail(n, "reads " + split_text(reader) + "; a row-parallel Linear needs it split along its last dimension");
     set_attr(n, "in_features", local_[static_cast<std::size_t>(reader)]);  // when the spec gives it
     role(n, TpRole::Row);
+    if (sp_ && o.size() >= 3) {  // reduce-scattered to the rank's sequence shard
+      const std::int64_t share = seq_share(n, out);
+      retype(n, "RowParallelLinear");
+      mark(out, static_cast<int>(o.size() - 2), share, true);
+    }
   }
 
   // A fused projection's parts (GPT-2's c_attn: q, k, v): each part split as the whole was, so a
@@ -176,7 +305,7 @@ class Splitter {
         fail(n, "cuts " + split_text(reader) + " into a part of " + std::to_string(part) + ", which does not split over the ranks");
       return checked_mul(part, local) / whole;
     };
-    for (int v : n.outputs) mark(v, d, share(shape(v)[static_cast<std::size_t>(d)]));
+    for (int v : n.outputs) mark(v, d, share(shape(v)[static_cast<std::size_t>(d)]), seq(reader));
     for (Attribute& a : out_.spec.layers[static_cast<std::size_t>(n.layer)].attrs) {
       if (a.name != "split_size_or_sections") continue;
       if (a.value.kind == Value::Kind::Int) a.value.integer = share(a.value.integer);
@@ -200,7 +329,7 @@ class Splitter {
       fail(n, "reshapes " + split_text(reader) + " into " + to_string(b) + ", which cuts across the split; expected the split "
               "dimension to begin a dimension of the new shape (heads outermost)");
     const std::int64_t share = checked_mul(b[j], local) / whole;
-    mark(out, static_cast<int>(j), share);
+    mark(out, static_cast<int>(j), share, seq(reader));
     const std::string& t = spec_of(n).type;
     if (t != "View" && t != "Reshape") return;
     const LayerSpec& l = spec_of(n);
@@ -226,33 +355,30 @@ class Splitter {
       for (std::size_t k = 0; k < dims.size(); ++k)
         if (norm(dims[k].integer) == d) to = static_cast<int>(k);
     }
-    mark(out, to, local_[static_cast<std::size_t>(reader)]);
+    carry(out, to, reader);
   }
 
   const Graph& g_;
   std::int64_t tp_;
+  bool sp_;
   std::vector<int> split_;               // per value: the dimension split across the ranks, or kWhole
   std::vector<std::int64_t> local_;      // per split value: a rank's size of that dimension
+  std::vector<bool> seq_;                // per split value: split along the sequence (sequence parallelism)
+  std::vector<Collective> scatters_, gathers_;  // in the layers' order
   std::int64_t vocab_ = 0;               // the largest Embedding's rows
   TensorParallelSpec out_;
 };
 
 }  // namespace
 
-std::string_view name_of(TpRole role) {
-  switch (role) {
-    case TpRole::Replicated: return "replicated";
-    case TpRole::Column: return "column-parallel";
-    case TpRole::Row: return "row-parallel";
-    case TpRole::VocabEmbedding: return "vocabulary-parallel";
-  }
-  return "?";
-}
+std::string_view name_of(TpRole role) { return kTpRoles.name(role); }
 
-TensorParallelSpec tensor_parallel_rank(const Graph& full, std::int64_t tp) {
+TensorParallelSpec tensor_parallel_rank(const Graph& full, std::int64_t tp, bool sequence_parallel) {
   if (tp < 1) throw Error(SourceLoc{}, "--tp: expected at least 1 rank, found " + std::to_string(tp));
+  if (sequence_parallel && tp == 1)
+    throw Error(full.spec.loc, "--sequence-parallel splits the sequence over the tensor-parallel ranks: it needs --tp above 1, found --tp 1");
   if (tp == 1) return {full.spec, {}};
-  return Splitter(full, tp).run();
+  return Splitter(full, tp, sequence_parallel).run();
 }
 
 }  // namespace nnmem

@@ -120,3 +120,52 @@ TEST_CASE("Linear: one-layer estimate through the graph") {
   CHECK(e.layers[0].macs == 4 * 16 * 64 * 10);
   CHECK(e.layers[0].output_bytes == 4 * 16 * 10 * 4);
 }
+
+// Megatron's ColumnParallelLinear and RowParallelLinear under sequence parallelism, one rank's
+// share, and the scatter into the sequence-parallel region: modelled from Megatron-LM's code
+// (megatron/core/tensor_parallel/layers.py and mappings.py; docs/parallel.md), [N, s, h] here
+// where Megatron's tensors are [s, N, h].
+TEST_CASE("ColumnParallelLinear, RowParallelLinear, ScatterToSequenceParallelRegion: a sequence shard in, gathered, scattered") {
+  SUBCASE("column-parallel: the shard all-gathered, the shard kept, not the gathered input") {
+    const auto r = linear("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4}", {2, 8, 64});
+    CHECK(out_shape(r) == "[2, 32, 48]");
+    CHECK(params_of(r) == "weight[48, 64] bias[48]");
+    CHECK(r.macs == 2 * 32 * 64 * 48);
+    CHECK(saved_of(r) == "input0");  // save_for_backward(input, weight): the rank's [s/t, b, h]
+    CHECK(scratch_of(r.forward_scratch) == "[2, 32, 64]:float32");
+    CHECK(scratch_of(r.backward_scratch) == "[2, 32, 64]:float32 [2, 32, 64]:float32");  // gathered again; the whole dgrad
+    CHECK(scratch_of(linear("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4}", {2, 8, 64}, false).backward_scratch) ==
+          "[2, 32, 64]:float32");
+  }
+  SUBCASE("row-parallel: the whole partial output reduce-scattered to the shard") {
+    const auto r = linear("{type: RowParallelLinear, out_features: 64, sequence_parallel: 4}", {2, 32, 12});
+    CHECK(out_shape(r) == "[2, 8, 64]");
+    CHECK(params_of(r) == "weight[64, 12] bias[64]");
+    CHECK(saved_of(r) == "input0");
+    CHECK(scratch_of(r.forward_scratch) == "[2, 32, 64]:float32");
+    CHECK(scratch_of(r.backward_scratch) == "[2, 32, 64]:float32");  // the output's gradient all-gathered
+  }
+  SUBCASE("without sequence parallelism they are Linear") {
+    const auto r = linear("{type: RowParallelLinear, out_features: 64}", {2, 32, 12});
+    CHECK(out_shape(r) == "[2, 32, 64]");
+    CHECK(r.forward_scratch.empty());
+  }
+  SUBCASE("the scatter: the rank's shard, a tensor of its own, nothing kept") {
+    const auto r = run_rule("{type: ScatterToSequenceParallelRegion, sequence_parallel: 4}", {tensor({2, 32, 64}, true)});
+    CHECK(out_shape(r) == "[2, 8, 64]");
+    CHECK(r.alias == Alias::None);
+    CHECK(saved_of(r).empty());
+  }
+  SUBCASE("the gather: the whole sequence, a tensor of its own, nothing kept") {
+    const auto r = run_rule("{type: GatherFromSequenceParallelRegion, sequence_parallel: 4}", {tensor({2, 8, 64}, true)});
+    CHECK(out_shape(r) == "[2, 32, 64]");
+    CHECK(r.alias == Alias::None);
+    CHECK(saved_of(r).empty());
+  }
+  SUBCASE("a sequence that does not divide") {
+    CHECK_THROWS_WITH(run_rule("{type: ScatterToSequenceParallelRegion, sequence_parallel: 4}", {tensor({2, 30, 64}, true)}),
+                      "splits the sequence over 4 ranks: expected its length (dimension 1) to divide by 4, found 30");
+    CHECK_THROWS_WITH(linear("{type: RowParallelLinear, out_features: 64, sequence_parallel: 4}", {2, 30, 12}),
+                      "reduce-scatters its output's sequence over 4 ranks: expected its length (dimension 1) to divide by 4, found 30");
+  }
+}

@@ -15,7 +15,8 @@ namespace {
 // in tests/layers/.
 const std::vector<std::string> kBuiltins = {
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",                   // conv.cpp
-    "Linear",                                                                                                // linear.cpp
+    "Linear", "ColumnParallelLinear", "RowParallelLinear", "ScatterToSequenceParallelRegion",                  // linear.cpp
+    "GatherFromSequenceParallelRegion",                                                                      //
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",                            // pool.cpp
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",                                           // adaptive_pool.cpp
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",                                           //
@@ -47,7 +48,7 @@ const std::vector<std::string> kBuiltins = {
 }  // namespace
 
 TEST_CASE("Registry: every built-in layer type is registered") {
-  CHECK(kBuiltins.size() == 119);
+  CHECK(kBuiltins.size() == 123);
   const auto types = layer_types();
   for (const auto& type : kBuiltins) {
     CAPTURE(type);
@@ -173,7 +174,7 @@ TEST_CASE("Registry: input counts and autocast policies") {
     // torch.autocast on CUDA: convolutions, linear, matmul and attention run in 16-bit;
     // softmax, log_softmax, softmin, layer_norm and group_norm in float32 (not batch, instance or rms norm).
     const bool lower = type.rfind("Conv", 0) == 0 || type == "Linear" || type == "MatMul" ||
-                       type == "ScaledDotProductAttention";
+                       type == "ScaledDotProductAttention" || type == "ColumnParallelLinear" || type == "RowParallelLinear";
     const bool f32 = type == "Softmax" || type == "LogSoftmax" || type == "Softmin" || type == "LayerNorm" || type == "GroupNorm";
     CHECK(def->autocast == (lower ? Autocast::Lower : f32 ? Autocast::Float32 : Autocast::Inherit));
     // CPU autocast (1.13 and 2.13) runs reflection_pad1d/2d and replication_pad1d/2d/3d in
