@@ -58,7 +58,7 @@ class BatchCurve {
   };
   std::vector<Line> blocks_;            // each block's size
   std::vector<Line> live_;              // the live total after each event
-  std::vector<TimelineEvent> events_;   // the probe's events: their order, phases and blocks hold at every batch
+  Timeline events_;                     // the probe's events: their order, phases and blocks hold at every batch
   detail::AllocationTrace trace_;       // the probe's blocks (their sizes are replaced at each batch)
   StepOptions step_;
   std::int64_t probe_batch_ = 0;

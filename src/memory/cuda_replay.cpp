@@ -41,7 +41,7 @@ constexpr std::size_t kCarries = static_cast<std::size_t>(Carry::Grad) + 1;
 
 class Replay {
  public:
-  Replay(const std::vector<TimelineEvent>& events, const AllocationTrace& trace, const StepOptions& options,
+  Replay(const Timeline& events, const AllocationTrace& trace, const StepOptions& options,
          std::int64_t give_up_above)
       : events_(events), trace_(trace), allocator_(options.allocator), give_up_above_(give_up_above), handle_(trace_.block_bytes.size(), -1),
         eager_state_(options.optimizer == OptimizerKind::Adagrad),
@@ -128,7 +128,7 @@ class Replay {
     if (h < 0) {
       oom_bytes_ = bytes(block);
       oom_phase_ = events_[event].phase;
-      oom_layer_ = events_[event].layer;
+      oom_layer_ = events_.layer(events_[event]);
       return false;
     }
     handle_[static_cast<std::size_t>(block)] = h;
@@ -250,14 +250,14 @@ class Replay {
     std::int64_t bytes = 0;  // as requested
   };
 
-  // An event as the replay reads it: 8 bytes instead of a TimelineEvent's hundred (a replay
+  // An event as the replay reads it: 8 bytes instead of a TimelineEvent's 32 (a replay
   // walks a million of them several times over).
   struct Step {
     int block = -1;
     std::int8_t sign = 0;  // the sign of its delta
     Phase phase = Phase::Forward;
   };
-  const std::vector<TimelineEvent>& events_;  // the steady step's, each naming its block
+  const Timeline& events_;  // the steady step's, each naming its block
   std::vector<Step> steps_;                   // the same events
   std::array<std::vector<int>, kCarries> made_;  // by Carry: the blocks of Model, Batch and State allocated, in order
   const AllocationTrace& trace_;
@@ -275,7 +275,7 @@ class Replay {
 
 }  // namespace
 
-CudaAllocatorFigures replay_cuda_allocator(const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
+CudaAllocatorFigures replay_cuda_allocator(const Timeline& events, const AllocationTrace& trace,
                                            const StepOptions& options, std::int64_t give_up_above) {
   return Replay(events, trace, options, give_up_above).run();
 }

@@ -75,7 +75,7 @@ struct StepResult {
   std::int64_t peak_micro_step = 1;
   std::array<std::int64_t, kMemoryKinds> breakdown{};
   std::int64_t backward_transients = 0;
-  std::vector<TimelineEvent> timeline;
+  Timeline timeline;
   AllocationTrace trace;  // for the CUDA allocator replay
 };
 struct CheckpointPlan;
@@ -94,7 +94,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& options, Step
 /// until the allocator's state repeats (cuda_replay.cpp).
 /// With `give_up_above`, the replay stops once max_memory_reserved() passes it (the figures are
 /// then those reached so far, over it: enough to say a budget is not met).
-CudaAllocatorFigures replay_cuda_allocator(const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
+CudaAllocatorFigures replay_cuda_allocator(const Timeline& events, const AllocationTrace& trace,
                                            const StepOptions& options,
                                            std::int64_t give_up_above = std::numeric_limits<std::int64_t>::max());
 
