@@ -67,7 +67,9 @@ for shape in chain residual gpt2; do
     extra=$(spec "$shape" "$n")
     file="$dir/$shape.yaml"
     # shellcheck disable=SC2086 # $extra is a list of arguments
-    layers=$("$nnmem" check "$file" --max-layers 2000000 $extra | sed -n 's/.*ok (\([0-9,]*\) layers.*/\1/p')
+    layers=$( (ulimit -v 4194304; timeout "$limit" "$nnmem" check "$file" --max-layers 2000000 $extra 2> /dev/null) |
+      sed -n 's/.*ok (\([0-9,]*\) layers.*/\1/p')
+    layers=${layers:-"about $n"}
     # shellcheck disable=SC2086
     printf '| %s | %s | %s | %s | %s | %s |\n' "$shape" "$layers" \
       "$(cell "$nnmem" check "$file" --max-layers 2000000 $extra)" \
