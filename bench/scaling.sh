@@ -56,7 +56,7 @@ cell() {
   elif [ "$?" -eq 124 ]; then
     printf 'over %s s' "$limit"
   else
-    printf 'failed (%s)' "$(grep -m1 -o 'error: .*\|bad_alloc\|Killed' "$dir/err" | cut -c1-40)"
+    printf 'failed (%s)' "$(grep -m1 -o 'error: .*\|bad_alloc\|Killed' "$dir/err" | cut -c1-60)"
   fi
 }
 
