@@ -94,7 +94,7 @@ TEST_CASE("the stashed RNG state is a CPU tensor: on CUDA it costs the device no
   const auto rng_bytes = [](const Estimate& e) {
     std::int64_t most = 0;
     for (const auto& ev : e.timeline)
-      if (ev.tensor.find("RNG state") != std::string::npos) most = std::max(most, ev.delta);
+      if (e.timeline.tensor(ev).find("RNG state") != std::string::npos) most = std::max(most, ev.delta);
     return most;
   };
   CHECK(rng_bytes(on_cpu) == 5056);
@@ -108,8 +108,8 @@ TEST_CASE("recomputation is in the timeline: 2.x's non-reentrant one stops at th
   const auto recomputed = [](const Estimate& e) {
     std::vector<std::string> outputs;
     for (const auto& ev : e.timeline)
-      if (ev.delta > 0 && ev.layer.rfind("blocks.2.", 0) == 0 && ev.tensor.find("(recomputed)") != std::string::npos)
-        outputs.push_back(ev.tensor);
+      if (ev.delta > 0 && e.timeline.layer(ev).rfind("blocks.2.", 0) == 0 && e.timeline.tensor(ev).find("(recomputed)") != std::string::npos)
+        outputs.push_back(e.timeline.tensor(ev));
     return outputs;
   };
   EstimateOptions o = cpu();
@@ -142,10 +142,10 @@ TEST_CASE("gradient accumulation: one micro-step is a plain step; more keep .gra
   // The first, a middle and the last micro-step are simulated, the optimizer only in the last.
   std::vector<std::int64_t> micro;
   for (const auto& ev : five.timeline)
-    if (micro.empty() || micro.back() != ev.micro_step) micro.push_back(ev.micro_step);
+    if (micro.empty() || micro.back() != five.timeline.micro_step(ev)) micro.push_back(five.timeline.micro_step(ev));
   CHECK(micro == std::vector<std::int64_t>{1, 2, 5});
   for (const auto& ev : five.timeline)
-    if (ev.phase == Phase::Optimizer) CHECK(ev.micro_step == 5);
+    if (ev.phase == Phase::Optimizer) CHECK(five.timeline.micro_step(ev) == 5);
   // After the first, the gradients exist while the next backward runs: the peak is higher,
   // and in a later micro-step.
   CHECK(five.totals.peak_bytes > plain.totals.peak_bytes);

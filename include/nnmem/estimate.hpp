@@ -16,7 +16,7 @@ namespace nnmem {
 
 enum class OptimizerKind { None, Sgd, Momentum, Nesterov, Adam, AdamW, AMSGrad, RMSprop, Adagrad, Adam8bit };
 enum class LossKind { CrossEntropy, Mse, Mean, BceWithLogits, Nll, L1, SmoothL1, Huber };
-enum class Phase { Forward, Backward, Optimizer };  // the loss counts as forward
+enum class Phase : std::uint8_t { Forward, Backward, Optimizer };  // the loss counts as forward
 /// How the training loop holds a step's `out` and `loss` (docs/memory-model.md, "The step").
 enum class Loop {
   Plain,     // `for ...: out = model(x); loss = ...`: the previous step's live until rebound
@@ -174,16 +174,38 @@ struct OptimizerSlot {
   std::int64_t bytes = 0;
 };
 
-/// One allocation (delta > 0) or release (delta < 0) in the simulated step.
+/// One allocation (delta > 0) or release (delta < 0) in the simulated step: 32 bytes, no
+/// string of its own (a large model's step has millions). What it names — its layer, its
+/// tensor, its micro-step — the Timeline holding it keeps once (Timeline::layer(ev), …).
 struct TimelineEvent {
-  Phase phase;
-  std::string layer;               // the layer (or "loss", "optimizer") responsible
-  std::string tensor;              // what: "output", "grad of input", "exp_avg_sq.sqrt()", …
   std::int64_t delta = 0;
   std::int64_t live = 0;           // bytes live after the event
-  MemoryKind kind = MemoryKind::Activations;  // what the block holds
   int block = -1;                  // the block allocated or released: the pair of events of one tensor
-  std::int64_t micro_step = 1;     // with gradient accumulation: which micro-step (1-based)
+  std::uint32_t layer = 0;         // index in Timeline::layers
+  Phase phase = Phase::Forward;
+  MemoryKind kind = MemoryKind::Activations;  // what the block holds
+  std::uint16_t micro = 0;         // index in Timeline::micro_steps
+};
+
+/// The simulated step's allocations and releases in order, and the words they name, each kept
+/// once: the layer names (and "loss", "optimizer", …) events are attributed to, and per block
+/// what it holds. Iterates and indexes as its events do.
+struct Timeline {
+  std::vector<TimelineEvent> events;
+  std::vector<std::string> layers;   // the layer (or "loss", "optimizer") responsible, by TimelineEvent::layer
+  std::vector<std::string> tensors;  // by block: "output of fc1", "grad of input", "exp_avg_sq.sqrt()", …
+  std::vector<std::int64_t> micro_steps = {1};  // with gradient accumulation: which micro-step (1-based)
+
+  const std::string& layer(const TimelineEvent& ev) const { return layers[ev.layer]; }
+  const std::string& tensor(const TimelineEvent& ev) const { return tensors[static_cast<std::size_t>(ev.block)]; }
+  std::int64_t micro_step(const TimelineEvent& ev) const { return micro_steps[ev.micro]; }
+
+  std::size_t size() const { return events.size(); }
+  bool empty() const { return events.empty(); }
+  const TimelineEvent& operator[](std::size_t i) const { return events[i]; }
+  const TimelineEvent& back() const { return events.back(); }
+  auto begin() const { return events.begin(); }
+  auto end() const { return events.end(); }
 };
 
 struct Totals {
@@ -280,7 +302,7 @@ struct Estimate {
   Totals totals;
   TorchSummaryFigures torchsummary;  // for comparison with that tool (report.hpp renders it)
   std::optional<CudaAllocatorFigures> cuda_allocator;  // on CUDA
-  std::vector<TimelineEvent> timeline;
+  Timeline timeline;
 };
 
 /// Estimates one training step (or one inference pass in Mode::Eval) of a built graph. Every

@@ -58,7 +58,7 @@ class BatchCurve {
   };
   std::vector<Line> blocks_;            // each block's size
   std::vector<Line> live_;              // the live total after each event
-  std::vector<TimelineEvent> events_;   // the probe's events: their order, phases and blocks hold at every batch
+  Timeline events_;                     // the probe's events: their order, phases and blocks hold at every batch
   detail::AllocationTrace trace_;       // the probe's blocks (their sizes are replaced at each batch)
   std::optional<detail::ReplayScript> script_;  // on CUDA: the events as each replay reads them, made once
   StepOptions step_;

@@ -39,7 +39,7 @@ constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than t
 
 class Replay {
  public:
-  Replay(const ReplayScript& script, const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
+  Replay(const ReplayScript& script, const Timeline& events, const AllocationTrace& trace,
          const std::vector<std::int64_t>& block_bytes, const StepOptions& options, std::int64_t give_up_above)
       : script_(script), events_(events), trace_(trace), bytes_(block_bytes), allocator_(options.allocator),
         give_up_above_(give_up_above), handle_(block_bytes.size(), -1) {}
@@ -117,7 +117,7 @@ class Replay {
     if (h < 0) {
       oom_bytes_ = bytes(block);
       oom_phase_ = events_[event].phase;
-      oom_layer_ = events_[event].layer;
+      oom_layer_ = events_.layer(events_[event]);
       return false;
     }
     handle_[static_cast<std::size_t>(block)] = h;
@@ -241,7 +241,7 @@ class Replay {
   };
 
   const ReplayScript& script_;                // the steady step's events, read
-  const std::vector<TimelineEvent>& events_;  // the same events, for the layer a failure is in
+  const Timeline& events_;  // the same events, for the layer a failure is in
   const AllocationTrace& trace_;              // what each block is (its bytes: bytes_)
   const std::vector<std::int64_t>& bytes_;
   CudaCachingAllocator allocator_;
@@ -256,7 +256,7 @@ class Replay {
 
 }  // namespace
 
-ReplayScript::ReplayScript(const std::vector<TimelineEvent>& events, const AllocationTrace& trace, const StepOptions& options)
+ReplayScript::ReplayScript(const Timeline& events, const AllocationTrace& trace, const StepOptions& options)
     : eager_state(options.optimizer == OptimizerKind::Adagrad),
       rebinds_output(std::find(trace.block_carry.begin(), trace.block_carry.end(), Carry::LastOutput) != trace.block_carry.end()) {
   steps.reserve(events.size());
@@ -270,13 +270,13 @@ ReplayScript::ReplayScript(const std::vector<TimelineEvent>& events, const Alloc
   }
 }
 
-CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const std::vector<TimelineEvent>& events,
+CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const Timeline& events,
                                            const AllocationTrace& trace, const std::vector<std::int64_t>& block_bytes,
                                            const StepOptions& options, std::int64_t give_up_above) {
   return Replay(script, events, trace, block_bytes, options, give_up_above).run();
 }
 
-CudaAllocatorFigures replay_cuda_allocator(const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
+CudaAllocatorFigures replay_cuda_allocator(const Timeline& events, const AllocationTrace& trace,
                                            const StepOptions& options, std::int64_t give_up_above) {
   return replay_cuda_allocator(ReplayScript(events, trace, options), events, trace, trace.block_bytes, options, give_up_above);
 }

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "nnmem/estimate.hpp"
@@ -34,13 +36,11 @@ struct AllocationTrace {
 
 class MemoryTracker {
  public:
+  MemoryTracker();
   /// Where subsequent events are attributed.
-  void at(Phase phase, std::string layer) {
-    phase_ = phase;
-    layer_ = std::move(layer);
-  }
+  void at(Phase phase, std::string_view layer);
   /// Gradient accumulation: which micro-step subsequent events belong to.
-  void micro_step(std::int64_t m) { micro_step_ = m; }
+  void micro_step(std::int64_t m);
 
   /// Allocates a block of `kind` held by `refs` references.
   int alloc(MemoryKind kind, std::int64_t bytes, std::string what, int refs = 1);
@@ -57,14 +57,15 @@ class MemoryTracker {
   std::int64_t live() const { return live_; }
   std::int64_t peak() const { return peak_; }
   Phase peak_phase() const { return peak_phase_; }
-  const std::string& peak_layer() const { return peak_layer_; }
+  const std::string& peak_layer() const { return timeline_.layers[peak_layer_]; }
   std::int64_t peak_micro_step() const { return peak_micro_step_; }
   /// The live bytes of each MemoryKind at the peak.
   const std::array<std::int64_t, kMemoryKinds>& breakdown_at_peak() const { return breakdown_at_peak_; }
   /// The most Transients live at once during the backward pass.
   std::int64_t backward_transients() const { return backward_transients_; }
 
-  std::vector<TimelineEvent> take_timeline() { return std::move(events_); }
+  /// The events, each block's description moved into it (after this, only take_trace()).
+  Timeline take_timeline();
   AllocationTrace take_trace();
 
  private:
@@ -79,14 +80,16 @@ class MemoryTracker {
   void record(int block, std::int64_t delta);
 
   std::vector<Block> blocks_;
-  std::vector<TimelineEvent> events_;
+  Timeline timeline_;  // its tensors filled by take_timeline()
+  std::unordered_map<std::string, std::uint32_t> layer_ids_;  // timeline_.layers, interned
   Phase phase_ = Phase::Forward;
-  std::string layer_;
-  std::int64_t micro_step_ = 1, peak_micro_step_ = 1;
+  std::uint32_t layer_ = 0;  // in timeline_.layers
+  std::uint16_t micro_ = 0;  // in timeline_.micro_steps
+  std::int64_t peak_micro_step_ = 1;
   std::int64_t live_ = 0;
   std::int64_t peak_ = 0;
   Phase peak_phase_ = Phase::Forward;
-  std::string peak_layer_;
+  std::uint32_t peak_layer_ = 0;
   std::array<std::int64_t, kMemoryKinds> by_kind_{};
   std::array<std::int64_t, kMemoryKinds> breakdown_at_peak_{};
   std::int64_t backward_transients_ = 0;

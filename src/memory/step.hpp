@@ -75,7 +75,7 @@ struct StepResult {
   std::int64_t peak_micro_step = 1;
   std::array<std::int64_t, kMemoryKinds> breakdown{};
   std::int64_t backward_transients = 0;
-  std::vector<TimelineEvent> timeline;
+  Timeline timeline;
   AllocationTrace trace;  // for the CUDA allocator replay
 };
 struct CheckpointPlan;
@@ -94,12 +94,12 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& options, Step
 /// until the allocator's state repeats (cuda_replay.cpp).
 /// With `give_up_above`, the replay stops once max_memory_reserved() passes it (the figures are
 /// then those reached so far, over it: enough to say a budget is not met).
-CudaAllocatorFigures replay_cuda_allocator(const std::vector<TimelineEvent>& events, const AllocationTrace& trace,
+CudaAllocatorFigures replay_cuda_allocator(const Timeline& events, const AllocationTrace& trace,
                                            const StepOptions& options,
                                            std::int64_t give_up_above = std::numeric_limits<std::int64_t>::max());
 
 /// The steady step's events as the replay reads them (8 bytes each instead of a TimelineEvent's
-/// hundred), and the persistent blocks listed once: what a replay needs besides the blocks'
+/// 32), and the persistent blocks listed once: what a replay needs besides the blocks'
 /// sizes, made once for the many replays of BatchCurve::needed (one per batch fit checks).
 struct ReplayScript {
   struct Step {
@@ -107,7 +107,7 @@ struct ReplayScript {
     std::int8_t sign = 0;  // the sign of its delta
     Phase phase = Phase::Forward;
   };
-  ReplayScript(const std::vector<TimelineEvent>& events, const AllocationTrace& trace, const StepOptions& options);
+  ReplayScript(const Timeline& events, const AllocationTrace& trace, const StepOptions& options);
   std::vector<Step> steps;  // each event
   std::vector<int> model, batch, state;  // the blocks of Carry Model, Batch and State allocated, in order
   bool eager_state;     // Adagrad makes its state in its constructor
@@ -115,7 +115,7 @@ struct ReplayScript {
 };
 /// The same replay from a script of the events, the blocks' sizes given apart (`block_bytes`
 /// replaces trace.block_bytes).
-CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const std::vector<TimelineEvent>& events,
+CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const Timeline& events,
                                            const AllocationTrace& trace, const std::vector<std::int64_t>& block_bytes,
                                            const StepOptions& options, std::int64_t give_up_above);
 

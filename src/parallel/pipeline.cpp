@@ -181,8 +181,8 @@ std::int64_t held_bytes(const Estimate& e) {
   std::set<int> mine;
   std::int64_t held = 0;
   for (const TimelineEvent& ev : e.timeline) {
-    if (ev.micro_step != 1 || ev.phase != Phase::Forward) continue;
-    const bool batch = ev.kind == MemoryKind::Inputs, made = ev.kind == MemoryKind::Activations && !ev.layer.empty();
+    if (e.timeline.micro_step(ev) != 1 || ev.phase != Phase::Forward) continue;
+    const bool batch = ev.kind == MemoryKind::Inputs, made = ev.kind == MemoryKind::Activations && !e.timeline.layer(ev).empty();
     if (ev.delta > 0 && (batch || made)) mine.insert(ev.block);
     if (mine.count(ev.block)) held = checked_add(held, ev.delta);
   }

@@ -1,5 +1,6 @@
 // The estimate as JSON. The layout is documented in docs/json.md; fields are only ever added
 // (schema_version changes when one changes meaning or disappears).
+#include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -184,73 +185,140 @@ ordered_json head_json(const Estimate& e, const ReportOptions& options) {
 }
 
 
-ordered_json layer_json(const LayerEstimate& l) {
-  ordered_json outs = ordered_json::array();
-  for (const auto& out : l.outputs) outs.push_back(tensor(out));
-  return {
-      {"name", l.name},
-      {"type", l.type},
-      {"functional", l.functional},
-      {"trainable", l.trainable},
-      {"outputs", outs},
-      {"params", l.params},
-      {"trainable_params", l.trainable_params},
-      {"param_bytes", l.param_bytes},
-      {"buffer_bytes", l.buffer_bytes},
-      {"macs", l.macs},
-      {"output_bytes", l.output_bytes},
-      {"saved_bytes", l.saved_bytes},
-  };
-}
-
 // A string as dump() writes it: quotes, backslashes and control characters escaped.
-void write_string(std::ostream& os, std::string_view text) {
-  os << '"';
-  std::size_t from = 0;  // text[from, i) needs no escape: written in one piece
+void append_string(std::string& out, std::string_view text) {
+  out += '"';
+  std::size_t from = 0;  // text[from, i) needs no escape: appended in one piece
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
-    os.write(text.data() + from, static_cast<std::streamsize>(i - from));
+    out.append(text.data() + from, i - from);
     from = i + 1;
     switch (c) {
-      case '"': os << "\\\""; break;
-      case '\\': os << "\\\\"; break;
-      case '\b': os << "\\b"; break;
-      case '\f': os << "\\f"; break;
-      case '\n': os << "\\n"; break;
-      case '\r': os << "\\r"; break;
-      case '\t': os << "\\t"; break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
       default: {
         char buf[8];
         std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        os << buf;
+        out += buf;
       }
     }
   }
-  os.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
-  os << '"';
+  out.append(text.data() + from, text.size() - from);
+  out += '"';
 }
 
-// A timeline event written directly, as dump(indent) would write its object at `depth` (a
-// million of them in a large model: no JSON value is made for each); with gradient accumulation,
-// which micro-step.
-void write_event(std::ostream& os, const TimelineEvent& ev, int indent, int depth, bool micro_step) {
-  const bool pretty = indent >= 0;
-  const std::string pad = pretty ? "\n" + std::string(static_cast<std::size_t>(indent * (depth + 1)), ' ') : "";
-  const char* colon = pretty ? ": " : ":";
-  os << '{' << pad << "\"phase\"" << colon;
-  write_string(os, name_of(ev.phase));
-  os << ',' << pad << "\"layer\"" << colon;
-  write_string(os, ev.layer);
-  os << ',' << pad << "\"tensor\"" << colon;
-  write_string(os, ev.tensor);
-  os << ',' << pad << "\"delta\"" << colon << ev.delta << ',' << pad << "\"live\"" << colon << ev.live << ',' << pad
-     << "\"kind\"" << colon;
-  write_string(os, name_of(ev.kind));
-  os << ',' << pad << "\"block\"" << colon << ev.block;
-  if (micro_step) os << ',' << pad << "\"micro_step\"" << colon << ev.micro_step;
-  if (pretty) os << '\n' << std::string(static_cast<std::size_t>(indent * depth), ' ');
-  os << '}';
+// JSON appended to a string as dump(indent) lays it out `depth` levels in, member by member:
+// for what grows with the model (a layer, an event; a million of them in a large model), no
+// JSON value is made.
+class JsonOut {
+ public:
+  JsonOut(std::string& out, int indent, int depth) : out_(out), indent_(indent), depth_(depth) {}
+
+  void begin(char bracket) {
+    out_ += bracket;
+    ++depth_;
+    first_ = true;
+  }
+  void end(char bracket) {
+    --depth_;
+    if (!first_) newline();
+    out_ += bracket;
+    first_ = false;
+  }
+  JsonOut& key(std::string_view name) {
+    next();
+    append_string(out_, name);
+    out_ += indent_ >= 0 ? ": " : ":";
+    return *this;
+  }
+  void item() { next(); }  // an array's next element follows
+  void value(std::string_view text) { append_string(out_, text); }
+  void value(std::int64_t n) {
+    char buf[24];
+    out_.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, n).ptr - buf));
+  }
+  void value(bool b) { out_ += b ? "true" : "false"; }
+
+ private:
+  void next() {
+    if (!first_) out_ += ',';
+    newline();
+    first_ = false;
+  }
+  void newline() {
+    if (indent_ < 0) return;
+    out_ += '\n';
+    out_.append(static_cast<std::size_t>(indent_ * depth_), ' ');
+  }
+  std::string& out_;
+  const int indent_;
+  int depth_;
+  bool first_ = true;
+};
+
+void append_tensor(JsonOut& j, const TensorType& t) {  // as tensor() makes it
+  j.begin('{');
+  j.key("shape").begin('[');
+  for (const std::int64_t d : t.shape) j.item(), j.value(d);
+  j.end(']');
+  j.key("dtype").value(dtype_name(t.dtype));
+  j.key("bytes").value(t.bytes());
+  j.end('}');
+}
+
+void append_layer(JsonOut& j, const LayerEstimate& l) {
+  j.begin('{');
+  j.key("name").value(l.name);
+  j.key("type").value(l.type);
+  j.key("functional").value(l.functional);
+  j.key("trainable").value(l.trainable);
+  j.key("outputs").begin('[');
+  for (const auto& out : l.outputs) j.item(), append_tensor(j, out);
+  j.end(']');
+  j.key("params").value(l.params);
+  j.key("trainable_params").value(l.trainable_params);
+  j.key("param_bytes").value(l.param_bytes);
+  j.key("buffer_bytes").value(l.buffer_bytes);
+  j.key("macs").value(l.macs);
+  j.key("output_bytes").value(l.output_bytes);
+  j.key("saved_bytes").value(l.saved_bytes);
+  j.end('}');
+}
+
+// A timeline event; with gradient accumulation, which micro-step.
+void append_event(JsonOut& j, const Timeline& timeline, const TimelineEvent& ev, bool micro_step) {
+  j.begin('{');
+  j.key("phase").value(name_of(ev.phase));
+  j.key("layer").value(timeline.layer(ev));
+  j.key("tensor").value(timeline.tensor(ev));
+  j.key("delta").value(ev.delta);
+  j.key("live").value(ev.live);
+  j.key("kind").value(name_of(ev.kind));
+  j.key("block").value(std::int64_t{ev.block});
+  if (micro_step) j.key("micro_step").value(timeline.micro_step(ev));
+  j.end('}');
+}
+
+// An array at `depth` whose elements are appended one at a time by append(JsonOut&, item) and
+// written out in large pieces, as dump(indent) would lay it out.
+template <class Items, class Append>
+void stream_array(std::ostream& os, const Items& items, Append append, int indent, int depth) {
+  std::string buf;
+  JsonOut j(buf, indent, depth);
+  j.begin('[');
+  for (const auto& item : items) {
+    j.item();
+    append(j, item);
+    if (buf.size() >= (std::size_t{1} << 16)) os.write(buf.data(), static_cast<std::streamsize>(buf.size())), buf.clear();
+  }
+  j.end(']');
+  os.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }
 
 // Writes `v` as dump(indent) would at nesting `depth`: every line after the first indented by
@@ -271,27 +339,6 @@ void write_nested(std::ostream& os, const ordered_json& v, int indent, int depth
   os.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
 }
 
-// An array at `depth` whose elements are written one at a time by write(os, item, indent,
-// depth), as dump(indent) would lay it out.
-template <class Items, class Write>
-void write_array(std::ostream& os, const Items& items, Write write, int indent, int depth) {
-  if (items.empty()) {
-    os << "[]";
-    return;
-  }
-  const bool pretty = indent >= 0;
-  const std::string pad = pretty ? std::string(static_cast<std::size_t>(indent * (depth + 1)), ' ') : "";
-  os << '[';
-  bool first = true;
-  for (const auto& item : items) {
-    os << (first ? "" : ",") << (pretty ? "\n" : "") << pad;
-    write(os, item, indent, depth + 1);
-    first = false;
-  }
-  if (pretty) os << '\n' << std::string(static_cast<std::size_t>(indent * depth), ' ');
-  os << ']';
-}
-
 // The estimate at `depth`: the head's members in order, the streamed arrays in their places.
 void write_estimate(std::ostream& os, const Estimate& e, const ReportOptions& options, int indent, int depth) {
   const ordered_json head = head_json(e, options);
@@ -301,12 +348,11 @@ void write_estimate(std::ostream& os, const Estimate& e, const ReportOptions& op
   bool first = true;
   for (const auto& [key, value] : head.items()) {
     os << (first ? "" : ",") << (pretty ? "\n" : "") << pad << ordered_json(key).dump() << (pretty ? ": " : ":");
-    const auto write_layer = [](std::ostream& out, const LayerEstimate& l, int in, int d) { write_nested(out, layer_json(l), in, d); };
-    if (key == "layers") write_array(os, e.layers, write_layer, indent, depth + 1);
-    else if (key == "timeline") {
+    if (key == "layers") {
+      stream_array(os, e.layers, append_layer, indent, depth + 1);
+    } else if (key == "timeline") {
       const bool micro = e.options.step.grad_accum > 1;
-      const auto write = [micro](std::ostream& out, const TimelineEvent& ev, int in, int d) { write_event(out, ev, in, d, micro); };
-      write_array(os, e.timeline, write, indent, depth + 1);
+      stream_array(os, e.timeline, [&](JsonOut& j, const TimelineEvent& ev) { append_event(j, e.timeline, ev, micro); }, indent, depth + 1);
     }
     else write_nested(os, value, indent, depth + 1);
     first = false;
