@@ -63,6 +63,18 @@ int saved_extra(LayerResult& res, TensorType type, const std::string& what) {
   return static_cast<int>(res.saved.size()) - 1;
 }
 
+// Autocast's low-precision copies of one layer and direction's weights (cached while it runs):
+// the hidden addmm keeps weight_hh's, the input projection weight_ih's when its input needs a
+// gradient; the others (and the biases') live while the module runs.
+void autocast_weights(LayerResult& res, DType low, std::int64_t gates, std::int64_t layer_in, std::int64_t out, bool bias,
+                      bool input_grad, const std::string& who) {
+  res.save_extra({{gates, out}, low}, who + " weight_hh's low-precision copy");
+  const TensorType w_ih{{gates, layer_in}, low};
+  if (input_grad) res.save_extra(w_ih, who + " weight_ih's low-precision copy");
+  else res.forward_scratch.push_back({w_ih, who + " weight_ih's low-precision copy"});
+  if (bias) res.forward_scratch.push_back({{{checked_mul(2, gates)}, low}, who + " the biases' low-precision copies"});
+}
+
 LayerResult infer_sequence(const LayerCall& call, Cell cell) {
   const bool batch_first = call.attrs.flag("batch_first");
   require_rank(call, 3, 3, batch_first ? "[N, L, input_size] (batch_first)" : "[L, N, input_size]");
@@ -128,16 +140,29 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
                         dropout == 0 && !call.ctx.torch->grad_sum_in_place;
   // The generic GRU likewise, in both versions (any directions, layers and dropout).
   const bool gru_stepwise = cpu && cell == Cell::Gru && backward && call.trainable;
+  // Under CPU autocast (1.13 and 2.13 alike, measured: validation/ops_saved_recurrent.md) the
+  // generic GRU of a float32 model runs its matmuls in the low-precision dtype and keeps h in
+  // float32: each step keeps its gates, tanh's result, the clone of h_n and the low copy of
+  // h_(t-1) its addmm read (h_0's too) in the low dtype, the clone of h - n in float32; each
+  // layer and direction its own low copy of the layer input, and autocast's cached low copies of
+  // weight_hh and (when that input needs a gradient) weight_ih; not the float32 zeros, nor the
+  // float32 output a layer hands to the next (dropout's mask stays float32). A frozen GRU under
+  // autocast is not modelled yet (it takes the float32 rule).
+  const std::optional<DType> low = gru_stepwise && dtype == DType::Float32 ? call.ctx.amp : std::nullopt;
+  const DType mm = low.value_or(dtype);
   LstmSteps steps;
   GruSteps gru;
-  steps.zeros_h = gru.zeros_h = made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights);
+  steps.zeros_h = gru.zeros_h = made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights && !low);
+  if (low) gru.zeros_h = saved_extra(res, {{states, d.n, d.out}, mm}, "h_0's low-precision copy per layer and direction");
   if (cell == Cell::Lstm) steps.zeros_c = made({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)", backward);
   std::vector<int> layer_input;  // what each layer's input projection keeps (layer 0: per direction with batch_first)
   if (batch_first && for_weights)
     for (std::int64_t k = 0; k < (onednn ? 1 : d.dirs); ++k)
-      layer_input.push_back(saved_extra(res, {{d.t, d.n, d.input}, dtype}, "time-major copy of the input"));
+      layer_input.push_back(saved_extra(res, {{d.t, d.n, d.input}, mm}, "time-major copy of the input"));
   if (!backward) return res;
-  if (!batch_first && for_weights) {
+  if (!batch_first && low) {
+    layer_input.push_back(saved_extra(res, {{checked_mul(d.dirs, d.t), d.n, d.input}, mm}, "the input's low-precision copy per direction"));
+  } else if (!batch_first && for_weights) {
     res.save_input(0);
     layer_input.push_back(static_cast<int>(res.saved.size()) - 1);
   }
@@ -173,12 +198,13 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
             for (std::int64_t t = 0; t < d.t; ++t) {
               const std::string step = who + " step " + std::to_string(t);
               GruStep& k = layer_steps.emplace_back();
-              k.gates = saved_extra(res, {{d.n, checked_mul(3, d.hidden)}, dtype}, step + " gates");
-              k.tanh = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " tanh of the new gate");
+              k.gates = saved_extra(res, {{d.n, checked_mul(3, d.hidden)}, mm}, step + " gates");
+              k.tanh = saved_extra(res, {{d.n, d.hidden}, mm}, step + " tanh of the new gate");
               k.diff = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " h - n (an in-place op's clone)");
-              k.hn = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " h_n (an in-place op's clone)");
-              if (t < t1) k.h = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " h_t");
+              k.hn = saved_extra(res, {{d.n, d.hidden}, mm}, step + " h_n (an in-place op's clone)");
+              if (t < t1) k.h = saved_extra(res, {{d.n, d.hidden}, mm}, step + (low ? " h_t's low-precision copy" : " h_t"));
             }
+            if (low) autocast_weights(res, *low, gates, l == 0 ? d.input : width, d.out, bias, l > 0 || call.input_requires_grad(), who);
             break;
           }
           keep_units(res, checked_add(t6, h_next), d.n, d.hidden, dtype, who + " step gates and states");
@@ -206,7 +232,11 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
     if (last) continue;
     // What the next layer reads: the dropped-out output and its mask, or the output itself
     // (oneDNN with one direction: its kept output, already counted).
-    if (dropout > 0) {
+    if (low) {  // each direction of the next layer casts the float32 output (after dropout) itself
+      if (dropout > 0) dropout_masks.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " dropout mask"));
+      res.forward_scratch.push_back({{{d.t, d.n, width}, dtype}, layer + (dropout > 0 ? " output after dropout" : " output")});
+      layer_input.push_back(saved_extra(res, {{checked_mul(d.dirs, d.t), d.n, width}, mm}, layer + " output's low-precision copy per direction"));
+    } else if (dropout > 0) {
       dropout_masks.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " dropout mask"));
       if (for_weights) layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " output after dropout"));
     } else if (for_weights && !(onednn && d.dirs == 1)) {

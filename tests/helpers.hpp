@@ -19,7 +19,7 @@ namespace nnmem::test {
 std::string source_path(const std::string& relative);
 
 /// The networks a validation list names (validation/peak_not_modelled.json,
-/// eval_not_modelled.json: NETWORK or NETWORK@VERSION -> why), its "_about" aside.
+/// eval_not_modelled.json: NETWORK, NETWORK@VERSION or NETWORK+AMP -> why), its "_about" aside.
 std::set<std::string> listed_networks(const std::string& relative);
 
 /// The spec of a validation network (validation/networks.py's name): examples/NAME.yaml, or the

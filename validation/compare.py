@@ -50,11 +50,12 @@ with open(os.path.join(ROOT, "validation", "eval_not_modelled.json")) as _f:
     EVAL_NOT_MODELLED = {k: v for k, v in json.load(_f).items() if not k.startswith("_")}
 
 
-def peak_not_modelled(network, version, listed=None):
+def peak_not_modelled(network, version, listed=None, amp=None):
     """Why nnmem does not model that network's peak under that torch version, or None: an entry
-    is a network (every version) or NETWORK@VERSION. `listed`: that list, default the step's."""
+    is a network (every version), NETWORK@VERSION, or NETWORK+AMP (its runs under autocast in
+    that dtype, every version). `listed`: that list, default the step's."""
     listed = PEAK_NOT_MODELLED if listed is None else listed
-    return listed.get(network) or listed.get("%s@%s" % (network, version))
+    return listed.get(network) or listed.get("%s@%s" % (network, version)) or (amp and listed.get("%s+%s" % (network, amp)))
 
 EXACT = ["param_bytes", "buffer_bytes", "grad_bytes", "optimizer_state_bytes", "input_bytes",
          "target_bytes", "saved_bytes"]
@@ -171,7 +172,7 @@ def compare(nnmem, version, only=None):
                    "grad_accum": run.get("grad_accum", 1), "loop": run.get("loop", "plain"),
                    "parallel": run.get("parallel"), "world_size": run.get("world_size", 1),
                    "bucket_cap_mb": run.get("bucket_cap_mb"),
-                   "peak_modelled": not peak_not_modelled(network, version),
+                   "peak_modelled": not peak_not_modelled(network, version, amp=run.get("amp")),
                    "saved": (run["saved_bytes"], None), "peak": (run["peak_bytes"], None),
                    "peak_where": (run["peak_phase"], run.get("peak_module") or "", "", ""), "heuristic": None}
             if row["fused"] and not nnmem.has_fused:
@@ -331,6 +332,10 @@ def version_section(version, rows, evals, modelled, level):
         lines += ["%s %s" % (h, net), ""]
         if peak_not_modelled(net, version):
             lines += ["Its peak is not modelled exactly yet: %s." % peak_not_modelled(net, version), ""]
+        for amp in sorted({r["amp"] for r in rs if r["amp"]}):
+            why = not peak_not_modelled(net, version) and peak_not_modelled(net, version, amp=amp)
+            if why:
+                lines += ["Its peak under %s autocast is not modelled exactly yet: %s." % (amp, why), ""]
         lines += [
                   "| batch | optimizer | grads | variant | saved: measured | nnmem | peak: measured | nnmem | error | 2 x outputs | error | peak at (measured / nnmem) |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -86,6 +86,20 @@ TEST_CASE("RNN / GRU / LSTM: what backward keeps on the CPU (generic path)") {
   CHECK(kept_extra(run_rule("{type: LSTM, hidden_size: 5, num_layers: 2, dropout: 0.5}", {tensor({3, 2, 4})}, kCpu113)) == 1920);
 }
 
+TEST_CASE("GRU under CPU bfloat16 autocast: what backward keeps (both versions)") {
+  // Measured (probe_recurrent.py, the `bfloat16 autocast` rows), beside the input and output:
+  // nn.GRU(4, 5) 798 B (per step bfloat16 gates, tanh, h_n's clone and h_(t-1)'s copy, float32
+  // h - n; the input's and both weights' bfloat16 copies), batch_first alike; 2 layers,
+  // bidirectional, dropout 0.5: 3936 B (a copy of each layer input per direction, the float32 mask).
+  for (Context ctx : {kCpu, kCpu113}) {
+    ctx.amp = DType::BFloat16;
+    CHECK(kept_extra(run_rule("{type: GRU, hidden_size: 5}", {tensor({3, 2, 4})}, ctx)) == 798);
+    CHECK(kept_extra(run_rule("{type: GRU, hidden_size: 5, batch_first: true}", {tensor({2, 3, 4})}, ctx)) == 798);
+    CHECK(kept_extra(run_rule("{type: GRU, hidden_size: 5, num_layers: 2, bidirectional: true, dropout: 0.5}", {tensor({3, 2, 4})},
+                              ctx)) == 3936);
+  }
+}
+
 TEST_CASE("LSTM on the CPU in 2.13: oneDNN's tensors and workspace") {
   // nn.LSTM(4, 5) on [3, 2, 4]: h_0, c_0 (40 B each), h and c at the last step (80 B), the
   // output (kept, not extra) and a 28,672-byte workspace
