@@ -1,7 +1,7 @@
 #include "parameters.hpp"
 
 #include <algorithm>
-#include <deque>
+#include <functional>
 #include <string_view>
 #include <unordered_map>
 #include <numeric>
@@ -96,8 +96,8 @@ namespace {
 // ("model.2.cv1.conv" + "weight"; MultiheadAttention's "out_proj.weight" is its child's; a
 // Parameter layer is a tensor its parent module holds itself: "vit.embeddings.cls_token"). Each
 // module ranks its members: those its `register:` lists in that order, then the others in the
-// order first met (forward's). Members are keyed by views into the parameters' and layers' names,
-// which outlive the tree.
+// order first met (forward's). Members are keyed by their module and a view into the parameters'
+// and layers' names (which outlive the tree), in one open-addressing table: no allocation per member.
 class ModuleTree {
  public:
   explicit ModuleTree(const ModelSpec& spec) {
@@ -117,29 +117,30 @@ class ModuleTree {
       last_module_ = 0;
       for (std::size_t from = 0; from < leaf;) {
         const std::size_t dot = name.find('.', from);
-        Member& m = member_of(last_module_, name.substr(from, dot - from));
+        Member& m = members_[member_of(last_module_, name.substr(from, dot - from))];
         last_levels_.emplace_back(1, m.rank);
         if (m.child < 0) {
           m.child = static_cast<int>(modules_.size());
-          modules_.emplace_back().list = find_listed(name.substr(0, dot));
+          modules_.push_back({find_listed(name.substr(0, dot)), 0});
         }
         last_module_ = m.child;
         from = dot + 1;
       }
     }
     key.insert(key.end(), last_levels_.begin(), last_levels_.end());
-    key.emplace_back(0, member_of(last_module_, name.substr(leaf)).rank);
+    key.emplace_back(0, members_[member_of(last_module_, name.substr(leaf))].rank);
   }
 
  private:
   struct Member {
+    int module = 0;  // its index in modules_
+    std::string_view name;
     std::int64_t rank = 0;
     int child = -1;  // its index in modules_, once it is met as a module
   };
   struct Module {
     const std::vector<std::string>* list = nullptr;  // its `register:`, if given
-    std::unordered_map<std::string_view, Member> members;
-    std::int64_t unlisted = 0;  // members met that its list does not name
+    std::int64_t unlisted = 0;                       // members met that its list does not name
   };
 
   const std::vector<std::string>* find_listed(std::string_view module) const {
@@ -148,21 +149,43 @@ class ModuleTree {
     return it == listed_.end() ? nullptr : it->second;
   }
 
-  // The reference stays valid as the tree grows: neither unordered_map nor deque moves elements.
-  Member& member_of(int index, std::string_view name) {
-    Module& module = modules_[static_cast<std::size_t>(index)];
-    const auto [it, added] = module.members.try_emplace(name);
-    if (added) {
+  // The index in members_ of module `index`'s member `name`, added (and ranked) when first met.
+  int member_of(int index, std::string_view name) {
+    if (2 * (members_.size() + 1) > slots_.size()) grow();
+    int& slot = slots_[probe(index, name)];
+    if (slot < 0) {
+      Module& module = modules_[static_cast<std::size_t>(index)];
       static const std::vector<std::string> none;
       const std::vector<std::string>& list = module.list ? *module.list : none;
       const auto at = std::find(list.begin(), list.end(), name);
-      it->second.rank = at != list.end() ? at - list.begin() : static_cast<std::int64_t>(list.size()) + module.unlisted++;
+      const std::int64_t rank = at != list.end() ? at - list.begin() : static_cast<std::int64_t>(list.size()) + module.unlisted++;
+      slot = static_cast<int>(members_.size());
+      members_.push_back({index, name, rank, -1});
     }
-    return it->second;
+    return slot;
+  }
+
+  // The slot of module `index`'s member `name`, else the empty slot where it would go.
+  std::size_t probe(int index, std::string_view name) const {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = (std::hash<std::string_view>{}(name) ^ (static_cast<std::size_t>(index) * 0x9E3779B97F4A7C15u)) & mask;
+    for (int m; (m = slots_[i]) >= 0; i = (i + 1) & mask) {
+      const Member& member = members_[static_cast<std::size_t>(m)];
+      if (member.module == index && member.name == name) break;
+    }
+    return i;
+  }
+
+  void grow() {
+    slots_.assign(std::max<std::size_t>(64, 2 * slots_.size()), -1);
+    for (std::size_t m = 0; m < members_.size(); ++m)
+      slots_[probe(members_[m].module, members_[m].name)] = static_cast<int>(m);
   }
 
   std::unordered_map<std::string, const std::vector<std::string>*> listed_;  // module -> its `register:`
-  std::deque<Module> modules_;  // [0]: the model; a deque, so that growing it moves no Member
+  std::vector<Module> modules_;  // [0]: the model
+  std::vector<Member> members_;
+  std::vector<int> slots_;        // indices into members_, -1: empty; a power of two, at most half full
   std::string_view last_holder_;  // the previous tensor's name up to its own ("model.2."; "": the model's)
   int last_module_ = 0;           // its index in modules_
   std::vector<std::pair<int, std::int64_t>> last_levels_;  // its key levels
