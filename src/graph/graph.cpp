@@ -6,11 +6,13 @@
 #include "nnmem/graph.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 
 #include "fast_path.hpp"
 #include "parameters.hpp"
 #include "references.hpp"
+#include "value_names.hpp"
 
 namespace nnmem {
 
@@ -42,60 +44,73 @@ class Builder {
     graph_.nodes.reserve(spec.layers.size());
     graph_.values.reserve(spec.inputs.size() + spec.layers.size());
     graph_.storages.reserve(spec.inputs.size() + spec.layers.size());
+    first_saver_.reserve(spec.inputs.size() + spec.layers.size());
+    names_.reserve(spec.inputs.size() + spec.layers.size());
     for (const auto& in : spec.inputs) add_input(in);
     for (std::size_t i = 0; i < spec.layers.size(); ++i) add_layer(static_cast<int>(i));
     for (std::size_t i = 0; i < spec.outputs.size(); ++i)
-      graph_.outputs.push_back(value_of(spec.outputs[i], i < spec.output_locs.size() ? spec.output_locs[i] : spec.loc, "'outputs'"));
+      graph_.outputs.push_back(value_of(spec.outputs[i], i < spec.output_locs.size() ? spec.output_locs[i] : spec.loc,
+                                       [] { return std::string("'outputs'"); }));
     check_everything_used();
     detail::order_parameters(graph_);
-    detail::mark_python_references(graph_, [&](const std::string& name) { return value_of(name, spec.loc, "a reference"); });
+    detail::mark_python_references(graph_, [&](const std::string& name) {
+      return value_of(name, spec.loc, [] { return std::string("a reference"); });
+    });
     detail::mark_fast_paths(graph_);
     return std::move(graph_);
   }
 
  private:
   // Every name was resolved by the expander; only an output number (`lstm:3`) can be wrong here.
-  int value_of(const std::string& name, const SourceLoc& at, const std::string& who) const {
-    if (auto it = by_name_.find(name); it != by_name_.end()) return it->second;
+  // `who()` names the reader in the message, built only for an error.
+  template <typename Who>
+  int value_of(const std::string& name, const SourceLoc& at, const Who& who) const {
+    if (const int v = names_.find(name); v >= 0) return v;
+    no_such_output(name, at, who());
+  }
+
+  [[noreturn]] void no_such_output(const std::string& name, const SourceLoc& at, const std::string& who) const {
     const std::string base = name.substr(0, name.rfind(':'));
     int count = 0;
-    while (by_name_.count(count == 0 ? base : base + ":" + std::to_string(count))) ++count;
-    const int producer = count > 0 ? graph_.values[by_name_.at(base)].producer : -1;
+    while (names_.find(count == 0 ? base : base + ":" + std::to_string(count)) >= 0) ++count;
+    const int producer = count > 0 ? graph_.values[names_.find(base)].producer : -1;
     const std::string what = producer >= 0 ? title(graph_.layer(graph_.nodes[producer])) : "input '" + base + "'";
     throw Error(at, who + ": reads '" + name + "', but " + what + " has " + std::to_string(count) + " output" +
                         (count == 1 ? " ('" + base + "')" : "s ('" + base + "' to '" + base + ":" + std::to_string(count - 1) + "')"));
   }
 
   // Throws unless the tensor can exist in nnmem: at most kMaxRank dimensions, and a size in
-  // bytes that fits in 64 bits (else a SizeError). `what` starts the message: "Linear 'fc':
+  // bytes that fits in 64 bits (else a SizeError). `what()` starts the message: "Linear 'fc':
   // the output". Messages are built only for an error: this runs for every tensor.
-  static void check_fits(const TensorType& type, const SourceLoc& at, const std::string& what) {
+  template <typename What>
+  static void check_fits(const TensorType& type, const SourceLoc& at, const What& what) {
     if (type.shape.size() > kMaxRank)
-      throw Error(at, what + " would have " + std::to_string(type.shape.size()) + " dimensions; nnmem supports at most " +
+      throw Error(at, what() + " would have " + std::to_string(type.shape.size()) + " dimensions; nnmem supports at most " +
                           std::to_string(kMaxRank));
     try {
       (void)type.bytes();
     } catch (const OverflowError& e) {
-      throw SizeError(at, what + " " + to_string(type.shape) + " is too large (" + e.what() + ")");
+      throw SizeError(at, what() + " " + to_string(type.shape) + " is too large (" + e.what() + ")");
     }
   }
 
   // The tensor must fit (check_fits): every caller has checked. Only named values (model
-  // inputs, layer outputs) can be read by name.
-  int new_value(std::string name, TensorType type, int producer, bool named = true) {
+  // inputs, layer outputs) can be read by name: `key` is the name as a view that outlives the
+  // builder (the spec's, or extra_names_'), none for a value no layer reads by name.
+  int new_value(std::string name, TensorType type, int producer, std::optional<std::string_view> key = std::nullopt) {
     TensorValue v;
     v.name = std::move(name);
     v.type = std::move(type);
     v.producer = producer;
     graph_.values.push_back(std::move(v));
     const int id = static_cast<int>(graph_.values.size()) - 1;
-    if (named) by_name_[graph_.values[id].name] = id;
+    if (key) names_.add(*key, id);
     return id;
   }
 
   // An autocast copy made as the layer runs: a fresh storage, read by the layer alone.
   int new_copy(const std::string& name, TensorType type, int producer, bool requires_grad) {
-    const int id = new_value(name, std::move(type), producer, false);
+    const int id = new_value(name, std::move(type), producer);
     graph_.values[id].requires_grad = requires_grad;
     graph_.values[id].storage = new_storage(id);
     return id;
@@ -113,8 +128,8 @@ class Builder {
     type.shape.push_back(graph_.options.batch);
     type.shape.insert(type.shape.end(), in.shape.begin(), in.shape.end());
     type.dtype = is_floating(in.dtype) ? ctx_.float_dtype : in.dtype;
-    check_fits(type, in.loc, "input '" + in.name + "': the tensor");
-    const int id = new_value(in.name, std::move(type), -1);
+    check_fits(type, in.loc, [&] { return "input '" + in.name + "': the tensor"; });
+    const int id = new_value(in.name, std::move(type), -1, in.name);
     graph_.values[id].storage = new_storage(id);
     graph_.inputs.push_back(id);
   }
@@ -156,9 +171,12 @@ class Builder {
     const bool casts = policy != Autocast::Inherit || own;
     const DType cast_to = own ? *own : policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
     std::vector<InputTensor> inputs;
+    inputs.reserve(layer.inputs.size());
+    node.inputs.reserve(layer.inputs.size());
+    node.input_casts.reserve(layer.inputs.size());
     for (std::size_t i = 0; i < layer.inputs.size(); ++i) {
       const std::string& name = layer.inputs[i];
-      const int v = value_of(name, i < layer.input_locs.size() ? layer.input_locs[i] : layer.loc, title(layer));
+      const int v = value_of(name, i < layer.input_locs.size() ? layer.input_locs[i] : layer.loc, [&] { return title(layer); });
       node.inputs.push_back(v);
       TensorType type = graph_.values[v].type;
       int copy = -1;
@@ -192,11 +210,11 @@ class Builder {
                                      from + " do not fit in 64 bits (" + e.what() + ")");
     }
     count_parameters(layer, node);
-    detail::assign_parameters(graph_, node, node_index, nodes_by_layer_, ctx_.float_dtype);
-    nodes_by_layer_[layer.name] = node_index;
+    detail::assign_parameters(graph_, node, node_index, names_, ctx_.float_dtype);
     // The parameters' low-precision copies. Autocast caches those of parameters that require a
     // gradient until it exits (after the loss); a frozen layer's are made anew at every use. A
     // shared or tied parameter's cached copy is made by its first use and found by the others.
+    node.param_casts.reserve(node.result.params.size());
     for (std::size_t k = 0; k < node.result.params.size(); ++k) {
       const ParamDecl& p = node.result.params[k];
       int copy = -1;
@@ -218,23 +236,26 @@ class Builder {
     const bool has_trainable_params = node.trainable && !node.result.params.empty();
     const bool requires_grad =
         ctx_.mode == Mode::Train && (call.any_input_requires_grad() || has_trainable_params);
+    node.outputs.reserve(node.result.outputs.size());
     for (std::size_t k = 0; k < node.result.outputs.size(); ++k) {
       const TensorType& out = node.result.outputs[k];
-      check_fits(out, layer.loc,
-                 title(layer) + ": " + (node.result.outputs.size() == 1 ? "the output" : "output " + std::to_string(k)));
+      check_fits(out, layer.loc, [&] {
+        return title(layer) + ": " + (node.result.outputs.size() == 1 ? "the output" : "output " + std::to_string(k));
+      });
       // PyTorch can make a 0-D scalar (x.squeeze(0) on [1]), but every rule and the loss read
       // the batch from dimension 0: a 0-D tensor crashed the next View (found while fuzzing,
       // tests/fuzz/regressions/squeeze_to_scalar.yaml). Checked here, for every rule.
-      const std::string from = inputs.empty() ? "" : ", made from the input " + to_string(call.shape());
       if (out.shape.empty())
-        throw Error(layer.loc, title(layer) + ": the output would be a 0-D tensor (a scalar)" + from +
+        throw Error(layer.loc, title(layer) + ": the output would be a 0-D tensor (a scalar)" +
+                                   (inputs.empty() ? "" : ", made from the input " + to_string(call.shape())) +
                                    "; nnmem's tensors keep at least one dimension");
       for (std::int64_t d : out.shape)
         if (d < 1)
           throw Error(layer.loc, title(layer) + ": the output shape " + to_string(out.shape) + " has a size below 1" +
                                      (inputs.empty() ? "" : " (the input " + to_string(call.shape()) + " is too small)"));
-      const std::string name = k == 0 ? layer.name : layer.name + ":" + std::to_string(k);
-      const int v = new_value(name, out, node_index);
+      const std::string_view key = k == 0 ? std::string_view(layer.name)
+                                          : extra_names_.emplace_back(layer.name + ":" + std::to_string(k));
+      const int v = new_value(std::string(key), out, node_index, key);
       graph_.values[v].requires_grad = requires_grad;
       graph_.values[v].layout = output_layout(node.result, k, inputs);
       graph_.values[v].strided = k == 0 && node.result.output_strided;
@@ -270,10 +291,10 @@ class Builder {
   // parameters' count is detail::assign_parameters's).
   void count_parameters(const LayerSpec& layer, Node& node) const {
     for (const auto& p : node.result.params)
-      check_fits({p.shape, ctx_.float_dtype}, layer.loc, title(layer) + ": the " + p.name);  // so its numel fits too
+      check_fits({p.shape, ctx_.float_dtype}, layer.loc, [&] { return title(layer) + ": the " + p.name; });  // so its numel fits too
     for (const auto& b : node.result.buffers) {
       const TensorType buffer{b.shape, b.dtype};
-      check_fits(buffer, layer.loc, title(layer) + ": the buffer" + (b.name.empty() ? "" : " " + b.name));
+      check_fits(buffer, layer.loc, [&] { return title(layer) + ": the buffer" + (b.name.empty() ? "" : " " + b.name); });
       try {
         node.buffer_bytes = checked_add(node.buffer_bytes, buffer.bytes());
       } catch (const OverflowError& e) {
@@ -324,8 +345,8 @@ class Builder {
 
   Graph graph_;
   Context ctx_;
-  std::unordered_map<std::string, int> by_name_;
-  std::unordered_map<std::string, int> nodes_by_layer_;  // a layer's qualified name -> its node
+  detail::ValueNames names_;
+  std::deque<std::string> extra_names_;  // the names of outputs after the first ("lstm:1"), which names_ views
   std::unordered_map<int, int> cached_param_copies_;      // parameter -> autocast's cached copy
   std::vector<std::pair<int, int>> first_saver_;  // per storage: (node, its Saved index), or (-1, -1)
 };

@@ -1,6 +1,9 @@
 #include "parameters.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
 #include <numeric>
 
 namespace nnmem::detail {
@@ -14,13 +17,15 @@ std::string param_names(const LayerResult& r) {
   return s.empty() ? "none" : s;
 }
 
-// The node of layer `name`, which `share` or `tie` names at `at`.
-const Node& named_node(const Graph& graph, const std::unordered_map<std::string, int>& nodes_by_layer,
-                       const std::string& name, const LayerSpec& layer, const SourceLoc& at, const char* key) {
-  const auto it = nodes_by_layer.find(name);
-  if (it == nodes_by_layer.end())
+// The node of layer `name`, which `share` or `tie` names at `at`: the producer of the value
+// `name` names, when that value is the layer's (first) output.
+const Node& named_node(const Graph& graph, const ValueNames& values, const std::string& name, const LayerSpec& layer,
+                       const SourceLoc& at, const char* key) {
+  const int value = values.find(name);
+  const int producer = value < 0 ? -1 : graph.values[static_cast<std::size_t>(value)].producer;
+  if (producer < 0 || graph.nodes[static_cast<std::size_t>(producer)].outputs[0] != value)
     throw Error(at, title(layer) + ": " + key + " names '" + name + "', which is a model input, not a layer");
-  return graph.nodes[static_cast<std::size_t>(it->second)];
+  return graph.nodes[static_cast<std::size_t>(producer)];
 }
 
 void check_size(const LayerSpec& layer, const ParamDecl& mine, const TensorType& theirs, const std::string& whose,
@@ -32,14 +37,14 @@ void check_size(const LayerSpec& layer, const ParamDecl& mine, const TensorType&
 
 }  // namespace
 
-void assign_parameters(Graph& graph, Node& node, int node_index, const std::unordered_map<std::string, int>& nodes_by_layer,
+void assign_parameters(Graph& graph, Node& node, int node_index, const ValueNames& values,
                        DType float_dtype) {
   const LayerSpec& layer = graph.layer(node);
   LayerResult& r = node.result;
   for (auto& p : r.params) p.dtype = float_dtype;
   node.params.assign(r.params.size(), -1);
   if (!layer.shares.empty()) {
-    const Node& owner = named_node(graph, nodes_by_layer, layer.shares, layer, layer.shares_loc, "share");
+    const Node& owner = named_node(graph, values, layer.shares, layer, layer.shares_loc, "share");
     const LayerSpec& theirs = graph.layer(owner);
     if (theirs.type != layer.type || owner.params.size() != r.params.size())
       throw Error(layer.shares_loc, title(layer) + ": shares the module of " + title(theirs) + ", which has the parameters (" +
@@ -57,7 +62,7 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const std::unor
     while (k < r.params.size() && r.params[k].name != tie.param) ++k;
     if (k == r.params.size())
       throw Error(tie.loc, title(layer) + ": tie: it has no parameter '" + tie.param + "' (its parameters: " + param_names(r) + ")");
-    const Node& owner = named_node(graph, nodes_by_layer, tie.layer, layer, tie.loc, "tie");
+    const Node& owner = named_node(graph, values, tie.layer, layer, tie.loc, "tie");
     const LayerSpec& theirs = graph.layer(owner);
     std::size_t j = 0;
     while (j < owner.result.params.size() && owner.result.params[j].name != tie.target) ++j;
@@ -87,51 +92,132 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const std::unor
 
 namespace {
 
-// The path of a parameter in the module tree: its layer's name and the parameter's
-// ("model.2.cv1.conv" + "weight"; MultiheadAttention's "out_proj.weight" is its child's). A
-// Parameter layer is a tensor its parent module holds itself ("vit.embeddings.cls_token").
-std::vector<std::string> module_path(const Graph& graph, const Parameter& p) {
-  const Node& owner = graph.nodes[static_cast<std::size_t>(p.owner)];
-  const std::string& name = owner.result.alias == Alias::Parameter ? graph.layer(owner).name : p.name;
-  std::vector<std::string> path;
-  for (std::size_t from = 0;;) {
-    const std::size_t dot = name.find('.', from);
-    path.push_back(name.substr(from, dot - from));
-    if (dot == std::string::npos) return path;
-    from = dot + 1;
+// The module tree as model.parameters() walks it, built from the parameters' qualified names
+// ("model.2.cv1.conv" + "weight"; MultiheadAttention's "out_proj.weight" is its child's; a
+// Parameter layer is a tensor its parent module holds itself: "vit.embeddings.cls_token"). Each
+// module ranks its members: those its `register:` lists in that order, then the others in the
+// order first met (forward's). Members are keyed by their module and a view into the parameters'
+// and layers' names (which outlive the tree), in one open-addressing table: no allocation per member.
+class ModuleTree {
+ public:
+  explicit ModuleTree(const ModelSpec& spec) {
+    for (const Registration& r : spec.registrations) listed_.insert_or_assign(r.module, &r.members);
+    modules_.emplace_back().list = find_listed("");
   }
-}
+
+  // Appends to `key` a (0 for a tensor of its own | 1 for a child module, the member's rank)
+  // pair per tree level of the tensor named `name`. A layer's tensors come one after another:
+  // the levels of the module that held the previous tensor are kept for the next.
+  void key(std::string_view name, std::vector<std::pair<int, std::int64_t>>& key) {
+    const std::size_t last_dot = name.rfind('.');
+    const std::size_t leaf = last_dot == std::string_view::npos ? 0 : last_dot + 1;
+    if (const std::string_view holder = name.substr(0, leaf); holder != last_holder_) {  // "model.2.", or "" for the model
+      last_holder_ = holder;
+      last_levels_.clear();
+      last_module_ = 0;
+      for (std::size_t from = 0; from < leaf;) {
+        const std::size_t dot = name.find('.', from);
+        Member& m = members_[member_of(last_module_, name.substr(from, dot - from))];
+        last_levels_.emplace_back(1, m.rank);
+        if (m.child < 0) {
+          m.child = static_cast<int>(modules_.size());
+          modules_.push_back({find_listed(name.substr(0, dot)), 0});
+        }
+        last_module_ = m.child;
+        from = dot + 1;
+      }
+    }
+    key.insert(key.end(), last_levels_.begin(), last_levels_.end());
+    key.emplace_back(0, members_[member_of(last_module_, name.substr(leaf))].rank);
+  }
+
+ private:
+  struct Member {
+    int module = 0;  // its index in modules_
+    std::string_view name;
+    std::int64_t rank = 0;
+    int child = -1;  // its index in modules_, once it is met as a module
+  };
+  struct Module {
+    const std::vector<std::string>* list = nullptr;  // its `register:`, if given
+    std::int64_t unlisted = 0;                       // members met that its list does not name
+  };
+
+  const std::vector<std::string>* find_listed(std::string_view module) const {
+    if (listed_.empty()) return nullptr;
+    const auto it = listed_.find(std::string(module));
+    return it == listed_.end() ? nullptr : it->second;
+  }
+
+  // The index in members_ of module `index`'s member `name`, added (and ranked) when first met.
+  int member_of(int index, std::string_view name) {
+    if (2 * (members_.size() + 1) > slots_.size()) grow();
+    int& slot = slots_[probe(index, name)];
+    if (slot < 0) {
+      Module& module = modules_[static_cast<std::size_t>(index)];
+      static const std::vector<std::string> none;
+      const std::vector<std::string>& list = module.list ? *module.list : none;
+      const auto at = std::find(list.begin(), list.end(), name);
+      const std::int64_t rank = at != list.end() ? at - list.begin() : static_cast<std::int64_t>(list.size()) + module.unlisted++;
+      slot = static_cast<int>(members_.size());
+      members_.push_back({index, name, rank, -1});
+    }
+    return slot;
+  }
+
+  // The slot of module `index`'s member `name`, else the empty slot where it would go.
+  std::size_t probe(int index, std::string_view name) const {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = (std::hash<std::string_view>{}(name) ^ (static_cast<std::size_t>(index) * 0x9E3779B97F4A7C15u)) & mask;
+    for (int m; (m = slots_[i]) >= 0; i = (i + 1) & mask) {
+      const Member& member = members_[static_cast<std::size_t>(m)];
+      if (member.module == index && member.name == name) break;
+    }
+    return i;
+  }
+
+  void grow() {
+    slots_.assign(std::max<std::size_t>(64, 2 * slots_.size()), -1);
+    for (std::size_t m = 0; m < members_.size(); ++m)
+      slots_[probe(members_[m].module, members_[m].name)] = static_cast<int>(m);
+  }
+
+  std::unordered_map<std::string, const std::vector<std::string>*> listed_;  // module -> its `register:`
+  std::vector<Module> modules_;  // [0]: the model
+  std::vector<Member> members_;
+  std::vector<int> slots_;        // indices into members_, -1: empty; a power of two, at most half full
+  std::string_view last_holder_;  // the previous tensor's name up to its own ("model.2."; "": the model's)
+  int last_module_ = 0;           // its index in modules_
+  std::vector<std::pair<int, std::int64_t>> last_levels_;  // its key levels
+};
 
 }  // namespace
 
 void order_parameters(Graph& graph) {
-  std::unordered_map<std::string, const std::vector<std::string>*> listed;  // module -> its `register:`
-  for (const Registration& r : graph.spec.registrations) listed[r.module] = &r.members;
-  // Per module, the members in the order first met (forward's), after any that it lists.
-  std::unordered_map<std::string, std::unordered_map<std::string, std::int64_t>> met;
+  ModuleTree tree(graph.spec);
   // model.parameters() is named_modules()' pre-order, each module's own tensors first: a key per
-  // tree level, (0 for a tensor of its own | 1 for a child module, the member's rank).
-  std::vector<std::vector<std::pair<int, std::int64_t>>> keys;
+  // tree level. The keys, end to end; parameter i's are keys[start[i], start[i + 1]).
+  std::vector<std::pair<int, std::int64_t>> keys;
+  std::vector<std::size_t> start;
+  keys.reserve(4 * graph.parameters.size());
+  start.reserve(graph.parameters.size() + 1);
   for (const Parameter& p : graph.parameters) {
-    const std::vector<std::string> path = module_path(graph, p);
-    std::vector<std::pair<int, std::int64_t>>& key = keys.emplace_back();
-    std::string module;
-    for (std::size_t d = 0; d < path.size(); ++d) {
-      const auto it = listed.find(module);
-      const std::vector<std::string> none;
-      const std::vector<std::string>& list = it == listed.end() ? none : *it->second;
-      const auto at = std::find(list.begin(), list.end(), path[d]);
-      auto& seen = met[module];
-      const std::int64_t rank = at != list.end() ? at - list.begin()
-                                                 : static_cast<std::int64_t>(list.size()) +
-                                                       seen.emplace(path[d], static_cast<std::int64_t>(seen.size())).first->second;
-      key.emplace_back(d + 1 < path.size() ? 1 : 0, rank);
-      module += (module.empty() ? "" : ".") + path[d];
-    }
+    start.push_back(keys.size());
+    const Node& owner = graph.nodes[static_cast<std::size_t>(p.owner)];
+    tree.key(owner.result.alias == Alias::Parameter ? graph.layer(owner).name : p.name, keys);
   }
+  start.push_back(keys.size());
+  const auto less = [&](int a, int b) {
+    const auto i = static_cast<std::size_t>(a), j = static_cast<std::size_t>(b);
+    return std::lexicographical_compare(keys.begin() + static_cast<std::ptrdiff_t>(start[i]),
+                                        keys.begin() + static_cast<std::ptrdiff_t>(start[i + 1]),
+                                        keys.begin() + static_cast<std::ptrdiff_t>(start[j]),
+                                        keys.begin() + static_cast<std::ptrdiff_t>(start[j + 1]));
+  };
   std::vector<int> order(graph.parameters.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)]; });
+  if (std::is_sorted(order.begin(), order.end(), less)) return;  // declared in model.parameters()' order already
+  std::stable_sort(order.begin(), order.end(), less);
   std::vector<int> position(order.size());
   std::vector<Parameter> sorted;
   sorted.reserve(order.size());

@@ -6,18 +6,18 @@
 
 #include <string>
 #include <vector>
-#include <unordered_map>
-
 #include "nnmem/graph.hpp"
+#include "value_names.hpp"
 
 namespace nnmem::detail {
 
 /// Fills node.params (indices into graph.parameters, adding the tensors the layer declares),
 /// node.param_count/param_bytes (its own tensors only) and node.buffer_bytes (0 when it shares
-/// a module). `nodes_by_layer` maps a layer's qualified name to its node. Throws Error located
+/// a module). `values` finds a model input or an earlier layer's output by name (a layer's first
+/// output is named by the layer's qualified name). Throws Error located
 /// at the spec for a share or tie that names no layer or parameter, or whose shapes differ, and
 /// SizeError for counts beyond 64 bits.
-void assign_parameters(Graph& graph, Node& node, int node_index, const std::unordered_map<std::string, int>& nodes_by_layer,
+void assign_parameters(Graph& graph, Node& node, int node_index, const ValueNames& values,
                        DType float_dtype);
 
 /// Puts graph.parameters in model.parameters()' order, which the optimizer's loop follows: the
