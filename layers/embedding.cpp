@@ -56,8 +56,11 @@ LayerResult infer_parameter(const LayerCall& call) {
   return res;
 }
 
+// `autocast` (a Constant's only): the dtype of what it is made like, a linear's output: autocast's
+// low-precision one when it is on, else the model's (T5's zeros bias, made in the query's dtype).
 DType dtype_attr(const LayerCall& call) {
   const std::string& word = call.attrs.text("dtype");
+  if (word == "autocast") return call.ctx.amp.value_or(call.ctx.float_dtype);
   return word == "float" ? call.ctx.float_dtype : *parse_dtype(word);
 }
 
@@ -88,6 +91,12 @@ AttrDef dtype_word() {
                        "float: the model's dtype");
 }
 
+AttrDef constant_dtype_word() {
+  return AttrDef::word("dtype", {"float", "float32", "float16", "bfloat16", "float64", "int64", "int32", "bool", "autocast"},
+                       "float: the model's dtype; autocast: autocast's low-precision dtype when it is on, else the "
+                       "model's (made like a linear's output)");
+}
+
 const bool registered = [] {
   register_layer({.type = "Embedding",
                   .summary = "a lookup table: int64 ids [N, *] -> [N, *, embedding_dim]",
@@ -105,7 +114,8 @@ const bool registered = [] {
   register_layer({.type = "Constant",
                   .summary = "a tensor made in forward with no gradient, from nothing (inputs: []) or from its inputs: "
                              "positions, masks, cos/sin",
-                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(), dtype_word(),
+                  .attrs = {AttrDef::list("shape", "the full shape; a leading 1 broadcasts over the batch").needed(),
+                            constant_dtype_word(),
                             AttrDef::flag("per_sample", false,
                                           "shape is one sample's: the tensor is [batch, *shape] (a mask made for the batch, "
                                           "RoBERTa's position ids made from the ids)")},

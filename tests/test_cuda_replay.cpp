@@ -219,6 +219,7 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"seed_conv", {11}},
       {"simple_cnn_fixed", {11, 128}},
       {"tf_mnist_cnn", {21, 37, 42, 128}},
+      {"t5", {}},
       {"unet", {}},
       {"unet_small", {17, 21, 32}},
       {"vgg16", {4, 7, 32, 33, 64}},

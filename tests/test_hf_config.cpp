@@ -52,6 +52,8 @@ TEST_CASE("every config's parameters, as transformers counts them") {
     std::map<std::string, std::int64_t> theirs, ours;
     std::multiset<std::int64_t> their_sizes, our_sizes;
     for (const auto& t : m["state_dict"]) {
+      // T5's shared embedding is called as encoder.embed_tokens, the same weight under a third name.
+      if (t[0] == "encoder.embed_tokens.weight") continue;
       std::int64_t n = 1;
       for (const auto& d : t[1]) n *= d.get<std::int64_t>();
       theirs[t[0]] = n;  // GPT-2's Conv1D weights are Linear's transposed: compared by size
@@ -83,7 +85,9 @@ TEST_CASE("imported small configs are exact against transformers' measured runs"
       {"examples/hf/tiny-bert/config.json", "hf_bert", "BertModel", "eager"},
       {"examples/hf/tiny-bert/config.json", "hf_bert_pretraining", "BertForPreTraining", ""},
       {"examples/hf/tiny-roberta/config.json", "hf_roberta_sdpa", "", ""},  // sdpa only
-      {"examples/hf/tiny-mixtral/config.json", "hf_mixtral_sdpa", "", ""}};
+      {"examples/hf/tiny-mixtral/config.json", "hf_mixtral_sdpa", "", ""},
+      {"examples/hf/tiny-t5/config.json", "hf_t5", "", "sdpa"},
+      {"examples/hf/tiny-t5/config.json", "hf_t5", "", "eager"}};
   for (const auto& [config, model, architecture, impl] : cases) {
     const std::string network = impl.empty() ? model : model + "_" + impl;
     const nlohmann::json fixture =
@@ -112,6 +116,8 @@ TEST_CASE("the published counts") {
   CHECK(estimate(graph_of("examples/hf/Llama-2-7b-hf/config.json", "")).totals.params == 6'738'415'616);
   CHECK(estimate(graph_of("examples/hf/roberta-base/config.json", "RobertaModel")).totals.params == 124'645'632);
   CHECK(estimate(graph_of("examples/hf/Mixtral-8x7B-v0.1/config.json", "")).totals.params == 46'702'792'704);
+  CHECK(estimate(graph_of("examples/hf/t5-small/config.json", "")).totals.params == 60'506'624);
+  CHECK(estimate(graph_of("examples/hf/t5-base/config.json", "")).totals.params == 222'903'552);
 }
 
 TEST_CASE("the imported spec estimates as the config does, from its own file") {
@@ -210,12 +216,39 @@ TEST_CASE("RoBERTa's positions and Mixtral's routing") {
         std::string::npos);
 }
 
+TEST_CASE("T5's feed-forward kinds, decoder depth and tied head") {
+  const std::string t5 = R"({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "vocab_size": 100,
+    "d_model": 64, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_heads": 4)";
+  const ImportedSpec plain = import_hf_config_text(t5 + "}", "c.json");
+  CHECK(plain.text.find("  seq_len: 512\n") != std::string::npos);            // n_positions' default
+  CHECK(plain.text.find("  num_decoder_layers: $num_layers") != std::string::npos);  // null: the encoder's
+  CHECK(plain.notes.empty());
+  const std::int64_t base = estimate(build_graph(parse_spec(plain.text, "c"))).totals.params;
+  // A third decoder block: self-attention and cross-attention (4 + 4 projections of 64 x 64),
+  // the feed-forward's wi and wo (2 x 64 x 128) and three norms.
+  const ImportedSpec deeper = import_hf_config_text(t5 + R"(, "num_decoder_layers": 3})", "c.json");
+  CHECK(estimate(build_graph(parse_spec(deeper.text, "c"))).totals.params - base == 8 * 64 * 64 + 2 * 64 * 128 + 3 * 64);
+  // gated-gelu: wi_0 and wi_1 in place of wi, one more 64 x 128 per block (4 blocks); the head
+  // stays tied (transformers 5), and the note says so.
+  const ImportedSpec gated = import_hf_config_text(t5 + R"(, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": false})",
+                                                   "c.json");
+  CHECK(estimate(build_graph(parse_spec(gated.text, "c"))).totals.params - base == 4 * 64 * 128);
+  REQUIRE(gated.notes.size() == 1);
+  CHECK(gated.notes[0].find("tie_word_embeddings false: transformers 5 ties lm_head") == 0);
+  CHECK(error_of(t5 + R"(, "feed_forward_proj": "gated-silu"})")
+            .find("'feed_forward_proj': expected one of \"relu\", \"gated-gelu\"") != std::string::npos);
+  CHECK(error_of(t5 + "}").empty());
+  CHECK(error_of(R"({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "vocab_size": 100,
+    "d_model": 64, "d_ff": 128, "num_layers": 2, "num_heads": 4})")
+            .find("missing field 'd_kv'") != std::string::npos);
+}
+
 TEST_CASE("located errors name the field") {
-  CHECK(error_of("{\n  \"model_type\": \"t5\"\n}") ==
-        "config.json:2:17: error: model_type 't5' is not supported; supported: gpt2 (GPT2LMHeadModel); llama "
+  CHECK(error_of("{\n  \"model_type\": \"bart\"\n}") ==
+        "config.json:2:17: error: model_type 'bart' is not supported; supported: gpt2 (GPT2LMHeadModel); llama "
         "(LlamaForCausalLM); mistral (MistralForCausalLM); qwen2 (Qwen2ForCausalLM); mixtral (MixtralForCausalLM); bert "
         "(BertModel, BertForMaskedLM, BertForPreTraining); roberta (RobertaModel, RobertaForMaskedLM); vit "
-        "(ViTForImageClassification)");
+        "(ViTForImageClassification); t5 (T5ForConditionalGeneration)");
   CHECK(error_of("{}").find("config.json:1:1: error: missing field 'model_type'") == 0);
   // Nested objects and strings with braces and escaped quotes do not confuse the positions.
   CHECK(error_of("{\"x\": {\"model_type\": 1, \"s\": \"}\\\"{\"},\n \"model_type\": \"gpt2\", \"architectures\": "

@@ -938,6 +938,10 @@ def _hf(kind, impl):
             return T.RobertaModel(T.RobertaConfig(vocab_size=HF_VOCAB, hidden_size=64, num_hidden_layers=2,
                                                   num_attention_heads=4, intermediate_size=128, max_position_embeddings=66,
                                                   attn_implementation=impl))
+        if kind == "t5":  # relu feed-forward, 2 + 2 layers, the relative bias's 32 buckets
+            return T.T5ForConditionalGeneration(T.T5Config(vocab_size=HF_VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                                                           num_heads=4, decoder_start_token_id=0,
+                                                           attn_implementation=impl))
         if kind == "bert":
             return T.BertModel(T.BertConfig(vocab_size=HF_VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                             intermediate_size=128, max_position_embeddings=64, attn_implementation=impl))
@@ -962,6 +966,15 @@ def _bert_pretraining(model, ids, targets=None):
         out = model(input_ids=ids)
         return out.prediction_logits.view(-1, HF_VOCAB), out.seq_relationship_logits
     return model(input_ids=ids, labels=targets[0].view(ids.shape[0], -1), next_sentence_label=targets[1])
+
+
+def _t5(model, ids, targets=None):
+    """T5ForConditionalGeneration with use_cache=False (examples/t5.yaml says why). With the targets,
+    its own output: the labels [B, T], shifted right into the decoder's ids inside forward, and
+    CrossEntropyLoss(ignore_index=-100) over the logits; without, the logits for the shifted ids."""
+    if targets is None:
+        return model(input_ids=ids, decoder_input_ids=model._shift_right(ids), use_cache=False).logits.view(-1, HF_VOCAB)
+    return model(input_ids=ids, labels=targets[0].view(ids.shape[0], -1), use_cache=False)
 
 
 def _vit_logits(model, pixels):
@@ -1014,6 +1027,8 @@ class MaskedAttention(nn.Module):
 
 
 def _hf_net(kind, impl):
+    if kind == "t5":
+        return Net(_hf(kind, impl), (HF_SEQ,), "int64", "cross_entropy", [2], _t5, HF_VOCAB, own_loss=True)
     if kind == "vit":
         return Net(_hf(kind, impl), (3, 32, 32), "float32", "cross_entropy", [2], _vit_logits)
     pooled = kind in ("bert", "roberta")
@@ -1060,7 +1075,7 @@ NETWORKS = {
     "mha_masked": Net(MaskedAttention, (8, 32), "float32", "mean", [4]),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
-                 for kind in ("gpt2", "llama", "bert", "vit", "roberta", "mixtral") for impl in ("sdpa", "eager")})
+                 for kind in ("gpt2", "llama", "bert", "vit", "roberta", "mixtral", "t5") for impl in ("sdpa", "eager")})
 # BertForPreTraining: masked-LM scores [B * T, vocab] and next-sentence scores [B, 2], each with
 # cross-entropy, summed by the model itself.
 NETWORKS["hf_bert_pretraining"] = Net(_hf("bert_pretraining", "sdpa"), (HF_SEQ,), "int64",

@@ -37,7 +37,7 @@ std::string expected(const hf::Field& f) {
   }
   std::string words;
   for (const auto& w : f.words) words += (words.empty() ? "\"" : ", \"") + w + "\"";
-  return "one of " + words + " (the only value nnmem models)";
+  return "one of " + words + (f.words.size() == 1 ? " (the only value nnmem models)" : " (the values nnmem models)");
 }
 
 // The value as a spec writes it, or nullopt when it is not of the field's kind. Null (for an

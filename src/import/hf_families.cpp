@@ -1,6 +1,6 @@
 // The families' tables: keys and defaults are the transformers config classes' (GPT2Config,
-// LlamaConfig, MistralConfig, Qwen2Config, MixtralConfig, BertConfig, RobertaConfig, ViTConfig), and the sizes that make a
-// model big or small are required rather than guessed.
+// LlamaConfig, MistralConfig, Qwen2Config, MixtralConfig, BertConfig, RobertaConfig, ViTConfig,
+// T5Config), and the sizes that make a model big or small are required rather than guessed.
 #include "hf_families.hpp"
 
 #include <cstdint>
@@ -108,6 +108,19 @@ void finish_vit(const json_text::Document& doc, Translation& t) {
   t.variables["num_labels"] = std::to_string(labels);
 }
 
+// T5Config has no position table: n_positions (512 in the t5 configs) is the sequence length the
+// template takes for the encoder and the decoder alike. transformers 5's T5Config ties lm_head to
+// the shared embedding whatever tie_word_embeddings says (which then only decides the scaling).
+void finish_t5(const json_text::Document&, Translation& t) {
+  t.variables["seq_len"] = t.variables.at("n_positions");
+  t.variables.erase("n_positions");
+  if (t.variables.at("tie_word_embeddings") == "false")
+    t.notes.push_back("tie_word_embeddings false: transformers 5 ties lm_head to the shared embedding all the same "
+                      "(T5Config forces it) and only leaves out the d_model ** -0.5 scaling of the decoder's output; "
+                      "--set tie_lm_head=false gives the untied head transformers 4 built (vocab_size x d_model more "
+                      "parameters)");
+}
+
 Field size(const std::string& key) { return {key, Kind::Size, "", {}}; }
 Field size(const std::string& key, const std::string& fallback) { return {key, Kind::Size, fallback, {}}; }
 Field number(const std::string& key, const std::string& fallback) { return {key, Kind::Number, fallback, {}}; }
@@ -174,6 +187,14 @@ std::vector<Family> make() {
                   number("attention_probs_dropout_prob", "0.0"), flag("qkv_bias", "true"), word("hidden_act", "gelu")},
                  {{"ViTForImageClassification", {}, ""}},
                  finish_vit});
+  out.push_back({"t5", "t5",
+                 {size("vocab_size"), size("d_model"), size("d_kv"), size("d_ff"), size("num_layers"),
+                  optional("num_decoder_layers", "null"), size("num_heads"), size("relative_attention_num_buckets", "32"),
+                  size("relative_attention_max_distance", "128"), size("n_positions", "512"),
+                  number("dropout_rate", "0.1"), number("layer_norm_epsilon", "1e-06"),
+                  flag("tie_word_embeddings", "true"), {"feed_forward_proj", Kind::Word, "relu", {"relu", "gated-gelu"}}},
+                 {{"T5ForConditionalGeneration", {}, ""}},
+                 finish_t5});
   return out;
 }
 

@@ -56,6 +56,13 @@ TEST_CASE("Parameter and Constant read nothing") {
       run_rule("{type: Constant, shape: [16], dtype: int64, per_sample: true}", {tensor({4, 16}, false, DType::Int64)}, batch4);
   CHECK(out_shape(per_sample) == "[4, 16]");
   CHECK(per_sample.outputs[0].dtype == DType::Int64);
+  // autocast: made in a linear's output dtype (T5's zeros position bias for the cross-attention,
+  // torch.zeros(..., dtype=query_states.dtype)); the model's without autocast
+  Context amp = kCpu;
+  amp.amp = DType::BFloat16;
+  CHECK(run_rule("{type: Constant, shape: [1, 4, 8, 8], dtype: autocast}", {}, amp).outputs[0].dtype == DType::BFloat16);
+  CHECK(run_rule("{type: Constant, shape: [1, 4, 8, 8], dtype: autocast}", {}).outputs[0].dtype == DType::Float32);
+  CHECK(rule_error("{type: Buffer, shape: [1, 4], dtype: autocast}", {}).find("autocast") != std::string::npos);
 }
 
 TEST_CASE("Buffer: a module's registered buffer, persistent, read as it is") {
