@@ -63,7 +63,7 @@ OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"
 AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "diffusion_unet", "convnext_valid"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2, LLaMA, BERT
-# and T5 (both attention implementations) and ViT (sdpa). Those nnmem is exact on run by default.
+# and T5 and ViT (both attention implementations). Those nnmem is exact on run by default.
 HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa", "hf_bert_pretraining", "hf_vit_sdpa",
                "hf_roberta_sdpa", "hf_mixtral_sdpa",
                "hf_gpt2_eager", "hf_llama_eager", "hf_bert_eager", "hf_vit_eager", "hf_t5_sdpa", "hf_t5_eager"]
