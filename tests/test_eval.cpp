@@ -16,6 +16,14 @@ using namespace nnmem::test;
 
 namespace {
 
+// One inference forward on the CPU (batch 1).
+EstimateOptions eval_on_cpu() {
+  EstimateOptions o;
+  o.graph.mode = Mode::Eval;
+  o.graph.device = Device::Cpu;
+  return o;
+}
+
 // Checks the first run of each batch of every fixture of one version (compare.py's eval_rows);
 // returns how many it checked exactly.
 std::size_t check_eval(const std::string& version) {
@@ -31,12 +39,10 @@ std::size_t check_eval(const std::string& version) {
     std::set<std::int64_t> batches;
     for (const auto& run : fixture["runs"]) {
       if (!batches.insert(run["batch"].get<std::int64_t>()).second) continue;
-      EstimateOptions o;
+      EstimateOptions o = eval_on_cpu();
       o.graph.torch = find_torch_profile(version);
       REQUIRE(o.graph.torch != nullptr);
       o.graph.batch = run["batch"];
-      o.graph.device = Device::Cpu;
-      o.graph.mode = Mode::Eval;
       const Totals t = estimate(spec, o).totals;
       CAPTURE(version);
       CAPTURE(network);
@@ -63,10 +69,7 @@ TEST_CASE("the inference peak matches PyTorch 2.13 on every validation fixture")
 // 256 features: 1 KiB per activation). Without any, a tensor lives until its last reader.
 TEST_CASE("var and held_until keep a tensor as long as forward()'s Python code refers to it") {
   const auto activations = [](const std::string& layers) {
-    EstimateOptions o;
-    o.graph.mode = Mode::Eval;
-    o.graph.device = Device::Cpu;
-    const Totals t = estimate_from("inputs: {x: [256]}\nlayers:\n" + layers, o).totals;
+    const Totals t = estimate_from("inputs: {x: [256]}\nlayers:\n" + layers, eval_on_cpu()).totals;
     return (t.peak_bytes - t.param_bytes - t.input_bytes) / 1024;
   };
   const std::string plain =
@@ -107,9 +110,6 @@ TEST_CASE("var and held_until keep a tensor as long as forward()'s Python code r
 // float32 features (1 KiB each), batch 1: without any, two activations live at a time.
 TEST_CASE("held_until: model and caller hold a block's result until the model or its caller returns") {
   const auto activations = [](const std::string& inner, const std::string& when = "true") {
-    EstimateOptions o;
-    o.graph.mode = Mode::Eval;
-    o.graph.device = Device::Cpu;
     const std::string spec =
         "inputs: {x: [256]}\n"
         "blocks:\n"
@@ -125,7 +125,7 @@ TEST_CASE("held_until: model and caller hold a block's result until the model or
         "layers:\n"
         "  - {name: layers, block: Layer, repeat: 3}\n"
         "  - {name: head, type: Linear, out_features: 256}\n";
-    const Totals t = estimate_from(spec, o).totals;
+    const Totals t = estimate_from(spec, eval_on_cpu()).totals;
     return (t.peak_bytes - t.param_bytes - t.input_bytes) / 1024;
   };
   // The block arguments: the layer's input, the attention's input, then fc's and act's results.
@@ -142,9 +142,7 @@ TEST_CASE("held_until: model and caller hold a block's result until the model or
 // A block instance is a module call: its caller holds the arguments until it returns, though no
 // layer inside reads them after the first.
 TEST_CASE("a block instance's inputs live until its last layer has run") {
-  EstimateOptions o;
-  o.graph.mode = Mode::Eval;
-  o.graph.device = Device::Cpu;
+  const EstimateOptions o = eval_on_cpu();
   const std::string spec =
       "inputs: {x: [256]}\n"
       "blocks:\n"
