@@ -19,6 +19,7 @@
 // Backward on the CPU runs as PyTorch's engine runs it, node by node (recurrent_backward.cpp).
 // On CUDA the same tensors are assumed, and one node (cuDNN's reserve space is not modelled yet).
 #include "common.hpp"
+#include "onednn_lstm.hpp"
 #include "recurrent_backward.hpp"
 
 namespace nnmem::layers {
@@ -31,30 +32,6 @@ std::int64_t gate_count(Cell cell) { return cell == Cell::Rnn ? 1 : cell == Cell
 // Adds `units` tensors of [N, width] as one kept tensor of that many bytes; nothing for 0.
 void keep_units(LayerResult& res, std::int64_t units, std::int64_t n, std::int64_t width, DType dtype, const std::string& what) {
   if (units > 0) res.save_extra({{units, n, width}, dtype}, what);
-}
-
-std::int64_t round_up(std::int64_t x, std::int64_t m) { return checked_mul(checked_add(x, m - 1) / m, m); }
-
-// oneDNN's get_good_ld for float32: a multiple of 16 floats (64 bytes), not of 256 floats.
-std::int64_t good_ld(std::int64_t dim) {
-  const std::int64_t ld = round_up(dim, 16);
-  return ld % 256 == 0 ? checked_add(ld, 16) : ld;
-}
-
-// The workspace oneDNN's LSTM keeps for backward, one layer and direction (float32): the gates
-// of every step, h of every step, then (T + 1) steps of two layers' states, layer and iter diff
-// states (leading dimension good_ld(max(input, hidden))) and c states and their diffs (hidden).
-std::int64_t onednn_lstm_workspace(std::int64_t t, std::int64_t n, std::int64_t input, std::int64_t h) {
-  const std::int64_t page = 4096;
-  const std::int64_t steps = checked_mul(2, checked_add(t, 1));
-  const std::int64_t states = checked_mul(checked_mul(steps, n), checked_mul(good_ld(std::max(input, h)), 4));
-  const std::int64_t c_states = checked_mul(checked_mul(steps, n), checked_mul(h, 4));
-  const std::int64_t parts[] = {checked_mul(checked_mul(t, n), checked_mul(good_ld(checked_mul(4, h)), 4)),
-                                checked_mul(checked_mul(t, n), checked_mul(good_ld(h), 4)),
-                                states, states, states, c_states, c_states};
-  std::int64_t total = 0;
-  for (std::int64_t p : parts) total = checked_add(total, round_up(p, page));
-  return total;
 }
 
 // Saves a tensor and returns its index in `saved`, for the program to free it.
@@ -183,7 +160,7 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
           kept.push_back(saved_extra(res, {{d.t, d.n, d.hidden}, dtype}, who + " output"));
         }
         kept.push_back(saved_extra(res, {{2, d.n, d.hidden}, dtype}, who + " h and c at the last step"));
-        kept.push_back(saved_extra(res, {{onednn_lstm_workspace(d.t, d.n, l == 0 ? d.input : width, d.hidden)}, DType::UInt8},
+        kept.push_back(saved_extra(res, {{onednn::lstm_workspace(d.t, d.n, l == 0 ? d.input : width, d.hidden)}, DType::UInt8},
                                    who + " oneDNN workspace"));
         continue;
       }

@@ -1,11 +1,10 @@
 // The estimate as JSON. The layout is documented in docs/json.md; fields are only ever added
 // (schema_version changes when one changes meaning or disappears).
-#include <charconv>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 
+#include "json_out.hpp"
 #include "nnmem/plan.hpp"
 #include "nnmem/report.hpp"
 
@@ -185,83 +184,6 @@ ordered_json head_json(const Estimate& e, const ReportOptions& options) {
 }
 
 
-// A string as dump() writes it: quotes, backslashes and control characters escaped.
-void append_string(std::string& out, std::string_view text) {
-  out += '"';
-  std::size_t from = 0;  // text[from, i) needs no escape: appended in one piece
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(text.data() + from, i - from);
-    from = i + 1;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      }
-    }
-  }
-  out.append(text.data() + from, text.size() - from);
-  out += '"';
-}
-
-// JSON appended to a string as dump(indent) lays it out `depth` levels in, member by member:
-// for what grows with the model (a layer, an event; a million of them in a large model), no
-// JSON value is made.
-class JsonOut {
- public:
-  JsonOut(std::string& out, int indent, int depth) : out_(out), indent_(indent), depth_(depth) {}
-
-  void begin(char bracket) {
-    out_ += bracket;
-    ++depth_;
-    first_ = true;
-  }
-  void end(char bracket) {
-    --depth_;
-    if (!first_) newline();
-    out_ += bracket;
-    first_ = false;
-  }
-  JsonOut& key(std::string_view name) {
-    next();
-    append_string(out_, name);
-    out_ += indent_ >= 0 ? ": " : ":";
-    return *this;
-  }
-  void item() { next(); }  // an array's next element follows
-  void value(std::string_view text) { append_string(out_, text); }
-  void value(std::int64_t n) {
-    char buf[24];
-    out_.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, n).ptr - buf));
-  }
-  void value(bool b) { out_ += b ? "true" : "false"; }
-
- private:
-  void next() {
-    if (!first_) out_ += ',';
-    newline();
-    first_ = false;
-  }
-  void newline() {
-    if (indent_ < 0) return;
-    out_ += '\n';
-    out_.append(static_cast<std::size_t>(indent_ * depth_), ' ');
-  }
-  std::string& out_;
-  const int indent_;
-  int depth_;
-  bool first_ = true;
-};
-
 void append_tensor(JsonOut& j, const TensorType& t) {  // as tensor() makes it
   j.begin('{');
   j.key("shape").begin('[');
@@ -303,40 +225,6 @@ void append_event(JsonOut& j, const Timeline& timeline, const TimelineEvent& ev,
   j.key("block").value(std::int64_t{ev.block});
   if (micro_step) j.key("micro_step").value(timeline.micro_step(ev));
   j.end('}');
-}
-
-// An array at `depth` whose elements are appended one at a time by append(JsonOut&, item) and
-// written out in large pieces, as dump(indent) would lay it out.
-template <class Items, class Append>
-void stream_array(std::ostream& os, const Items& items, Append append, int indent, int depth) {
-  std::string buf;
-  JsonOut j(buf, indent, depth);
-  j.begin('[');
-  for (const auto& item : items) {
-    j.item();
-    append(j, item);
-    if (buf.size() >= (std::size_t{1} << 16)) os.write(buf.data(), static_cast<std::streamsize>(buf.size())), buf.clear();
-  }
-  j.end(']');
-  os.write(buf.data(), static_cast<std::streamsize>(buf.size()));
-}
-
-// Writes `v` as dump(indent) would at nesting `depth`: every line after the first indented by
-// depth × indent more (JSON strings hold no raw newline, so each newline is a line's end).
-void write_nested(std::ostream& os, const ordered_json& v, int indent, int depth) {
-  const std::string text = v.dump(indent);
-  if (indent < 0) {
-    os << text;
-    return;
-  }
-  const std::string pad(static_cast<std::size_t>(indent * depth), ' ');
-  std::size_t from = 0;
-  for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', from)) {
-    os.write(text.data() + from, static_cast<std::streamsize>(nl + 1 - from));
-    os << pad;
-    from = nl + 1;
-  }
-  os.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
 }
 
 // The estimate at `depth`: the head's members in order, the streamed arrays in their places.

@@ -90,4 +90,29 @@ std::vector<std::string> NameScope::python_references(const RawEntry& e, const s
   return let_go;
 }
 
+// `share: NAME` and `tie: {PARAM: LAYER.PARAM}` name layers as `input:` does; the graph
+// checks that they are layers with such parameters.
+// A tie's value may be an expression; null or '' unties (tie_word_embeddings: false).
+void resolve_sharing(const RawEntry& e, const NameScope& scope, const VarScope& vars, const std::string& who,
+                     LayerSpec& layer) {
+  if (e.share) {
+    layer.shares = scope.resolve(*e.share, nullptr, who);
+    layer.shares_loc = e.share->loc;
+  }
+  for (const auto& [param, raw] : e.ties) {
+    const Value v = evaluate(raw, vars, who, "tie: " + param.name);
+    if (v.kind == Value::Kind::Null || (v.kind == Value::Kind::String && v.text.empty())) continue;
+    if (v.kind != Value::Kind::String)
+      throw Error(raw.loc, who + ": tie: " + param.name + " must name a parameter as LAYER.PARAM (wte.weight), or be null, found " +
+                        v.describe());
+    const Named target{v.text, raw.loc};
+    const std::size_t dot = target.name.rfind('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == target.name.size())
+      throw Error(target.loc, who + ": tie: " + param.name + " names a parameter as LAYER.PARAM (wte.weight), found '" +
+                           target.name + "'");
+    const Named owner{target.name.substr(0, dot), target.loc};
+    layer.ties.push_back({param.name, scope.resolve(owner, nullptr, who), target.name.substr(dot + 1), target.loc});
+  }
+}
+
 }  // namespace nnmem::raw

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "nnmem/spec.hpp"
 #include "raw_spec.hpp"
 
 namespace nnmem::raw {
@@ -57,5 +58,12 @@ struct NameScope {
   std::vector<std::string> python_references(const RawEntry& e, const std::string& local, const std::string& who,
                                              const std::string& value, bool made);
 };
+
+struct VarScope;
+
+/// `share: NAME` and `tie: {PARAM: LAYER.PARAM}` of a layer entry, resolved in `scope` onto
+/// `layer` (name_scope.cpp).
+void resolve_sharing(const RawEntry& e, const NameScope& scope, const VarScope& vars, const std::string& who,
+                     LayerSpec& layer);
 
 }  // namespace nnmem::raw
