@@ -108,7 +108,7 @@ TEST_CASE("every layer's output shape is PyTorch's, on every validation network"
       for (const auto& layer : measured["layers"]) {
         std::string name = layer["name"];
         // BertForPreTraining's base model is its `bert` member; the spec is BertModel's with heads.
-        if (network == "hf_bert_pretraining" && name.rfind("bert.", 0) == 0) name = name.substr(5);
+        if (network.rfind("hf_bert_pretraining", 0) == 0 && name.rfind("bert.", 0) == 0) name = name.substr(5);
         // T5's encoder calls its embed_tokens, whose weight is counted under the `shared` module it
         // never calls (the spec's `shared` layer is both); its relative bias lookups have no batch
         // dimension ([Tq, Tk, heads]), where the spec's have a leading 1 that broadcasts.

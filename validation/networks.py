@@ -1078,9 +1078,10 @@ NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit", "roberta", "mixtral", "t5") for impl in ("sdpa", "eager")})
 # BertForPreTraining: masked-LM scores [B * T, vocab] and next-sentence scores [B, 2], each with
 # cross-entropy, summed by the model itself.
-NETWORKS["hf_bert_pretraining"] = Net(_hf("bert_pretraining", "sdpa"), (HF_SEQ,), "int64",
-                                      [("cross_entropy", None), ("cross_entropy", None)], [2], _bert_pretraining,
-                                      HF_VOCAB, own_loss=True)
+NETWORKS.update({name: Net(_hf("bert_pretraining", impl), (HF_SEQ,), "int64",
+                           [("cross_entropy", None), ("cross_entropy", None)], [2], _bert_pretraining,
+                           HF_VOCAB, own_loss=True)
+                 for name, impl in (("hf_bert_pretraining", "sdpa"), ("hf_bert_pretraining_eager", "eager"))})
 # NETWORKS is ordered light to heavy; run_all.py keeps this order.
 
 from networks_zoo import UNet, DiffusionUNet, YoloV8, MultiHeadNet  # noqa: E402  (issue 13's examples, small)
