@@ -63,14 +63,15 @@ OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"
 AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "diffusion_unet", "convnext_valid"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2, LLaMA, BERT
-# and T5 and ViT (both attention implementations). Those nnmem is exact on run by default.
+# (BertModel and BertForPreTraining), T5 and ViT, both attention implementations. Those nnmem is
+# exact on run by default.
 HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa", "hf_bert_pretraining", "hf_bert_pretraining_eager", "hf_vit_sdpa",
                "hf_roberta_sdpa", "hf_mixtral_sdpa",
                "hf_gpt2_eager", "hf_llama_eager", "hf_bert_eager", "hf_vit_eager", "hf_t5_sdpa", "hf_t5_eager"]
 # hf_vit_eager too: its softmax(dtype=float32) keeps float32 probabilities beside bfloat16 weights
 # (Softmax's dtype).
 HF_AMP_NETWORKS = ["hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_eager", "hf_bert_sdpa", "hf_bert_eager",
-                   "hf_vit_sdpa", "hf_vit_eager", "hf_t5_sdpa", "hf_t5_eager"]
+                   "hf_vit_sdpa", "hf_vit_eager", "hf_t5_sdpa", "hf_t5_eager", "hf_bert_pretraining", "hf_bert_pretraining_eager"]
 HF_VARIANTS_2 = [("adamw", None)]
 # Activation checkpointing and gradient accumulation, on the networks made for them
 # (networks_scaling.py), at their first batch, under both versions: (optimizer, set_to_none,
