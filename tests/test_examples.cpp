@@ -106,11 +106,10 @@ TEST_CASE("every layer's output shape is PyTorch's, on every validation network"
       o.graph.batch = std::stoll(batch);
       const Estimate e = estimate(spec, o);
       for (const auto& layer : measured["layers"]) {
-        std::string name = layer["name"];
-        // BertForPreTraining's base model is its `bert` member; the spec is BertModel's with heads.
-        if (network.rfind("hf_bert_pretraining", 0) == 0 && name.rfind("bert.", 0) == 0) name = name.substr(5);
-        // T5's encoder calls its embed_tokens, whose weight is counted under the `shared` module it
-        // never calls (the spec's `shared` layer is both); its relative bias lookups have no batch
+        const std::string name = layer["name"];
+        // T5's encoder calls its embed_tokens, whose weight is the `shared` module's, which it never
+        // calls: the spec's `shared` layer makes the lookup, and encoder.embed_tokens.weight is a
+        // tied Parameter no layer reads (the module that holds it); its relative bias lookups have no batch
         // dimension ([Tq, Tk, heads]), where the spec's have a leading 1 that broadcasts.
         if (network.rfind("hf_t5", 0) == 0 && (name == "shared" || name == "encoder.embed_tokens" ||
                                                name.find("relative_attention_bias") != std::string::npos))

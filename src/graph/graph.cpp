@@ -333,9 +333,10 @@ class Builder {
                                     [&](int v) { return !graph_.values[v].readers.empty() || returned[v]; });
       const LayerSpec& layer = graph_.layer(node);
       // A frozen parameter that forward does not read is PyTorch's module held but not called
-      // (YOLOv8's DFL convolution in training): counted, never graded. A trainable one would
-      // have no gradient either, which nnmem does not model, so it stays an error.
-      if (!used && !(layer.type == "Parameter" && !layer.trainable)) {
+      // (YOLOv8's DFL convolution in training): counted, never graded; so is a tied one (T5's
+      // encoder.embed_tokens, holding the shared weight that another layer reads and grades).
+      // An untied trainable one would have no gradient, which nnmem does not model: an error.
+      if (!used && !(layer.type == "Parameter" && (!layer.trainable || !layer.ties.empty()))) {
         throw Error(layer.loc, "the output of " + title(layer) +
                                    " is never used; read it from a later layer, list it in 'outputs', or remove it" +
                                    (layer.type == "Parameter" ? " (or freeze it: trainable: false)" : ""));

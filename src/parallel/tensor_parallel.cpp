@@ -2,7 +2,7 @@
 // which tensors are split over the ranks is followed through the graph from the spec's own
 // structure, and the layers that split them are rewritten to a rank's share. Modelled.
 //
-// A Linear reading a whole tensor is column-parallel: its weight's rows and its output's last
+// A Linear (or transformers' Conv1D) reading a whole tensor is column-parallel: its weight's rows and its output's last
 // dimension are split. A Linear reading a tensor split along its last dimension is
 // row-parallel: its weight's columns are split and its output is whole again (all-reduced). An
 // Embedding is vocabulary-parallel (ceil(V / T) rows, the output all-reduced whole). Between
@@ -60,6 +60,7 @@ class Splitter {
     for (const Node& n : g_.nodes)
       if (spec_of(n).type == "Embedding") vocab_ = std::max(vocab_, rows(n));
     out_.spec = g_.spec;
+    linears_of_conv1d();
     if (sp_) shard_inputs();
     for (const Node& n : g_.nodes) {
       visit(n);
@@ -144,7 +145,7 @@ class Splitter {
   // across it) read the whole sequence, gathered.
   bool reads_shard(const Node& n, int v) const {
     const LayerSpec& l = spec_of(n);
-    if (l.type == "Linear" || l.type == "LayerNorm" || l.type == "RMSNorm") return true;
+    if (linear_type(l.type) || l.type == "LayerNorm" || l.type == "RMSNorm") return true;
     if (l.type == "MatMul" || l.type == "ScaledDotProductAttention") return false;  // attention over the whole sequence
     const Attribute* dim = l.find_attr("dim");
     const auto rank = static_cast<std::int64_t>(shape(v).size());
@@ -172,6 +173,17 @@ class Splitter {
     LayerSpec& l = out_.spec.layers[static_cast<std::size_t>(n.layer)];
     l.type = type;
     l.attrs.push_back({"sequence_parallel", ranks_value(tp_, l.loc), l.loc});
+  }
+
+  // Megatron's parallel layers are Linears: a rank's spec writes transformers' Conv1D (GPT-2's) as
+  // the Linear it transposes (the same parameters, outputs and saved tensors; layers/linear.cpp).
+  static bool linear_type(const std::string& t) { return t == "Linear" || t == "Conv1D"; }
+  void linears_of_conv1d() {
+    for (LayerSpec& l : out_.spec.layers) {
+      if (l.type != "Conv1D") continue;
+      l.type = "Linear";
+      for (Attribute& a : l.attrs) a.name = a.name == "nf" ? "out_features" : a.name == "nx" ? "in_features" : a.name;
+    }
   }
 
   // Attention heads split across the ranks: the query's and the key-value heads must divide.
@@ -206,7 +218,7 @@ class Splitter {
       }
       in = split_[static_cast<std::size_t>(v)], reader = v;
     }
-    if (t == "Linear") return linear(n, in, reader);
+    if (linear_type(t)) return linear(n, in, reader);
     if (t == "Embedding" && rows(n) == vocab_) {
       set_attr(n, "num_embeddings", ceil_div(vocab_));
       return role(n, TpRole::VocabEmbedding);
