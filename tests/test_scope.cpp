@@ -2,6 +2,7 @@
 // a variable), a tied Parameter no layer reads (a module holding a tied weight it never calls), and
 // a removed entry that reads nothing. docs/spec.md, *Blocks* and *Layers*.
 #include "helpers.hpp"
+#include "nnmem/checkpoint.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
