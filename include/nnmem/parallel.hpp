@@ -69,7 +69,8 @@ std::optional<FsdpStrategy> parse_fsdp(std::string_view name);
 // shapes (docs/parallel.md). Modelled: no GPU cluster here to measure them.
 
 /// What tensor parallelism makes of a layer with parameters.
-enum class TpRole { Replicated, Column, Row, VocabEmbedding };
+/// Experts: a mixture of experts' MoEExperts, each expert's fc1 column- and fc2 row-parallel.
+enum class TpRole { Replicated, Column, Row, VocabEmbedding, Experts };
 std::string_view name_of(TpRole role);
 struct TpLayer {
   std::string name, type;

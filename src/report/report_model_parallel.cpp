@@ -34,10 +34,10 @@ std::string units_text(const PipelineStage& s) {
 }
 
 std::string roles_line(const ModelParallelEstimate& m) {
-  std::array<int, 4> count{};
+  std::array<int, 5> count{};
   for (const TpLayer& l : m.split) ++count[static_cast<std::size_t>(l.role)];
   std::string s;
-  for (TpRole r : {TpRole::Column, TpRole::Row, TpRole::VocabEmbedding, TpRole::Replicated})
+  for (TpRole r : {TpRole::Column, TpRole::Row, TpRole::VocabEmbedding, TpRole::Experts, TpRole::Replicated})
     if (count[static_cast<std::size_t>(r)]) s += (s.empty() ? "" : ", ") + std::to_string(count[static_cast<std::size_t>(r)]) + " " + std::string(name_of(r));
   return "Layers with parameters: " + s + "\n";
 }
