@@ -53,6 +53,20 @@ TEST_CASE("--tp --sequence-parallel on LLaMA: the embeddings scattered, the stag
   CHECK(to_string(head->outputs.front().shape) == "[1, 32, 128]");  // every token, half the vocabulary
   ModelParallelOptions whole = mp_of(2, 2);
   CHECK(e.stages[0].held_bytes < run(llama(4), whole).stages[0].held_bytes);
+  // Megatron's global memory buffer: each stage's rank gathers into one buffer of its own, as
+  // large as its largest gather (the whole [1, 32, 64] sequence), made with the model and kept;
+  // its ColumnParallelLinear layers allocate no gather of their own.
+  for (const PipelineStage& st : e.stages) {
+    const auto& layers = st.estimate.layers;
+    const auto buffer = std::find_if(layers.begin(), layers.end(), [](const LayerEstimate& l) { return l.name == "megatron.global_memory_buffer.mpu"; });
+    REQUIRE(buffer != layers.end());
+    CHECK(to_string(buffer->outputs.front().shape) == "[2048]");
+    CHECK(st.estimate.totals.buffer_bytes >= 2048 * 4);
+    CHECK(std::count_if(layers.begin(), layers.end(), [](const LayerEstimate& l) { return l.name.find("global_memory_buffer") != std::string::npos; }) == 1);
+  }
+  const ModelParallelEstimate no_sp = run(llama(4), whole);
+  const auto& plain = no_sp.stages[0].estimate.layers;
+  CHECK(std::none_of(plain.begin(), plain.end(), [](const LayerEstimate& l) { return l.name.find("global_memory_buffer") != std::string::npos; }));
   // Errors: without --tp, and a sequence the ranks do not divide.
   ModelParallelOptions no_tp = mp_of(1, 1);
   no_tp.sequence_parallel = true;

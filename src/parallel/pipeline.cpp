@@ -7,6 +7,7 @@
 #include <set>
 
 #include "../enum_names.hpp"
+#include "collectives.hpp"
 #include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
@@ -172,6 +173,7 @@ ModelSpec stage_spec(const Graph& g, const std::vector<bool>& mine, bool last, s
     throw Error(s.output_locs[1], "--pp: pipeline stage " + std::to_string(index) + " would send " + std::to_string(s.outputs.size()) +
                                       " tensors on ('" + s.outputs[0] + "', '" + s.outputs[1] + "', …); a stage sends one, so the "
                                       "boundary cannot fall inside a skip connection: move it with --stages");
+  add_global_memory_buffer(s, g);  // the stage's rank gathers into a buffer of its own
   return s;
 }
 
