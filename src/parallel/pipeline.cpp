@@ -275,6 +275,7 @@ ModelParallelEstimate estimate_model_parallel(const ModelSpec& spec, const Estim
       const bool last = c + 1 == checked_mul(mp.pp, mp.virtual_stages);
       EstimateOptions o = options;
       if (!last) o.step.loss = LossKind::Mean;  // the gradient sent back stands for the loss's
+      o.step.timeline = true;  // held_bytes() reads it
       Estimate e = estimate(stage_spec(g, mine, last, c), o);
       const Totals& t = e.totals;
       st.params = checked_add(st.params, t.params);
