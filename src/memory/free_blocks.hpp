@@ -47,36 +47,38 @@ class FreeBlocks {
     if (!by_class_) return void(sorted_.insert(k));
     if (k.size % kUnit != 0 || k.size > kLargest) throw std::logic_error("a block of a size the size classes do not hold");
     const std::size_t c = class_of(k.size);
-    if (classes_[c].empty()) bits_[c / 64] |= std::uint64_t{1} << (c % 64);
+    if (classes_[c].empty()) mark(c, true);
     classes_[c].insert({k.address, k.id});
   }
   void erase(const FreeKey& k) {
     if (!by_class_) return void(sorted_.erase(k));
     const std::size_t c = class_of(k.size);
     classes_[c].erase({k.address, k.id});
-    if (classes_[c].empty()) bits_[c / 64] &= ~(std::uint64_t{1} << (c % 64));
+    if (classes_[c].empty()) mark(c, false);
   }
 
   /// The class layout's first block of `size` bytes or more (the smallest, the lowest address
   /// among equals); nullopt when there is none.
   std::optional<FreeKey> first_fit(std::int64_t size) const {
     const std::size_t from = static_cast<std::size_t>((size + kUnit - 1) / kUnit);
-    for (std::size_t w = from / 64; w < bits_.size(); ++w) {
-      std::uint64_t word = bits_[w];
-      if (w == from / 64) word &= ~std::uint64_t{0} << (from % 64);
-      if (word == 0) continue;
-      const std::size_t c = w * 64 + static_cast<std::size_t>(std::countr_zero(word));
-      const AddressKey& first = *classes_[c].begin();
-      return FreeKey{static_cast<std::int64_t>(c) * kUnit, first.address, first.id};
+    if (from >= kClasses) return std::nullopt;
+    std::size_t w = from / 64;
+    std::uint64_t word = bits_[w] & ~std::uint64_t{0} << (from % 64);
+    if (word == 0) {  // the next word with a class in it, through the summary
+      w = first_set(summary_, w + 1);
+      if (w == kNone) return std::nullopt;
+      word = bits_[w];
     }
-    return std::nullopt;
+    const std::size_t c = w * 64 + static_cast<std::size_t>(std::countr_zero(word));
+    const AddressKey& first = *classes_[c].begin();
+    return FreeKey{static_cast<std::int64_t>(c) * kUnit, first.address, first.id};
   }
 
   /// Erases first_fit's answer (which must still be cached), without searching for it.
   void erase_first(const FreeKey& k) {
     const std::size_t c = class_of(k.size);
     classes_[c].erase(classes_[c].begin());
-    if (classes_[c].empty()) bits_[c / 64] &= ~(std::uint64_t{1} << (c % 64));
+    if (classes_[c].empty()) mark(c, false);
   }
 
   /// The sorted layout itself (for the searches that walk it).
@@ -101,11 +103,32 @@ class FreeBlocks {
     auto operator<=>(const AddressKey&) const = default;
   };
   static std::size_t class_of(std::int64_t size) { return static_cast<std::size_t>(size / kUnit); }
+  static constexpr std::size_t kWords = (kClasses + 63) / 64;
+  static constexpr std::size_t kNone = kWords;
+  // Whether class c holds blocks: bit c of bits_, and bit w of summary_ for a word w of bits_ not 0.
+  void mark(std::size_t c, bool holds) {
+    const std::uint64_t bit = std::uint64_t{1} << (c % 64);
+    std::uint64_t& word = bits_[c / 64];
+    word = holds ? word | bit : word & ~bit;
+    const std::size_t w = c / 64;
+    const std::uint64_t sbit = std::uint64_t{1} << (w % 64);
+    summary_[w / 64] = word ? summary_[w / 64] | sbit : summary_[w / 64] & ~sbit;
+  }
+  // The first set bit at or after `from` in `bits` (kNone if none).
+  template <std::size_t N>
+  static std::size_t first_set(const std::array<std::uint64_t, N>& bits, std::size_t from) {
+    for (std::size_t i = from / 64; i < N && from < kNone; ++i) {
+      const std::uint64_t word = i == from / 64 ? bits[i] & ~std::uint64_t{0} << (from % 64) : bits[i];
+      if (word) return i * 64 + static_cast<std::size_t>(std::countr_zero(word));
+    }
+    return kNone;
+  }
 
   bool by_class_;
   ChunkedSet<FreeKey> sorted_;
   std::vector<ChunkedSet<AddressKey>> classes_;
-  std::array<std::uint64_t, (kClasses + 63) / 64> bits_{};  // class c holds blocks: bit c
+  std::array<std::uint64_t, kWords> bits_{};
+  std::array<std::uint64_t, (kWords + 63) / 64> summary_{};
 };
 
 }  // namespace nnmem::detail
