@@ -107,6 +107,7 @@ struct ReplayScript {
     int block = -1;
     std::int8_t sign = 0;  // the sign of its delta
     Phase phase = Phase::Forward;
+    Carry carry = Carry::None;  // its block's (read here, in the same 8 bytes, not looked up per event)
   };
   ReplayScript(const Timeline& events, const AllocationTrace& trace, const StepOptions& options);
   std::vector<Step> steps;  // each event
