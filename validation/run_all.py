@@ -32,7 +32,7 @@ OPTIMIZERS = ["sgd", "momentum", "adam"]
 MODES = [True, False]           # zero_grad(set_to_none=...)
 AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", "concat_net",
                 "frozen_backbone", "resnet18", "zoo_mlp", "efficientnet_b0",
-                "unet_valid", "yolov8n", "gru_tagger"]
+                "unet_valid", "yolov8n", "yolo11n", "gru_tagger"]
 # (CPU bfloat16 lacks hardtanh's backward in 1.13: ReLU6, Hardtanh; so not zoo_net, zoo_seq;
 # and 1.13's group_norm and layer_norm refuse a bfloat16 input beside float32 weights,
 # "expected scalar type BFloat16 but found Float": not diffusion_unet, convnext_valid. The
