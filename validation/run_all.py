@@ -60,7 +60,8 @@ OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"
 # Under 2.13 autocast runs for more networks: activations_net (2.13's CPU bfloat16 kernels
 # have ReLU6's backward, 1.13's do not), se_net and unet_small, and issue 13's diffusion U-Net
 # and ConvNeXt (1.13's group_norm and layer_norm cannot mix the dtypes).
-AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "diffusion_unet", "convnext_valid"]
+AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "diffusion_unet", "convnext_valid",
+                                 "seed_conv", "concat_fork", "multihead_net"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2, LLaMA, BERT
 # (BertModel and BertForPreTraining), T5 and ViT, both attention implementations. Those nnmem is
