@@ -81,7 +81,10 @@ AttrDef ranks_attr() {
 // all-gathers it into Megatron's global memory buffer and multiplies, and saves the shard, not
 // the gathered input (LinearWithGradAccumulationAndAsyncCommunication: save_for_backward(input,
 // weight)); backward gathers it again for the weight's gradient and reduce-scatters the input's
-// gradient out of a whole one.
+// gradient out of a whole one (a fresh tensor). With global_buffer (what --tp --sequence-parallel
+// writes), the gathers go into one buffer the rank holds for good (a Buffer layer of its spec,
+// sized to its largest gather: GlobalMemoryBuffer.get_tensor(…, "mpu")), shared by all its
+// ColumnParallelLinear layers; without, each gather is a transient of the layer's own.
 LayerResult infer_column_parallel(const LayerCall& call) {
   require_rank(call, 3, 64, "[N, *, sequence shard, in_features]");
   const std::int64_t ranks = call.attrs.integer("sequence_parallel");
@@ -90,9 +93,12 @@ LayerResult infer_column_parallel(const LayerCall& call) {
   whole[whole.size() - 2] = checked_mul(whole[whole.size() - 2], ranks);
   LayerResult res = infer_linear({call.name, call.attrs, gathered, call.ctx, call.trainable});
   if (ranks == 1) return res;
-  res.forward_scratch.push_back({gathered[0].type, "the all-gathered input (Megatron's global memory buffer)"});
+  // In the global buffer (the rank's Buffer layer) the gathers allocate nothing; else a
+  // transient of their own, forward and backward.
+  const bool own = !call.attrs.flag("global_buffer");
+  if (own) res.forward_scratch.push_back({gathered[0].type, "the all-gathered input"});
   if (call.training() && (call.trainable || call.input_requires_grad())) {
-    res.backward_scratch.push_back({gathered[0].type, "the input all-gathered again"});
+    if (own) res.backward_scratch.push_back({gathered[0].type, "the input all-gathered again"});
     if (call.input_requires_grad()) res.backward_scratch.push_back({gathered[0].type, "the whole input gradient, reduce-scattered"});
   }
   return res;
@@ -158,6 +164,14 @@ std::vector<AttrDef> with_ranks(std::vector<AttrDef> attrs) {
   return attrs;
 }
 
+std::vector<AttrDef> column_attrs() {
+  std::vector<AttrDef> attrs = with_ranks(linear_attrs());
+  attrs.push_back(AttrDef::flag("global_buffer", false,
+                                "the input is gathered into Megatron's global memory buffer (a Buffer layer of the rank), "
+                                "not a tensor of the layer's own"));
+  return attrs;
+}
+
 const bool registered = register_layer({
     .type = "Linear",
     .summary = "fully connected layer over the last dimension",
@@ -174,7 +188,7 @@ const bool registered = register_layer({
 }) && register_layer({
     .type = "ColumnParallelLinear",
     .summary = "one rank of Megatron's column-parallel Linear: out_features is the rank's; with sequence_parallel, the input is its sequence shard, all-gathered",
-    .attrs = with_ranks(linear_attrs()),
+    .attrs = column_attrs(),
     .autocast = Autocast::Lower,
     .infer = infer_column_parallel,
 }) && register_layer({

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "helpers.hpp"
+#include "nnmem/plan.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
@@ -33,6 +34,53 @@ TEST_CASE("every example estimates, in training and in inference, on both device
     ++count;
   }
   CHECK(count >= 15);
+}
+
+TEST_CASE("an estimate without its timeline has every figure of one with it") {
+  // StepOptions::timeline off records neither the events' words nor, without a replay, the
+  // events: the same step, so the same figures (the JSON without its timeline holds them all).
+  ReportOptions figures;
+  figures.timeline = false;
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(source_path("examples"))) {
+    if (entry.path().extension() != ".yaml" || entry.path().filename() == "simple_cnn.yaml") continue;
+    const std::string name = entry.path().filename().string();
+    CAPTURE(name);
+    for (Device device : {Device::Cuda, Device::Cpu})
+      for (int variant = 0; variant < 2; ++variant) {
+        CAPTURE(variant);
+        EstimateOptions o;
+        o.graph.device = device;
+        o.graph.batch = 2;
+        if (variant == 1) {  // micro-steps and checkpointed blocks: more of the step's words
+          o.step.grad_accum = 2;
+          o.step.checkpoint.segments = CheckpointSegments::Blocks;
+        }
+        const Estimate with = estimate_file("examples/" + name, o);
+        o.step.timeline = false;
+        const Estimate without = estimate_file("examples/" + name, o);
+        CHECK(!with.timeline.empty());
+        CHECK(with.timeline.tensors.size() > 0);
+        CHECK(without.timeline.empty());
+        CHECK(without.timeline.tensors.empty());
+        CHECK(render_json(without, figures) == render_json(with, figures));
+        CHECK(render_table(without) == render_table(with));
+      }
+    ++count;
+  }
+  CHECK(count >= 15);
+  // fit reads the step's events whatever the option says: the same batch either way.
+  const ModelSpec spec = load_spec_file(source_path("examples/mlp.yaml"));
+  FitOptions budget;
+  budget.budget_bytes = 24LL << 20;
+  EstimateOptions o;
+  o.graph.device = Device::Cuda;
+  const BatchFit with = fit_batch(spec, o, budget);
+  o.step.timeline = false;
+  const BatchFit without = fit_batch(spec, o, budget);
+  CHECK(with.batch == 1411);
+  CHECK(without.batch == with.batch);
+  CHECK(render_json(without, figures) == render_json(with, figures));
 }
 
 TEST_CASE("torchvision's parameter counts") {

@@ -28,9 +28,9 @@ namespace nnmem {
 namespace {
 
 constexpr int kWhole = -1;
-constexpr EnumNames<TpRole, 4> kTpRoles{{{
+constexpr EnumNames<TpRole, 5> kTpRoles{{{
     {TpRole::Replicated, "replicated"}, {TpRole::Column, "column-parallel"}, {TpRole::Row, "row-parallel"},
-    {TpRole::VocabEmbedding, "vocabulary-parallel"},
+    {TpRole::VocabEmbedding, "vocabulary-parallel"}, {TpRole::Experts, "expert-tensor-parallel"},
 }}};
 
 bool is_view(const std::string& t) {
@@ -218,7 +218,9 @@ class Splitter {
       }
       in = split_[static_cast<std::size_t>(v)], reader = v;
     }
+    if (linear_type(t) && routes(n)) return router(n, in, reader);
     if (linear_type(t)) return linear(n, in, reader);
+    if (t == "MoEExperts" && in == kWhole) return experts(n);
     if (t == "Embedding" && rows(n) == vocab_) {
       set_attr(n, "num_embeddings", ceil_div(vocab_));
       return role(n, TpRole::VocabEmbedding);
@@ -233,7 +235,10 @@ class Splitter {
     if (t == "Transpose" || t == "Permute") return move_dim(n, reader, out);
     if (t == "ScaledDotProductAttention" || t == "MatMul") {
       if (static_cast<std::size_t>(in) + 2 >= rank_in) fail(n, "multiplies along the split dimension of " + split_text(reader));
-      return carry(out, in, reader);
+      // The output has the query's heads (the first operand's): with grouped-query attention a
+      // rank's key-value heads are fewer.
+      const int first = n.inputs.front();
+      return carry(out, in, split_[static_cast<std::size_t>(first)] == kWhole ? reader : first);
     }
     if (seq(reader) && (t == "LayerNorm" || t == "RMSNorm")) return norm_of_shard(n, reader, out);
     if (reduces(t)) fail(n, "normalises or reduces a tensor split across the ranks, " + split_text(reader) + "; only Linear, views, "
@@ -305,6 +310,39 @@ class Splitter {
       retype(n, "RowParallelLinear");
       mark(out, static_cast<int>(o.size() - 2), share, true);
     }
+  }
+
+  // A mixture of experts' router (Megatron's TopKRouter): a Linear whose logits an MoEExperts
+  // layer routes by. Replicated, not split: every rank scores every expert, on the tokens it holds
+  // (with sequence parallelism, its shard: the logits keep the shard's split).
+  bool routes(const Node& n) const {
+    const int out = n.outputs.front();
+    const auto& readers = g_.values[static_cast<std::size_t>(out)].readers;
+    return std::any_of(readers.begin(), readers.end(), [&](int r) {
+      const Node& m = g_.nodes[static_cast<std::size_t>(r)];
+      return spec_of(m).type == "MoEExperts" && m.inputs.size() > 1 && m.inputs[1] == out;
+    });
+  }
+  void router(const Node& n, int in, int reader) {
+    if (in != kWhole && !seq(reader))
+      fail(n, "is a mixture of experts' router, replicated on every rank; it cannot read " + split_text(reader));
+    const Shape& o = shape(n.outputs.front());
+    if (in != kWhole) mark(n.outputs.front(), static_cast<int>(o.size() - 2), local_[static_cast<std::size_t>(reader)], true);
+    role(n, TpRole::Replicated);
+  }
+  // The experts (Megatron's expert tensor parallelism at the tensor-parallel size, no expert
+  // parallelism): every rank runs every expert on all the tokens, each expert's fc1 column- and
+  // fc2 row-parallel, so a rank holds intermediate_size / tp of each; the output is all-reduced
+  // whole, or with sequence parallelism reduce-scattered to the rank's shard.
+  void experts(const Node& n) {
+    const Attribute* inter = spec_of(n).find_attr("intermediate_size");
+    if (inter->value.integer % tp_ != 0)
+      fail(n, "splits each expert's intermediate_size across the ranks (fc1 column-, fc2 row-parallel): expected it to divide by " +
+                  std::to_string(tp_) + ", found " + std::to_string(inter->value.integer));
+    set_attr(n, "intermediate_size", inter->value.integer / tp_);
+    role(n, TpRole::Experts);
+    const int out = n.outputs.front();
+    if (sp_ && shape(out).size() >= 3) scatter(n, out);
   }
 
   // A fused projection's parts (GPT-2's c_attn: q, k, v): each part split as the whole was, so a

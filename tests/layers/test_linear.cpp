@@ -136,6 +136,12 @@ TEST_CASE("ColumnParallelLinear, RowParallelLinear, ScatterToSequenceParallelReg
     CHECK(scratch_of(r.backward_scratch) == "[2, 32, 64]:float32 [2, 32, 64]:float32");  // gathered again; the whole dgrad
     CHECK(scratch_of(linear("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4}", {2, 8, 64}, false).backward_scratch) ==
           "[2, 32, 64]:float32");
+    // Gathered into the rank's global memory buffer: no gather of its own, forward or backward;
+    // the whole input gradient it reduce-scatters is still a fresh tensor.
+    const auto shared = linear("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4, global_buffer: true}", {2, 8, 64});
+    CHECK(shared.forward_scratch.empty());
+    CHECK(scratch_of(shared.backward_scratch) == "[2, 32, 64]:float32");
+    CHECK(saved_of(shared) == "input0");
   }
   SUBCASE("row-parallel: the whole partial output reduce-scattered to the shard") {
     const auto r = linear("{type: RowParallelLinear, out_features: 64, sequence_parallel: 4}", {2, 32, 12});
