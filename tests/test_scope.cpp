@@ -118,6 +118,6 @@ TEST_CASE("an entry that reads nothing, removed by when or repeat, stands for no
       "  - {name: out, type: ReLU, input: fc}\n";
   CHECK(load(yaml).layers.size() == 2);
   CHECK(load_error(yaml + "  - {name: sum, type: Add, inputs: [out, extra]}\n") ==
-        "test.yaml:7:40: error: Add 'sum': 'extra' is removed (its when or repeat, line 5) and reads nothing, so it stands "
+        "test.yaml:7:42: error: Add 'sum': 'extra' is removed (its when or repeat, line 5) and reads nothing, so it stands "
         "for no value");
 }

@@ -318,7 +318,7 @@ class Builder {
                 {{saver.loc, title(saver) + " is here"}});
   }
 
-  void check_everything_used() const {
+  void check_everything_used() {
     std::vector<bool> returned(graph_.values.size());  // a spec may list every layer in 'outputs'
     for (int v : graph_.outputs) returned[v] = true;
     for (int id : graph_.inputs)
@@ -327,7 +327,7 @@ class Builder {
                                        [&](const InputSpec& s) { return s.name == graph_.values[id].name; });
         throw Error(in.loc, "input '" + in.name + "' is never read by any layer");
       }
-    for (const Node& node : graph_.nodes) {
+    for (Node& node : graph_.nodes) {
       if (node.result.alias == Alias::Buffer) continue;  // a module's buffer forward need not read
       const bool used = std::any_of(node.outputs.begin(), node.outputs.end(),
                                     [&](int v) { return !graph_.values[v].readers.empty() || returned[v]; });
@@ -341,6 +341,9 @@ class Builder {
                                    " is never used; read it from a later layer, list it in 'outputs', or remove it" +
                                    (layer.type == "Parameter" ? " (or freeze it: trainable: false)" : ""));
       }
+      // Unread, it is not one of the uses whose gradients backward sums into the tied tensor's.
+      if (!used)
+        for (int p : node.params) --graph_.parameters[static_cast<std::size_t>(p)].uses;
     }
   }
 
