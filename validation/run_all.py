@@ -72,7 +72,8 @@ HF_NETWORKS = ["hf_gpt2_sdpa", "hf_llama_sdpa", "hf_bert_sdpa", "hf_bert_pretrai
 # hf_vit_eager too: its softmax(dtype=float32) keeps float32 probabilities beside bfloat16 weights
 # (Softmax's dtype).
 HF_AMP_NETWORKS = ["hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_eager", "hf_bert_sdpa", "hf_bert_eager",
-                   "hf_vit_sdpa", "hf_vit_eager", "hf_t5_sdpa", "hf_t5_eager", "hf_bert_pretraining", "hf_bert_pretraining_eager"]
+                   "hf_vit_sdpa", "hf_vit_eager", "hf_t5_sdpa", "hf_t5_eager", "hf_bert_pretraining", "hf_bert_pretraining_eager",
+                   "hf_roberta_sdpa", "hf_mixtral_sdpa"]
 HF_VARIANTS_2 = [("adamw", None)]
 # Activation checkpointing and gradient accumulation, on the networks made for them
 # (networks_scaling.py), at their first batch, under both versions: (optimizer, set_to_none,

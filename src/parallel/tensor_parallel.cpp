@@ -20,6 +20,7 @@
 
 #include "../enum_names.hpp"
 #include "collectives.hpp"
+#include "split_dims.hpp"
 #include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
@@ -27,28 +28,17 @@
 namespace nnmem {
 namespace {
 
+using tensor_split::elementwise;
+using tensor_split::is_view;
+using tensor_split::moved_dim;
+using tensor_split::reduces;
+using tensor_split::view_split_dim;
+
 constexpr int kWhole = -1;
 constexpr EnumNames<TpRole, 5> kTpRoles{{{
     {TpRole::Replicated, "replicated"}, {TpRole::Column, "column-parallel"}, {TpRole::Row, "row-parallel"},
     {TpRole::VocabEmbedding, "vocabulary-parallel"}, {TpRole::Experts, "expert-tensor-parallel"},
 }}};
-
-bool is_view(const std::string& t) {
-  return t == "View" || t == "Reshape" || t == "Flatten" || t == "Unsqueeze" || t == "Squeeze";
-}
-// Layers that would reduce or mix along a dimension they are given: they cannot read a split one.
-bool reduces(const std::string& t) {
-  return t.find("Norm") != std::string::npos || t.find("Softmax") != std::string::npos || t == "Softmin" || t == "GLU";
-}
-// Parameter-free layers whose output's elements each come from the same position of their
-// inputs (broadcast from the right): the split goes through them unchanged.
-bool elementwise(const Node& n, const Graph& g) {
-  if (!n.result.params.empty() || n.outputs.size() != 1) return false;
-  const Shape& out = g.values[static_cast<std::size_t>(n.outputs.front())].type.shape;
-  return std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) {
-    return g.values[static_cast<std::size_t>(v)].type.shape.size() <= out.size();
-  });
-}
 
 class Splitter {
  public:
@@ -365,19 +355,14 @@ class Splitter {
 
   // A view: the output dimension that begins where the input's split one begins carries the split.
   void view(const Node& n, int reader, int out) {
-    const Shape& a = shape(reader);
     const Shape& b = shape(out);
     const int d = split_[static_cast<std::size_t>(reader)];
-    std::int64_t before = 1;
-    for (int k = 0; k < d; ++k) before = checked_mul(before, a[static_cast<std::size_t>(k)]);
-    std::int64_t prefix = 1;
-    std::size_t j = 0;
-    while (j < b.size() && prefix < before) prefix = checked_mul(prefix, b[j++]);
-    const std::int64_t whole = a[static_cast<std::size_t>(d)], local = local_[static_cast<std::size_t>(reader)];
-    while (j < b.size() && b[j] == 1 && whole != 1) ++j;  // size-1 dimensions (a batch of 1) before it
-    if (j >= b.size() || prefix != before || checked_mul(b[j], local) % whole != 0)
+    const std::int64_t whole = shape(reader)[static_cast<std::size_t>(d)], local = local_[static_cast<std::size_t>(reader)];
+    const std::optional<std::size_t> at = view_split_dim(shape(reader), b, d, local);
+    if (!at)
       fail(n, "reshapes " + split_text(reader) + " into " + to_string(b) + ", which cuts across the split; expected the split "
               "dimension to begin a dimension of the new shape (heads outermost)");
+    const std::size_t j = *at;
     const std::int64_t share = checked_mul(b[j], local) / whole;
     mark(out, static_cast<int>(j), share, seq(reader));
     const std::string& t = spec_of(n).type;
@@ -393,19 +378,7 @@ class Splitter {
 
   void move_dim(const Node& n, int reader, int out) {
     const auto rank = static_cast<std::int64_t>(shape(reader).size());
-    const auto norm = [&](std::int64_t d) { return d < 0 ? d + rank : d; };
-    const int d = split_[static_cast<std::size_t>(reader)];
-    const LayerSpec& l = spec_of(n);
-    int to = d;
-    if (l.type == "Transpose") {
-      const std::int64_t a = norm(l.find_attr("dim0")->value.integer), b = norm(l.find_attr("dim1")->value.integer);
-      to = a == d ? static_cast<int>(b) : b == d ? static_cast<int>(a) : d;
-    } else {
-      const auto& dims = l.find_attr("dims")->value.items;
-      for (std::size_t k = 0; k < dims.size(); ++k)
-        if (norm(dims[k].integer) == d) to = static_cast<int>(k);
-    }
-    carry(out, to, reader);
+    carry(out, moved_dim(spec_of(n), rank, split_[static_cast<std::size_t>(reader)]), reader);
   }
 
   const Graph& g_;
