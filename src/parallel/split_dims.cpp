@@ -6,6 +6,16 @@
 
 namespace nnmem::tensor_split {
 
+bool is_linear(const std::string& t) { return t == "Linear" || t == "Conv1D"; }
+
+void linears_of_conv1d(ModelSpec& spec) {
+  for (LayerSpec& l : spec.layers) {
+    if (l.type != "Conv1D") continue;
+    l.type = "Linear";
+    for (Attribute& a : l.attrs) a.name = a.name == "nf" ? "out_features" : a.name == "nx" ? "in_features" : a.name;
+  }
+}
+
 bool is_view(const std::string& t) {
   return t == "View" || t == "Reshape" || t == "Flatten" || t == "Unsqueeze" || t == "Squeeze";
 }

@@ -13,6 +13,10 @@
 
 namespace nnmem::tensor_split {
 
+// Megatron's parallel layers are Linears: a rank's spec writes transformers' Conv1D (GPT-2's) as
+// the Linear it transposes (the same parameters, outputs and saved tensors; layers/linear.cpp).
+bool is_linear(const std::string& type);
+void linears_of_conv1d(ModelSpec& spec);
 // A reshape (View, Reshape, Flatten, Unsqueeze, Squeeze).
 bool is_view(const std::string& type);
 // Layers that would reduce or mix along a dimension they are given: they cannot read a split one.

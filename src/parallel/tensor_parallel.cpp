@@ -29,7 +29,9 @@ namespace nnmem {
 namespace {
 
 using tensor_split::elementwise;
+using tensor_split::is_linear;
 using tensor_split::is_view;
+using tensor_split::linears_of_conv1d;
 using tensor_split::moved_dim;
 using tensor_split::reduces;
 using tensor_split::view_split_dim;
@@ -50,7 +52,7 @@ class Splitter {
     for (const Node& n : g_.nodes)
       if (spec_of(n).type == "Embedding") vocab_ = std::max(vocab_, rows(n));
     out_.spec = g_.spec;
-    linears_of_conv1d();
+    linears_of_conv1d(out_.spec);
     if (sp_) shard_inputs();
     for (const Node& n : g_.nodes) {
       visit(n);
@@ -135,7 +137,7 @@ class Splitter {
   // across it) read the whole sequence, gathered.
   bool reads_shard(const Node& n, int v) const {
     const LayerSpec& l = spec_of(n);
-    if (linear_type(l.type) || l.type == "LayerNorm" || l.type == "RMSNorm") return true;
+    if (is_linear(l.type) || l.type == "LayerNorm" || l.type == "RMSNorm") return true;
     if (l.type == "MatMul" || l.type == "ScaledDotProductAttention") return false;  // attention over the whole sequence
     const Attribute* dim = l.find_attr("dim");
     const auto rank = static_cast<std::int64_t>(shape(v).size());
@@ -163,17 +165,6 @@ class Splitter {
     LayerSpec& l = out_.spec.layers[static_cast<std::size_t>(n.layer)];
     l.type = type;
     l.attrs.push_back({"sequence_parallel", ranks_value(tp_, l.loc), l.loc});
-  }
-
-  // Megatron's parallel layers are Linears: a rank's spec writes transformers' Conv1D (GPT-2's) as
-  // the Linear it transposes (the same parameters, outputs and saved tensors; layers/linear.cpp).
-  static bool linear_type(const std::string& t) { return t == "Linear" || t == "Conv1D"; }
-  void linears_of_conv1d() {
-    for (LayerSpec& l : out_.spec.layers) {
-      if (l.type != "Conv1D") continue;
-      l.type = "Linear";
-      for (Attribute& a : l.attrs) a.name = a.name == "nf" ? "out_features" : a.name == "nx" ? "in_features" : a.name;
-    }
   }
 
   // Attention heads split across the ranks: the query's and the key-value heads must divide.
@@ -208,8 +199,8 @@ class Splitter {
       }
       in = split_[static_cast<std::size_t>(v)], reader = v;
     }
-    if (linear_type(t) && routes(n)) return router(n, in, reader);
-    if (linear_type(t)) return linear(n, in, reader);
+    if (is_linear(t) && routes(n)) return router(n, in, reader);
+    if (is_linear(t)) return linear(n, in, reader);
     if (t == "MoEExperts" && in == kWhole) return experts(n);
     if (t == "Embedding" && rows(n) == vocab_) {
       set_attr(n, "num_embeddings", ceil_div(vocab_));
