@@ -53,6 +53,16 @@ int main(int argc, char** argv) {
       const nnmem::Estimate e = nnmem::estimate(nnmem::load_spec_file(file), options);
       return e.timeline.size();
     });
+  // ResNet-50 by stage: reading the spec, then the graph and the step from a spec already read,
+  // with and without the timeline (the command line keeps it only when its output reads it).
+  time_it("resnet50: load_spec_file only", 200, [&] { return nnmem::load_spec_file("examples/resnet50.yaml").layers.size(); });
+  const nnmem::ModelSpec resnet50 = nnmem::load_spec_file("examples/resnet50.yaml");
+  time_it("resnet50: estimate of a read spec", 200, [&] { return nnmem::estimate(resnet50, options).timeline.size(); });
+  nnmem::EstimateOptions quiet = options;
+  quiet.step.timeline = false;
+  time_it("resnet50: the same, no timeline", 200, [&] { return nnmem::estimate(resnet50, quiet).layers.size(); });
+  time_it("resnet50: load + estimate, no timeline", 200,
+          [&] { return nnmem::estimate(nnmem::load_spec_file("examples/resnet50.yaml"), quiet).layers.size(); });
   time_it("examples/resnet50.yaml + JSON", 20, [&] {
     return nnmem::render_json(nnmem::estimate(nnmem::load_spec_file("examples/resnet50.yaml"), options)).size();
   });

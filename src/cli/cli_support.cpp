@@ -85,20 +85,28 @@ std::int64_t parse_size_option(const std::string& option, const std::string& tex
 }
 
 // CLI11 says only "A subcommand is required" for `nnmem estimat spec.yaml`.
+std::string first_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") return "";
+    if (!arg.empty() && arg[0] == '-') continue;  // the global flags (--help, --version) take no value
+    return arg;
+  }
+  return "";
+}
+
 void check_command(int argc, char** argv, const CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
   std::string listed;  // "estimate, check, fit or layers"
   for (std::size_t i = 0; i < names.size(); ++i) listed += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") return;
-    if (!arg.empty() && arg[0] == '-') continue;  // the global flags (--help, --version) take no value
-    if (std::find(names.begin(), names.end(), arg) != names.end()) return;
-    const std::string near = nearest_name(arg, names);
-    throw UsageError("unknown command '" + arg + "'" + (near.empty() ? "; expected " + listed : " (did you mean '" + near + "'?)"));
+  const std::string arg = first_word(argc, argv);
+  if (arg.empty() || std::find(names.begin(), names.end(), arg) != names.end()) {
+    if (argc == 1) throw UsageError("a command is required: " + listed);
+    return;
   }
-  if (argc == 1) throw UsageError("a command is required: " + listed);
+  const std::string near = nearest_name(arg, names);
+  throw UsageError("unknown command '" + arg + "'" + (near.empty() ? "; expected " + listed : " (did you mean '" + near + "'?)"));
 }
 
 // Arguments left over (the apps allow extras so that they can be named here, with a hint).

@@ -30,6 +30,8 @@ CLI::Validator one_of(std::vector<std::string> words);
 std::int64_t parse_size_option(const std::string& option, const std::string& text);
 
 /// Throws UsageError for an unknown command (`nnmem estimat …`), with a suggestion.
+/// The command named on the line: its first argument that is not a flag ("" if none).
+std::string first_word(int argc, char** argv);
 void check_command(int argc, char** argv, const CLI::App& app);
 /// Throws UsageError for arguments left over after parsing: unknown options, with a suggestion.
 void check_extras(const CLI::App& app);

@@ -4,6 +4,7 @@
 // mistake, in words that say what was expected and what was found; 2 means "does not fit".
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
@@ -30,7 +31,21 @@ int main(int argc, char** argv) {
   app.allow_extras();
   app.footer("Exit status: 0 success, 1 an error (located in the spec when it is one), 2 the step does not fit the budget.\n");
 
-  std::vector<Subcommand> commands = {add_estimate(app), add_check(app), add_fit(app), add_compare(app), add_sweep(app), add_checkpoint(app), add_inspect(app), add_import(app), add_megatron(app), add_layers(app)};
+  // Only the command named on the line is built (its options are most of a short run's start-up);
+  // every command when none is named, or an unknown one, so that help and the error list them all.
+  struct Command {
+    const char* name;
+    Subcommand (*add)(CLI::App&);
+  };
+  static constexpr Command kCommands[] = {{"estimate", add_estimate}, {"check", add_check}, {"fit", add_fit},
+                                          {"compare", add_compare},   {"sweep", add_sweep}, {"checkpoint", add_checkpoint},
+                                          {"inspect", add_inspect},   {"import", add_import}, {"megatron", add_megatron},
+                                          {"layers", add_layers}};
+  const std::string named = first_word(argc, argv);
+  const bool known = std::any_of(std::begin(kCommands), std::end(kCommands), [&](const Command& c) { return named == c.name; });
+  std::vector<Subcommand> commands;
+  for (const Command& c : kCommands)
+    if (!known || named == c.name) commands.push_back(c.add(app));
   for (const Subcommand& c : commands) c.app->allow_extras();
 
   const auto fail = [](const std::string& message) {
