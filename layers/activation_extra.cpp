@@ -10,7 +10,8 @@
 //     double, and its backward (div, abs) holds three input-sized temporaries besides x's gradient.
 //   Tanhshrink = x - tanh(x): keeps tanh(x); backward holds one more input-sized temporary.
 //   Softmin = softmax(-x): see softmax_def.
-//   PReLU: keeps its input (the weight is a parameter); see prelu_scratch.
+//   PReLU: keeps its input and weight (under autocast the weight's low-precision copy, where
+//     autocast lists prelu: TorchProfile::cpu_autocast_uncast); see prelu_scratch.
 #include "elementwise.hpp"
 
 namespace nnmem::layers {
@@ -20,12 +21,17 @@ namespace {
 // makes the weight's gradient element-wise (input-sized) and sums it down; when the input needs
 // no gradient, its gradient is still made and dropped — first in 2.13, last in 1.13
 // (1.13: +input +weight -input; 2.13: +input +input -input +weight -input).
+// Under autocast the weight is read as it is cast: to the low-precision dtype where PReLU is on
+// autocast's lower-precision list (CUDA; the CPU in 2.x), as it is where it is not (1.13's CPU).
 void prelu_scratch(const LayerCall& call, LayerResult& res) {
   const TensorType& in = call.input();
   const bool elementwise = call.ctx.torch->prelu_weight_grad_elementwise;
   if (!call.input_requires_grad()) res.backward_scratch.push_back({in, "unused input gradient", elementwise});
   if (elementwise) res.backward_scratch.push_back({in, "element-wise weight gradient"});
-  if (!call.trainable) res.backward_scratch.push_back({{res.params[0].shape, res.params[0].dtype}, "unused weight gradient"});
+  const bool weight_cast = call.ctx.amp && in.dtype == *call.ctx.amp &&
+                           !(call.ctx.device == Device::Cpu && call.ctx.torch->cpu_autocast_uncasts("PReLU"));
+  if (!call.trainable)
+    res.backward_scratch.push_back({{res.params[0].shape, weight_cast ? in.dtype : res.params[0].dtype}, "unused weight gradient"});
 }
 
 LayerResult infer_prelu(const LayerCall& call) {
@@ -137,9 +143,11 @@ const bool registered = [] {
                   .summary = "x if x > 0 else weight * x, with a learned weight (one, or one per channel)",
                   .attrs = {AttrDef::integer("num_parameters", "1, or the input's channels").or_else(1).at_least(1),
                             AttrDef::real("init", "the weight's initial value (no effect on memory)").or_else_real(0.25)},
+                  .autocast = Autocast::Lower,
                   .infer = infer_prelu,
                   .versions = "torch 2.x's backward makes the weight's gradient at the input's size, then sums it "
-                              "down (an input-sized temporary); 1.13's does not"});
+                              "down (an input-sized temporary); 1.13's does not. CPU autocast casts the input and "
+                              "weight to the low-precision dtype in 2.x (the weight's copy kept), not in 1.13"});
   register_layer({.type = "GLU",
                   .summary = "a * sigmoid(b), with a and b the halves of the input along dim",
                   .attrs = {AttrDef::integer("dim", "the dimension halved (batch is 0)").or_else(-1)},

@@ -18,8 +18,10 @@
 //   checked against 59 measured shapes; under CPU autocast in bfloat16, on low-precision copies
 //   of its input, states and weights, which it keeps too (recurrent_onednn.cpp).
 // Backward on the CPU runs as PyTorch's engine runs it, node by node (recurrent_backward.cpp).
-// On CUDA the same tensors are assumed, and one node (cuDNN's reserve space is not modelled yet).
+// On CUDA cuDNN runs them, one node keeping its input, output, initial states and an opaque reserve
+// space, its size modelled (recurrent_cudnn.cpp, cudnn_rnn.hpp).
 #include "common.hpp"
+#include "cudnn_rnn.hpp"
 #include "recurrent_backward.hpp"
 #include "recurrent_shared.hpp"
 
@@ -74,8 +76,12 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
     }
   }
 
-  const bool onednn = cell == Cell::Lstm && d.proj == 0 && call.ctx.device == Device::Cpu && dtype == DType::Float32 &&
-                      call.ctx.torch->lstm_onednn_on_cpu;
+  if (call.ctx.device == Device::Cuda) {
+    cudnn_sequence(call, cell, d, batch_first, res);
+    return res;
+  }
+  // On the CPU from here on.
+  const bool onednn = cell == Cell::Lstm && d.proj == 0 && dtype == DType::Float32 && call.ctx.torch->lstm_onednn_on_cpu;
   // Under CPU autocast oneDNN's LSTM runs in the low-precision dtype (its outputs too; what it
   // keeps: recurrent_onednn.cpp).
   const std::optional<DType> onednn_low = onednn ? call.ctx.amp : std::nullopt;
@@ -95,12 +101,10 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
   };
   const double dropout = call.attrs.real("dropout");
   // torch 1.13's generic LSTM, one direction, no dropout: its backward as the engine runs it.
-  // (On CUDA, cuDNN runs the layer as one node: there it stays one node.)
-  const bool cpu = call.ctx.device == Device::Cpu;
-  const bool stepwise = cpu && cell == Cell::Lstm && !onednn && backward && call.trainable && d.proj == 0 && d.dirs == 1 &&
+  const bool stepwise = cell == Cell::Lstm && !onednn && backward && call.trainable && d.proj == 0 && d.dirs == 1 &&
                         dropout == 0 && !call.ctx.torch->grad_sum_in_place;
   // The generic GRU likewise, in both versions (any directions, layers and dropout).
-  const bool gru_stepwise = cpu && cell == Cell::Gru && backward && call.trainable;
+  const bool gru_stepwise = cell == Cell::Gru && backward && call.trainable;
   // Under CPU autocast (1.13 and 2.13 alike, measured: validation/ops_saved_recurrent.md) the
   // generic GRU of a float32 model runs its matmuls in the low-precision dtype and keeps h in
   // float32: each step keeps its gates, tanh's result, the clone of h_n and the low copy of
@@ -159,7 +163,7 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
               k.hn = saved_extra(res, {{d.n, d.hidden}, mm}, step + " h_n (an in-place op's clone)");
               if (t < t1) k.h = saved_extra(res, {{d.n, d.hidden}, mm}, step + (low ? " h_t's low-precision copy" : " h_t"));
             }
-            if (low) autocast_weights(res, *low, gates, l == 0 ? d.input : width, d.out, bias, l > 0 || call.input_requires_grad(), who);
+            if (low) autocast_weights(res, mm, gates, l == 0 ? d.input : width, d.out, bias, l > 0 || call.input_requires_grad(), who);
             break;
           }
           keep_units(res, checked_add(t6, h_next), d.n, d.hidden, dtype, who + " step gates and states");
@@ -176,7 +180,7 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
               k.c = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " c_t");
               k.h = saved_extra(res, {{d.n, d.hidden}, mm}, step + (low ? " h_t's low-precision copy" : " h_t"));
             }
-            if (low) autocast_weights(res, *low, gates, l == 0 ? d.input : width, d.out, bias, l > 0 || call.input_requires_grad(), who);
+            if (low) autocast_weights(res, mm, gates, l == 0 ? d.input : width, d.out, bias, l > 0 || call.input_requires_grad(), who);
             break;
           }
           keep_units(res, checked_add(checked_add(checked_mul(d.proj > 0 ? 6 : 5, d.t), t1), d.proj > 0 ? 0 : h_next), d.n, d.hidden,

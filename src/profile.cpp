@@ -16,6 +16,8 @@ constexpr std::array<std::string_view, 6> kAbsentIn1_13 = {"ZeroPad1d",     "Zer
 constexpr std::array<std::string_view, 3> kCpuAutocastFloat32In1_13 = {"ConvTranspose1d", "ConvTranspose2d",
                                                                         "ConvTranspose3d"};
 
+constexpr std::array<std::string_view, 1> kCpuAutocastUncastIn1_13 = {"PReLU"};
+
 constexpr std::array kProfiles = {
     TorchProfile{
         .version = "2.13",
@@ -41,6 +43,7 @@ constexpr std::array kProfiles = {
         .absent_layers = kAbsentIn1_13,
         .rms_norm_op = false,
         .cpu_autocast_float32 = kCpuAutocastFloat32In1_13,
+        .cpu_autocast_uncast = kCpuAutocastUncastIn1_13,
         .hooks_see_wrapped_numbers = true,
         .global_avg_pool_keeps_input = true,
         .im2col_keeps_input = true,
@@ -51,19 +54,19 @@ constexpr std::array kProfiles = {
     },
 };
 
-}  // namespace
-
-bool TorchProfile::has_layer(std::string_view type) const {
-  for (std::string_view absent : absent_layers)
-    if (absent == type) return false;
-  return true;
-}
-
-bool TorchProfile::cpu_autocast_in_float32(std::string_view type) const {
-  for (std::string_view t : cpu_autocast_float32)
+bool listed(std::span<const std::string_view> types, std::string_view type) {
+  for (std::string_view t : types)
     if (t == type) return true;
   return false;
 }
+
+}  // namespace
+
+bool TorchProfile::has_layer(std::string_view type) const { return !listed(absent_layers, type); }
+
+bool TorchProfile::cpu_autocast_in_float32(std::string_view type) const { return listed(cpu_autocast_float32, type); }
+
+bool TorchProfile::cpu_autocast_uncasts(std::string_view type) const { return listed(cpu_autocast_uncast, type); }
 
 std::span<const TorchProfile> torch_profiles() { return kProfiles; }
 

@@ -323,6 +323,22 @@ def autocast_table():
     return "\n".join(rows)
 
 
+def prelu_autocast_table():
+    """PReLU(3) on a float32 input under CPU autocast: whether autocast casts it (2.x's lower-precision
+    list has prelu, 1.13's CPU list does not) and what its backward keeps of the weight."""
+    weight = torch.nn.Parameter(torch.full((3,), 0.25))
+    kept = []
+
+    def pack(t):
+        kept.append("the parameter itself" if t.data_ptr() == weight.data_ptr() else
+                    "%s %s %d B" % (str(t.dtype)[6:], list(t.shape), t.numel() * t.element_size()))
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), torch.autocast("cpu", dtype=torch.bfloat16):
+        y = F.prelu(torch.randn(2, 3, 8, 8), weight)
+    return ("| PReLU(3), float32 input [2, 3, 8, 8] under CPU autocast | output | kept for backward |\n|---|---|---|\n"
+            "| F.prelu | %s | %s |" % (str(y.dtype)[6:], "<br>".join(kept)))
+
+
 def dtype_table():
     """Which dtypes F.pad takes in each mode on the CPU (what the kernels dispatch on)."""
     dtypes = [torch.int64, torch.bool, torch.float16, torch.bfloat16, torch.float64]
@@ -353,7 +369,7 @@ def main():
             results.append(r)
     section = (BEGIN.format(VERSION) + f"\n\n## torch {torch.__version__}, CPU\n\n"
                + (f"Not in this version: {', '.join(missing)}.\n\n" if missing else "")
-               + table(results) + "\n\n### Under CPU autocast\n\n" + autocast_table()
+               + table(results) + "\n\n### Under CPU autocast\n\n" + autocast_table() + "\n\n" + prelu_autocast_table()
                + "\n\n### The dtypes padding takes\n\n" + dtype_table() + "\n\n" + END.format(VERSION))
     old = open(DOC).read() if os.path.exists(DOC) else "# What the zoo's ops keep and allocate\n\n"
     pattern = re.compile(re.escape(BEGIN.format(VERSION)) + ".*?" + re.escape(END.format(VERSION)), re.S)

@@ -59,9 +59,16 @@ OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"
                     ("adamw", None), ("adamw", "foreach"), ("adamw", "fused")]
 # Under 2.13 autocast runs for more networks: activations_net (2.13's CPU bfloat16 kernels
 # have ReLU6's backward, 1.13's do not), se_net and unet_small, and issue 13's diffusion U-Net
-# and ConvNeXt (1.13's group_norm and layer_norm cannot mix the dtypes).
+# and ConvNeXt (1.13's group_norm and layer_norm cannot mix the dtypes); issue 13's zoo_net and
+# zoo_seq (Hardtanh's bfloat16 backward; PReLU, which 2.x's CPU autocast casts to bfloat16 with
+# its weight, keeping the weight's copy) and zoo_torch2 (2.x's layers); and simple_cnn_fixed,
+# seed_conv_256, davenet_audio, the LSTM LM's label-smoothing and shifted-label losses and the big
+# CNNs (DAVEnet's VGG16, VGG16, ResNet-50). Not the Transformer layers (nnmem refuses
+# nn.MultiheadAttention under autocast) nor rnn_cells (above).
 AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "diffusion_unet", "convnext_valid",
-                                 "seed_conv", "concat_fork", "multihead_net"]
+                                 "seed_conv", "concat_fork", "multihead_net", "zoo_net", "zoo_seq", "zoo_torch2",
+                                 "simple_cnn_fixed", "seed_conv_256", "davenet_audio", "lstm_lm_smoothed", "lstm_lm_shifted",
+                                 "davenet_vgg16", "vgg16", "resnet50"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2, LLaMA, BERT
 # (BertModel and BertForPreTraining), T5 and ViT, both attention implementations. Those nnmem is

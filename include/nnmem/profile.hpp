@@ -24,6 +24,11 @@ struct TorchProfile {
   // fp32 list has conv_transpose1d/2d/3d, which 2.x moved to the lower-precision one
   // (validation/fixtures: unet_valid's ConvTranspose2d under bfloat16 keeps float32 tensors).
   std::span<const std::string_view> cpu_autocast_float32 = {};
+  // Layer types CPU autocast leaves alone here (they run in their input's dtype, the weight as it
+  // is) though their usual list is the lower-precision one: 1.13's CPU list lacks prelu, which
+  // 2.x casts (input and weight to bfloat16, the weight's copy kept for backward; validation/
+  // ops_saved_zoo.md, zoo_net's autocast runs).
+  std::span<const std::string_view> cpu_autocast_uncast = {};
 
   // --- the autograd engine
   // Two gradients of one tensor (a residual fork, a weight used twice): 2.x's InputBuffer adds
@@ -120,6 +125,8 @@ struct TorchProfile {
   bool has_layer(std::string_view type) const;
   /// Whether CPU autocast runs the layer type in float32 here, whatever its usual list.
   bool cpu_autocast_in_float32(std::string_view type) const;
+  /// Whether CPU autocast leaves the layer type in its input's dtype here, whatever its usual list.
+  bool cpu_autocast_uncasts(std::string_view type) const;
 };
 
 /// Every profile nnmem has, newest first; the first is the default.

@@ -164,10 +164,11 @@ class Builder {
     // float64 ones, which autocast never casts (a float64 model runs in float64).
     // A layer that converts its inputs itself (F.softmax's dtype) does so instead, float64 too.
     const std::optional<DType> own = def->own_dtype ? def->own_dtype(attrs, ctx_) : std::nullopt;
-    const Autocast policy = !graph_.options.amp || own ? Autocast::Inherit
-                            : ctx_.device == Device::Cpu && ctx_.torch->cpu_autocast_in_float32(def->type)
-                                ? Autocast::Float32
-                                : def->autocast_on(ctx_.device);
+    const bool cpu = ctx_.device == Device::Cpu;
+    const Autocast policy = !graph_.options.amp || own || (cpu && ctx_.torch->cpu_autocast_uncasts(def->type))
+                                ? Autocast::Inherit
+                            : cpu && ctx_.torch->cpu_autocast_in_float32(def->type) ? Autocast::Float32
+                                                                                     : def->autocast_on(ctx_.device);
     const bool casts = policy != Autocast::Inherit || own;
     const DType cast_to = own ? *own : policy == Autocast::Lower ? *graph_.options.amp : DType::Float32;
     std::vector<InputTensor> inputs;

@@ -63,6 +63,34 @@ TEST_CASE("PReLU: parameters; what backward keeps and allocates, by version") {
         "num_parameters is 3, but the input [2, 4, 5] has 4 channels (it must be 1 or the channels)");
 }
 
+// Under CPU autocast 2.x casts prelu like a convolution (its lower-precision list): the input and
+// the weight to bfloat16, the weight's copy kept (measured with saved_tensors_hooks: x [2, 3, 8, 8]
+// float32, PReLU(3): 768 B + 6 B, a bfloat16 output); 1.13's CPU list lacks prelu, which runs on
+// the float32 input and keeps it (1,536 B) and the parameter itself, a float32 output.
+TEST_CASE("PReLU under CPU autocast: cast in 2.13, not in 1.13") {
+  const auto run = [](const char* version) {
+    EstimateOptions o;
+    o.graph.device = Device::Cpu;
+    o.graph.amp = DType::BFloat16;
+    o.graph.batch = 2;
+    o.graph.torch = find_torch_profile(version);
+    return estimate_from("inputs: {x: [3, 8, 8]}\nlayers:\n  - {type: PReLU, num_parameters: 3}\nloss: mean\n", o);
+  };
+  const Estimate v2 = run("2.13");
+  CHECK(v2.totals.saved_bytes == 768 + 6);
+  CHECK(v2.layers[0].output_bytes == 768);
+  const Estimate v1 = run("1.13");
+  CHECK(v1.totals.saved_bytes == 1536);
+  CHECK(v1.layers[0].output_bytes == 1536);
+  // A frozen PReLU's unused weight gradient is in the dtype the weight is read in.
+  const Context amp2{Mode::Train, Device::Cpu, DType::Float32, DType::BFloat16};
+  const Context amp1{Mode::Train, Device::Cpu, DType::Float32, DType::BFloat16, find_torch_profile("1.13")};
+  CHECK(scratch_of(run_rule("{type: PReLU, num_parameters: 3}", {tensor({2, 3, 8, 8}, true, DType::BFloat16)}, amp2, false)
+                       .backward_scratch) == "[2, 3, 8, 8]:bfloat16 [3]:bfloat16");
+  CHECK(scratch_of(run_rule("{type: PReLU, num_parameters: 3}", {tensor({2, 3, 8, 8}, true, DType::BFloat16)}, amp1, false)
+                       .backward_scratch) == "[3]:float32");
+}
+
 TEST_CASE("GLU: halves dim, keeps its input") {
   // GLU(dim=1) on [4, 16] -> [4, 8], GluBackward0.self; GLU() on [2, 3, 8, 8] -> [2, 3, 8, 4]
   auto r = run_rule("{type: GLU, dim: 1}", {tensor({4, 16})});

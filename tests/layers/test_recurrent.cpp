@@ -226,3 +226,49 @@ TEST_CASE("Recurrent layers' backward programs on the CPU: node by node, well fo
   CHECK_FALSE(run_rule("{type: GRU, hidden_size: 5}", {tensor({3, 2, 4})}, kCuda).backward_program);
   CHECK_FALSE(run_rule("{type: GRUCell, hidden_size: 5}", {tensor({2, 4})}, kCuda).backward_program);
 }
+
+TEST_CASE("RNN / GRU / LSTM on CUDA: cuDNN's one node, its reserve space modelled") {
+  // T = 3, N = 2, H = 5, float32: MIOpen's block of every step is T·N·H·4 = 120 B per layer and
+  // direction; the reserve space is 2 blocks (RNN), 8 (GRU), 7 (LSTM); the workspace 1, 4, 6.
+  const auto rnn = run_rule("{type: RNN, hidden_size: 5}", {tensor({3, 2, 4})}, kCuda);
+  CHECK(saved_of(rnn) == "input0 extra[1, 2, 5]:float32 output0 extra[240]:uint8");
+  CHECK(scratch_of(rnn.forward_scratch) == "[120]:uint8");
+  CHECK(rnn.saved.back().what == "cuDNN's reserve space (modelled)");
+  CHECK(saved_of(run_rule("{type: GRU, hidden_size: 5}", {tensor({3, 2, 4})}, kCuda)) ==
+        "input0 extra[1, 2, 5]:float32 output0 extra[960]:uint8");
+  const auto lstm = run_rule("{type: LSTM, hidden_size: 5}", {tensor({3, 2, 4})}, kCuda);
+  CHECK(saved_of(lstm) == "input0 extra[1, 2, 5]:float32 extra[1, 2, 5]:float32 output0 extra[840]:uint8");
+  CHECK(scratch_of(lstm.forward_scratch) == "[720]:uint8");
+  // backward: the unused h_n's and c_n's zero gradients, h_0's and c_0's gradients, a workspace
+  CHECK(scratch_of(lstm.backward_scratch) == "[1, 2, 5]:float32 [1, 2, 5]:float32 [1, 2, 5]:float32 [1, 2, 5]:float32 [720]:uint8");
+  CHECK_FALSE(lstm.backward_program);
+  // Two layers, two directions, dropout: 7 blocks of 240 B, each lower layer's dropped output
+  // and its one-byte mask (6·5·(4 + 1) = 150 B), times 2 directions; batch_first: the time-major
+  // copies of the input (forward) and of the output's gradient (backward).
+  const auto deep = run_rule("{type: LSTM, hidden_size: 5, num_layers: 2, bidirectional: true, dropout: 0.5, batch_first: true}",
+                             {tensor({2, 3, 4})}, kCuda);
+  CHECK(saved_of(deep) == "input0 extra[4, 2, 5]:float32 extra[4, 2, 5]:float32 output0 extra[3660]:uint8");
+  CHECK(scratch_of(deep.forward_scratch) == "[2880]:uint8 [3, 2, 4]:float32");
+  CHECK(deep.backward_scratch.front().type.shape == Shape{3, 2, 10});
+  // Evaluation: the workspace and the zeros while it runs, nothing kept, no reserve space.
+  const Context cuda_eval{Mode::Eval, Device::Cuda, DType::Float32, std::nullopt};
+  const auto eval = run_rule("{type: GRU, hidden_size: 5}", {tensor({3, 2, 4})}, cuda_eval);
+  CHECK(eval.saved.empty());
+  CHECK(scratch_of(eval.forward_scratch) == "[480]:uint8 [1, 2, 5]:float32");
+}
+
+TEST_CASE("RNN / GRU / LSTM on CUDA under autocast: cuDNN runs in float16, on copies it keeps") {
+  // AutocastRNN.cpp: float16 whatever autocast's dtype; the input, h_0, c_0 cast, the weights
+  // copied into one flat float16 buffer (nn.LSTM(4, 5): 220 parameters, 440 B); the reserve
+  // space in 2-byte elements (7 blocks of 60 B).
+  const Context amp{Mode::Train, Device::Cuda, DType::Float32, DType::BFloat16};
+  const auto r = run_rule("{type: LSTM, hidden_size: 5}", {tensor({3, 2, 4})}, amp);
+  CHECK(r.outputs[0].dtype == DType::Float16);
+  CHECK(r.outputs[2].dtype == DType::Float16);
+  CHECK(saved_of(r) == "extra[3, 2, 4]:float16 extra[220]:float16 extra[1, 2, 5]:float16 extra[1, 2, 5]:float16 output0 extra[420]:uint8");
+  // forward: the workspace (6 blocks) and the module's float32 zeros; backward: the float16
+  // gradients of the input and of the weights' flat buffer besides the float32 ones
+  CHECK(scratch_of(r.forward_scratch) == "[360]:uint8 [1, 2, 5]:float32 [1, 2, 5]:float32");
+  CHECK(scratch_of(r.backward_scratch) ==
+        "[1, 2, 5]:float16 [1, 2, 5]:float16 [1, 2, 5]:float16 [1, 2, 5]:float16 [360]:uint8 [3, 2, 4]:float16 [220]:float16");
+}

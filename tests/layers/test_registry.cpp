@@ -171,9 +171,10 @@ TEST_CASE("Registry: input counts and autocast policies") {
       CHECK(def->min_inputs == 1);
       CHECK(def->max_inputs == 1);
     }
-    // torch.autocast on CUDA: convolutions, linear, matmul and attention run in 16-bit;
+    // torch.autocast on CUDA: convolutions, linear, matmul, attention and prelu run in 16-bit;
     // softmax, log_softmax, softmin, layer_norm and group_norm in float32 (not batch, instance or rms norm).
-    const bool lower = type.rfind("Conv", 0) == 0 || type == "Linear" || type == "MatMul" ||
+    // (On the CPU 1.13 leaves prelu alone: TorchProfile::cpu_autocast_uncast, test_activation_extra.cpp.)
+    const bool lower = type.rfind("Conv", 0) == 0 || type == "Linear" || type == "MatMul" || type == "PReLU" ||
                        type == "ScaledDotProductAttention" || type == "ColumnParallelLinear" || type == "RowParallelLinear";
     const bool f32 = type == "Softmax" || type == "LogSoftmax" || type == "Softmin" || type == "LayerNorm" || type == "GroupNorm";
     CHECK(def->autocast == (lower ? Autocast::Lower : f32 ? Autocast::Float32 : Autocast::Inherit));
