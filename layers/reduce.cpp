@@ -94,7 +94,7 @@ const bool registered = [] {
                             AttrDef::flag("divide", false, "x / by rather than x * by"),
                             AttrDef::flag("inplace", false, "x *= by")},
                   .infer = infer_scale});
-  register_layer({.type = "Neg", .summary = "-x (torch.neg): keeps nothing for backward", .infer = infer_neg});
+  register_layer({.type = "Neg", .summary = "-x (torch.neg): keeps nothing for backward", .attrs = {}, .infer = infer_neg});
   register_layer({.type = "MaskedFill",
                   .summary = "x.masked_fill(mask, value): inputs x and a bool mask that broadcasts to it",
                   .attrs = {AttrDef::real("value", "written where the mask is true").needed(),
