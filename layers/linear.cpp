@@ -8,6 +8,7 @@
 // Linear keeps no activation, and the weight (a parameter) costs nothing extra.
 #include <algorithm>
 
+#include "backward_program.hpp"
 #include "common.hpp"
 
 namespace nnmem::layers {
@@ -40,8 +41,24 @@ LayerResult infer_linear(const LayerCall& call) {
   // A non-contiguous input of more than two dimensions (a batch_first RNN's output) is copied
   // into rows first (matmul's reshape): the copy is what the weight's gradient keeps (when
   // nothing keeps it, it is freed inside aten::linear, a workspace).
+  // Its bias is then added by a node of its own (AddBackward0, which backward runs first): the
+  // bias's gradient, summed down from the output's, goes to AccumulateGrad before MmBackward0
+  // makes the input's and the weight's (measured on mha_masked's `out` with --keep-grads, both
+  // versions: .grad added into and the sum freed before the mm). Under autocast the bias's cast
+  // back waits behind the mm: the one-node order stands.
   if (call.inputs[0].strided && in.size() > 2) {
     if (call.training() && call.trainable) res.save_extra({in, call.input().dtype}, "contiguous copy of the input");
+    if (call.training() && call.attrs.flag("bias") && !call.ctx.amp)
+      res.backward_program = [](const std::vector<bool>&) {
+        std::vector<BackwardEvent> events;
+        Program p(events);
+        p.param_grad(1);  // the bias
+        p.params_done();
+        p.input_grad(0);
+        p.param_grad(0);  // the weight
+        p.params_done();
+        return events;
+      };
   } else if (call.training() && call.trainable) {
     res.save_input(0);
   }

@@ -25,7 +25,8 @@
 //   size), a saved wrapped number); the averaged weights are a sum divided by num_heads.
 // add_bias_kv and add_zero_attn concatenate one row each to k and v: new tensors.
 // Backward runs node by node (multihead_attention_backward.cpp) where measured: batch_first
-// self-attention through in_proj_weight with need_weights=False on the CPU (both versions).
+// self-attention through in_proj_weight with need_weights=False on the CPU (both versions, masks
+// or none; 2.x's flash kernel or its math composite).
 // Elsewhere it is taken as one node holding its largest temporary, the attention weights'
 // gradient, beside the input's gradient: the step's peak is an upper bound where it falls
 // inside this layer's backward. Training's forward temporaries (the projection before it is
@@ -221,6 +222,10 @@ LayerResult infer_mha(const LayerCall& call) {
                          torch);
     return res;
   }
+  // batch_first: the output is the [L, N, E] result transposed, a view a Linear copies into rows
+  // (set in training only: inference's fast path returns it contiguous, and there a Linear's
+  // copy is a workspace either way).
+  res.output_strided = bf;
   if (!(call.any_input_requires_grad() || call.trainable)) return res;
 
   const bool cpu = call.ctx.device == Device::Cpu;
@@ -229,8 +234,8 @@ LayerResult infer_mha(const LayerCall& call) {
   // Which saved entries the node-by-node backward lets go of (-1: none kept).
   MhaBackward program{.l = d.l, .s = d.s, .n = d.n, .e = d.e, .heads = d.heads, .head = d.head, .dtype = dtype,
                       .batch_first = bf, .dropout = dropout > 0.0, .torch2 = torch.mha_forward_2x,
-                      .input = -1, .packed = -1, .q_scaled = -1, .k = -1, .v = -1, .wrapped = -1, .softmax = -1,
-                      .mask = -1, .dropped = -1, .attention_output = -1,
+                      .flash = false, .input = -1, .packed = -1, .q_scaled = -1, .k = -1, .v = -1, .wrapped = -1, .softmax = -1,
+                      .mask = -1, .dropped = -1, .attention_output = -1, .lse = -1, .float_mask = -1,
                       .in_proj_weight = -1, .in_proj_bias = -1, .out_proj_weight = -1, .out_proj_bias = -1};
   // The projections' inputs, for their weights' gradients.
   if (call.trainable)
@@ -269,12 +274,12 @@ LayerResult infer_mha(const LayerCall& call) {
       kept.extra(heads_s, "k");
       kept.extra(heads_s, "v");
     }
-    kept.extra(heads_l, "attention output");
+    program.attention_output = kept.extra(heads_l, "attention output");
     const Shape lse{d.n, d.heads, kernel == SdpaKernel::Flash ? d.l : checked_mul((d.l + 31) / 32, 32)};
-    kept.extra(lse, "logsumexp", cpu && dtype == DType::Float64 ? dtype : DType::Float32);
+    program.lse = kept.extra(lse, "logsumexp", cpu && dtype == DType::Float64 ? dtype : DType::Float32);
     if (sdpa_masked) {
       const bool full = attn && call.shape(attn_at).size() == 3;
-      kept.extra(full || (kpm && attn) ? Shape{d.n, d.heads, d.l, d.s}
+      program.float_mask = kept.extra(full || (kpm && attn) ? Shape{d.n, d.heads, d.l, d.s}
                  : kpm                 ? Shape{d.n, d.heads, 1, d.s}
                                        : Shape{1, 1, d.l, d.s},
                  "the mask (float, merged with the key padding)");
@@ -283,6 +288,10 @@ LayerResult infer_mha(const LayerCall& call) {
       kept.extra(Shape{}, "philox_seed", DType::Int64);
       kept.extra(Shape{}, "philox_offset", DType::Int64);
     }
+    // Measured node by node (multihead_attention_backward.cpp), with and without masks:
+    // self-attention through one in_proj_weight, batch_first, on the CPU in 32 or 64 bits.
+    program.flash = true;
+    by_node = d.distinct == 1 && d.packed && !extra_rows && bf && cpu && dtype_size(dtype) >= 4;
   } else {
     // The explicit path, or scaled_dot_product_attention's math composite: q scaled, k (the
     // composite scales it too), the softmax, dropout's mask and result, v.
@@ -305,12 +314,13 @@ LayerResult infer_mha(const LayerCall& call) {
     if (own_kv) program.v = kept.extra(heads_s, "v");
     if (need_weights && average && !torch.mha_forward_2x && cpu && torch.hooks_see_wrapped_numbers)
       kept.extra(Shape{}, "num_heads, a wrapped number", DType::Int64);
-    // Measured node by node (multihead_attention_backward.cpp): self-attention through one
+    // Measured node by node (multihead_attention_backward.cpp), with and without masks
+    // (1.13's baddbmm adds the mask and keeps nothing more): self-attention through one
     // in_proj_weight, batch_first, need_weights=False, on the CPU in the input's dtype.
     // Elsewhere backward's largest temporary, the attention weights' gradient (bmm's), L x S
     // per head, made before the parameters' gradients of in_proj, stands for the dozen nodes:
     // an upper bound where the step's peak falls inside it.
-    by_node = d.distinct == 1 && d.packed && !extra_rows && !need_weights && bf && cpu && math == dtype && d.masks == 0;
+    by_node = d.distinct == 1 && d.packed && !extra_rows && !need_weights && bf && cpu && math == dtype;
     if (!by_node) res.backward_scratch.push_back({{scores, math}, "gradient of the attention weights", true});
   }
   // The CPU's flash kernel writes its output in q's [L, N, H, hd] order: out_proj reads it as it

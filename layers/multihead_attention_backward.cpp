@@ -1,17 +1,27 @@
 // nn.MultiheadAttention's self-attention backward, node by node as the engine runs it (CPU,
-// float32, batch_first; measured with validation/trace_diff.py on torch_encoder_long in 2.13
-// and 1.13, validation/ops_saved_mha.md):
+// float32, batch_first; measured with validation/trace_diff.py on torch_encoder_long and
+// mha_masked in 2.13 and 1.13, validation/ops_saved_mha.md):
 //   ViewBackward0   the output's gradient made rows [L*N, E] (batch_first: a copy of the
 //                   transposed gradient, which is then freed);
 //   AddmmBackward0  out_proj: the attention output's gradient, out_proj's weight and bias
-//                   gradients; frees the incoming gradient and the attention output it kept;
+//                   gradients; frees the incoming gradient and the attention output it kept
+//                   (not the flash kernel's output, which that kernel's node holds too);
+// then the explicit path (1.13, 2.x's math composite):
 //   BmmBackward0    attn @ v: v's gradient and the (dropped) weights' [N*H, L, S]; lets go of
 //                   the weights and v (2.x: the packed q, k, v, which only v still holds);
 //   MulBackward0    dropout: the softmax's gradient; lets go of the mask;
 //   (Safe)SoftmaxBackward0  the scores' gradient; lets go of the softmax;
-//   BmmBackward0    q @ k^T: q's and k's gradients; lets go of q scaled and k (2.x: scaled);
+//   BmmBackward0    q @ k^T (BaddbmmBackward0 with a mask, the same tensors: the mask is
+//                   added, not kept): q's and k's gradients; lets go of q scaled and k (2.x: scaled);
 //   MulBackward1 x2 (2.x, q and k scaled) or DivBackward0 (1.13, q and its wrapped divisor);
 //   ViewBackward0 x2  q's and k's gradients copied into [L, N, E] (v's arrives viewable);
+// or 2.x's CPU flash kernel (need_weights=False without dropout, with or without a mask):
+//   ScaledDotProductFlashAttentionForCpuBackward0  q's, k's and v's gradients [N, H, L, hd]
+//                   in q's [N, L, H, hd] order; lets go of the packed q, k, v, its output,
+//                   the log-sum-exp and the float mask;
+//   ViewBackward0 x6  each gradient copied twice: into [N*H, L, hd], then (transposed) into
+//                   [L, N, E];
+// then
 //   SelectBackward0 x3 (2.x: each a zero [3, L, N, E] with one gradient written in, summed in
 //                   place into the first, then ViewBackward0 copies the sum to [L, N, 3E]) or
 //                   SplitBackward0 (1.13: one cat into [L, N, 3E]);
@@ -22,34 +32,20 @@
 #include "backward_program.hpp"
 
 namespace nnmem::layers {
+namespace {
 
-std::vector<BackwardEvent> mha_backward(const MhaBackward& b) {
-  std::vector<BackwardEvent> events;
-  Program p(events);
+// The explicit path from attn @ v to q's and k's unscaled gradients, in the slots q, k, v.
+void explicit_path(Program& p, const MhaBackward& b, int attn_out, int& q, int& k, int& v) {
   const std::int64_t nh = checked_mul(b.n, b.heads);
-  const TensorType rows{{checked_mul(b.l, b.n), b.e}, b.dtype};
   const TensorType heads_l{{nh, b.l, b.head}, b.dtype}, heads_s{{nh, b.s, b.head}, b.dtype};
   const TensorType scores{{nh, b.l, b.s}, b.dtype};
-  const TensorType packed{{3, b.l, b.n, b.e}, b.dtype};
-  const auto param = [&p](int k) {
-    if (k >= 0) p.param_grad(k);
-  };
-  // out_proj's view (and the batch_first transpose), then out_proj.
-  const int out_rows = b.batch_first ? p.temporary(rows, "grad of the output made rows") : -1;
-  if (out_rows >= 0) p.release_grad_out(0);
-  const int attn_out = p.temporary(rows, "grad of the attention output");
-  param(b.out_proj_weight);
-  param(b.out_proj_bias);
-  out_rows >= 0 ? p.free(out_rows) : p.release_grad_out(0);
-  p.release(b.attention_output);
-  p.params_done();
   // attn @ v
-  const int v = p.temporary(heads_s, "grad of v");
+  v = p.temporary(heads_s, "grad of v");
   int w = p.temporary(scores, b.dropout ? "grad of the dropped attention weights" : "grad of the attention weights");
   p.free(attn_out);
   p.release(b.torch2 ? b.packed : b.v);
-  p.release(b.dropout ? b.dropped : b.softmax);
-  if (b.dropout) {
+  if (b.dropout) {  // without dropout the softmax is also SoftmaxBackward0's, let go of below
+    p.release(b.dropped);
     const int before = p.temporary(scores, "grad of the attention weights");
     p.free(w);
     p.release(b.mask);
@@ -58,9 +54,9 @@ std::vector<BackwardEvent> mha_backward(const MhaBackward& b) {
   const int logits = p.temporary(scores, "grad of the scores");
   p.free(w);
   p.release(b.softmax);
-  // q @ k^T, then the scaling
-  int q = p.temporary(heads_l, "grad of q scaled");
-  int k = p.temporary(heads_s, b.torch2 ? "grad of k scaled" : "grad of k");
+  // q @ k^T (with a mask baddbmm, the same), then the scaling
+  q = p.temporary(heads_l, "grad of q scaled");
+  k = p.temporary(heads_s, b.torch2 ? "grad of k scaled" : "grad of k");
   p.free(logits);
   p.release(b.q_scaled);
   p.release(b.k);
@@ -73,6 +69,47 @@ std::vector<BackwardEvent> mha_backward(const MhaBackward& b) {
     k = k_unscaled;
   } else {
     p.release(b.wrapped);
+  }
+}
+
+}  // namespace
+
+std::vector<BackwardEvent> mha_backward(const MhaBackward& b) {
+  std::vector<BackwardEvent> events;
+  Program p(events);
+  const std::int64_t nh = checked_mul(b.n, b.heads);
+  const TensorType rows{{checked_mul(b.l, b.n), b.e}, b.dtype};
+  const TensorType heads_l{{nh, b.l, b.head}, b.dtype}, heads_s{{nh, b.s, b.head}, b.dtype};
+  const TensorType packed{{3, b.l, b.n, b.e}, b.dtype};
+  const auto param = [&p](int k) {
+    if (k >= 0) p.param_grad(k);
+  };
+  // out_proj's view (and the batch_first transpose), then out_proj.
+  const int out_rows = b.batch_first ? p.temporary(rows, "grad of the output made rows") : -1;
+  if (out_rows >= 0) p.release_grad_out(0);
+  const int attn_out = p.temporary(rows, "grad of the attention output");
+  param(b.out_proj_weight);
+  param(b.out_proj_bias);
+  out_rows >= 0 ? p.free(out_rows) : p.release_grad_out(0);
+  if (!b.flash) p.release(b.attention_output);
+  p.params_done();
+  int q = -1, k = -1, v = -1;
+  if (b.flash) {
+    q = p.temporary(heads_l, "grad of q (flash attention)");
+    k = p.temporary(heads_s, "grad of k (flash attention)");
+    v = p.temporary(heads_s, "grad of v (flash attention)");
+    p.free(attn_out);
+    for (const int saved : {b.packed, b.attention_output, b.lse, b.float_mask}) p.release(saved);
+    for (int* g : {&q, &k, &v}) {
+      const int copy = p.temporary(g == &q ? heads_l : heads_s, "grad of a head made [N*H, L, hd]");
+      p.free(*g);
+      *g = copy;
+    }
+    const int v_rows = p.temporary(rows, "grad of v made contiguous");
+    p.free(v);
+    v = v_rows;
+  } else {
+    explicit_path(p, b, attn_out, q, k, v);
   }
   // q's and k's gradients made [L, N, E]
   for (int* g : {&q, &k}) {

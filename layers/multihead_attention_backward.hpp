@@ -15,12 +15,14 @@ struct MhaBackward {
   std::int64_t l, s, n, e, heads, head;
   DType dtype;
   bool batch_first, dropout, torch2;  // torch2: TorchProfile::mha_forward_2x
+  bool flash;                         // 2.x's CPU flash kernel, else the explicit path
   int input, packed, q_scaled, k, v, wrapped, softmax, mask, dropped, attention_output;  // saved entries
+  int lse, float_mask;  // the flash kernel's log-sum-exp and the float mask it was given
   int in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias;                      // parameters
 };
 
-// Self-attention with one in_proj_weight on the explicit path (1.13) or sdpa's math composite
-// (2.x, need_weights=False).
+// Self-attention with one in_proj_weight on the explicit path (1.13) or, 2.x with
+// need_weights=False, sdpa's math composite or the CPU's flash kernel; with or without masks.
 std::vector<BackwardEvent> mha_backward(const MhaBackward& b);
 
 }  // namespace nnmem::layers

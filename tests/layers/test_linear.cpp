@@ -78,6 +78,26 @@ TEST_CASE("Linear: what backward keeps") {
   CHECK(kept_params(linear(yaml, {128, 20}, false, true)).empty());
 }
 
+TEST_CASE("Linear on a transposed input: its bias's gradient handed over first (AddBackward0 before MmBackward0)") {
+  InputTensor transposed = tensor({4, 8, 32});
+  transposed.strided = true;
+  const auto r = run_rule("{type: Linear, out_features: 32}", {transposed});
+  REQUIRE(r.backward_program);
+  std::string order;
+  for (const BackwardEvent& e : r.backward_program({true})) {
+    if (e.kind == BackwardEvent::Kind::ParamGrad) order += e.index == 1 ? "bias " : "weight ";
+    if (e.kind == BackwardEvent::Kind::ParamGradsDone) order += "| ";
+    if (e.kind == BackwardEvent::Kind::InputGrad) order += "input ";
+  }
+  CHECK(order == "bias | input weight | ");
+  // one addmm (a contiguous or 2-D input), no bias, or under autocast (the bias's cast back
+  // waits behind the mm): one node
+  CHECK_FALSE(run_rule("{type: Linear, out_features: 32}", {tensor({4, 8, 32})}).backward_program);
+  CHECK_FALSE(run_rule("{type: Linear, out_features: 32, bias: false}", {transposed}).backward_program);
+  const Context amp{Mode::Train, Device::Cpu, DType::Float32, DType::BFloat16};
+  CHECK_FALSE(run_rule("{type: Linear, out_features: 32}", {transposed}, amp).backward_program);
+}
+
 TEST_CASE("Linear: errors name the expected and the actual value") {
   // PyTorch: "mat1 and mat2 shapes cannot be multiplied (2x3200 and 3136x10)"
   auto msg = rule_error("{type: Linear, in_features: 3136, out_features: 10}", {tensor({2, 3200})});

@@ -110,30 +110,59 @@ TEST_CASE("MultiheadAttention: located errors name expected and found values") {
         "the key [7, 2, 16] and the value [6, 2, 16] must have one length (dimension 0)");
 }
 
+namespace {
+// The program's bookkeeping: every temporary freed once, every kept tensor let go of once.
+void check_program(const LayerResult& r) {
+  REQUIRE(r.backward_program);
+  CHECK(r.backward_scratch.empty());
+  std::map<int, int> made;  // temporary -> times freed
+  std::vector<int> params, released;
+  int inputs = 0;
+  for (const BackwardEvent& e : r.backward_program({true})) {
+    if (e.kind == BackwardEvent::Kind::Temporary) made[e.index] = 0;
+    if (e.kind == BackwardEvent::Kind::Free) ++made.at(e.index);
+    if (e.kind == BackwardEvent::Kind::ParamGrad) params.push_back(e.index);
+    if (e.kind == BackwardEvent::Kind::ReleaseSaved && e.index >= 0) released.push_back(e.index);
+    if (e.kind == BackwardEvent::Kind::InputGrad) ++inputs;
+  }
+  for (const auto& [slot, freed] : made) CHECK(freed == 1);
+  CHECK(params == std::vector<int>{2, 3, 1, 0});  // out_proj's weight and bias first, in_proj's bias before its weight
+  CHECK(inputs == 1);
+  std::sort(released.begin(), released.end());
+  std::vector<int> every(r.saved.size());
+  std::iota(every.begin(), every.end(), 0);
+  CHECK(released == every);  // each kept tensor let go of once, by the node that kept it last
+}
+
+// Bytes the program's temporaries hold at most at once (parameters' and input's gradients aside).
+std::int64_t program_peak(const LayerResult& r) {
+  std::map<int, std::int64_t> live;
+  std::int64_t now = 0, most = 0;
+  for (const BackwardEvent& e : r.backward_program({true})) {
+    if (e.kind == BackwardEvent::Kind::Temporary) most = std::max(most, now += live[e.index] = e.type.bytes());
+    if (e.kind == BackwardEvent::Kind::Free) now -= live.at(e.index);
+  }
+  return most;
+}
+}  // namespace
+
 TEST_CASE("MultiheadAttention: backward node by node where measured (batch_first self-attention, no weights)") {
   const std::string attrs = ", dropout: 0.1, batch_first: true, need_weights: false";
+  for (const Context& ctx : {kCpu, kCpu113}) check_program(mha(attrs, {tensor({2, 5, 16})}, ctx));
+  // With masks (validation/ops_saved_mha.md, mha_masked): 2.13's flash kernel lets go of the
+  // float mask it kept, 1.13's BaddbmmBackward0 is BmmBackward0's bytes; and without dropout.
+  const std::string masked = ", batch_first: true, need_weights: false, key_padding_mask: true, attn_mask: true";
+  const auto x = tensor({2, 5, 16});
+  const auto kpm = tensor({2, 5}, false, DType::Bool), causal = tensor({5, 5}, false, DType::Bool);
   for (const Context& ctx : {kCpu, kCpu113}) {
-    const auto r = mha(attrs, {tensor({2, 5, 16})}, ctx);
-    REQUIRE(r.backward_program);
-    CHECK(r.backward_scratch.empty());
-    std::map<int, int> made;  // temporary -> times freed
-    std::vector<int> params, released;
-    int inputs = 0;
-    for (const BackwardEvent& e : r.backward_program({true})) {
-      if (e.kind == BackwardEvent::Kind::Temporary) made[e.index] = 0;
-      if (e.kind == BackwardEvent::Kind::Free) ++made.at(e.index);
-      if (e.kind == BackwardEvent::Kind::ParamGrad) params.push_back(e.index);
-      if (e.kind == BackwardEvent::Kind::ReleaseSaved && e.index >= 0) released.push_back(e.index);
-      if (e.kind == BackwardEvent::Kind::InputGrad) ++inputs;
-    }
-    for (const auto& [slot, freed] : made) CHECK(freed == 1);
-    CHECK(params == std::vector<int>{2, 3, 1, 0});  // out_proj's weight and bias first, in_proj's bias before its weight
-    CHECK(inputs == 1);
-    std::sort(released.begin(), released.end());
-    std::vector<int> every(r.saved.size());
-    std::iota(every.begin(), every.end(), 0);
-    CHECK(released == every);  // each kept tensor let go of once, by the node that kept it
+    check_program(mha(masked, {x, kpm, causal}, ctx));
+    check_program(mha(", batch_first: true, need_weights: false", {x}, ctx));
   }
+  // [L*N, E] = a head's [N*H, L, hd] = 640 B, packed [3, L, N, E] = 1,920 B: the largest moment
+  // is where q, k, v's gradients go into the packed one (2.13: zero-filled [3, L, N, E] each,
+  // summed in place; 1.13: one cat beside the three)
+  CHECK(program_peak(mha(masked, {x, kpm, causal})) == 2 * 1920 + 2 * 640);  // the sum, k's, k and v
+  CHECK(program_peak(mha(masked, {x, kpm, causal}, kCpu113)) == 1920 + 3 * 640);
   // Not measured node by node: the one-node bound (need_weights, cross-attention, not batch_first)
   for (const auto& [a, in] : {std::pair{std::string(", dropout: 0.1, batch_first: true"), std::vector{tensor({2, 5, 16})}},
                               std::pair{attrs, std::vector{tensor({2, 5, 16}), tensor({2, 7, 16})}},
