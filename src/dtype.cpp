@@ -1,4 +1,5 @@
 #include <array>
+#include <charconv>
 #include <string>
 
 #include "nnmem/shape.hpp"
@@ -45,8 +46,13 @@ std::optional<DType> parse_dtype(std::string_view name) {
 
 std::string to_string(const Shape& shape) {
   std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
+  char digits[24];
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s.append(digits, std::to_chars(digits, digits + sizeof digits, shape[i]).ptr);
+  }
+  s += ']';
+  return s;
 }
 
 }  // namespace nnmem

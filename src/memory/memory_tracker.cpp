@@ -24,8 +24,11 @@ MemoryTracker::MemoryTracker(Record record) : record_(record) {  // events are a
 void MemoryTracker::at(Phase phase, std::string_view layer) {
   phase_ = phase;
   if (timeline_.layers[layer_] == layer) return;
-  const auto [it, fresh] = layer_ids_.try_emplace(std::string(layer), static_cast<std::uint32_t>(timeline_.layers.size()));
-  if (fresh) timeline_.layers.push_back(it->first);
+  auto it = layer_ids_.find(layer);
+  if (it == layer_ids_.end()) {
+    it = layer_ids_.emplace(std::string(layer), static_cast<std::uint32_t>(timeline_.layers.size())).first;
+    timeline_.layers.push_back(it->first);
+  }
   layer_ = it->second;
 }
 

@@ -107,7 +107,12 @@ class MemoryTracker {
   Record record_;
   std::vector<Block> blocks_;
   Timeline timeline_;  // its layers always (the peak's is named), the rest as record_ says
-  std::unordered_map<std::string, std::uint32_t> layer_ids_;  // timeline_.layers, interned
+  // Hashes a layer's name as a view, so that looking a name up builds no string.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> layer_ids_;  // timeline_.layers, interned
   Phase phase_ = Phase::Forward;
   std::uint32_t layer_ = 0;  // in timeline_.layers
   std::uint16_t micro_ = 0;  // in timeline_.micro_steps

@@ -93,8 +93,8 @@ class StepSimulator {
   std::vector<int> block_;                  // graph storage -> live block
   std::vector<bool> returned_;              // value -> whether the model returns it
   std::map<int, std::vector<int>> unreferenced_after_;  // node -> values forward()'s code lets go of after it
-  std::map<std::size_t, std::vector<int>> kept_;  // node -> blocks its backward keeps (-1: freed)
-  std::map<std::size_t, std::vector<int>> kept_saved_;  // node -> the saved entry of each of kept_'s blocks
+  std::vector<std::vector<int>> kept_;        // by node: the blocks its backward keeps (-1: freed)
+  std::vector<std::vector<int>> kept_saved_;  // by node: the saved entry of each of kept_'s blocks
   std::vector<int> previous_outputs_;
   int previous_loss_ = -1;
   int loss_block_ = -1;

@@ -62,14 +62,19 @@ TextTable layer_table(const Estimate& e, int depth, bool raw) {
       saved += e.layers[j].saved_bytes;
       frozen = frozen || (!e.layers[j].trainable && e.layers[j].params > 0);
     }
-    const std::string label = j - i == 1 && group == e.layers[i].name ? group + " (" + e.layers[i].type + ")"
-                                                                      : group + " (" + std::to_string(j - i) + " layers)";
+    std::string label = group;
+    label += " (";
+    label += j - i == 1 && group == e.layers[i].name ? e.layers[i].type : std::to_string(j - i) + " layers";
+    label += ')';
     const auto figure = [&](std::int64_t v, std::string (*readable)(std::int64_t)) {
       return raw ? std::to_string(v) : v ? readable(v) : "--";
     };
-    std::vector<std::string> row = {label, shapes(e.layers[j - 1].outputs),
-                                    raw || !params ? figure(params, nullptr) : with_commas(params) + (frozen ? "*" : ""),
-                                    figure(macs, human_count)};
+    std::vector<std::string> row;  // its cells moved in: a braced list would copy each
+    row.reserve(5);
+    row.push_back(std::move(label));
+    row.push_back(shapes(e.layers[j - 1].outputs));
+    row.push_back(raw || !params ? figure(params, nullptr) : with_commas(params) + (frozen ? "*" : ""));
+    row.push_back(figure(macs, human_count));
     if (training(e)) row.push_back(figure(saved, human_bytes));
     t.row(std::move(row));
     i = j;

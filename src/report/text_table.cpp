@@ -31,19 +31,27 @@ std::string TextTable::text() const {
   std::size_t total = 0;
   for (std::size_t w : width) total += w + 2;
   const std::string line(total > 2 ? total - 2 : 0, '-');
+  std::string out;
+  out.reserve((rows_.size() + 2) * total);
+  // Appends a row in place, each cell padded to its column's width.
   const auto render = [&](const std::vector<std::string>& cells) {
-    std::string out;
     for (std::size_t c = 0; c < cells.size(); ++c) {
       const bool last = c + 1 == cells.size();
-      const bool right = aligns_[c] == Align::Right;
-      out += last && !right ? cells[c] : pad(cells[c], width[c], right);
+      const std::size_t fill = last && aligns_[c] == Align::Left ? 0 : width[c] - std::min(width[c], cells[c].size());
+      if (aligns_[c] == Align::Right) out.append(fill, ' ');
+      out += cells[c];
+      if (aligns_[c] == Align::Left) out.append(fill, ' ');
       if (!last) out += "  ";
     }
     out.erase(out.find_last_not_of(' ') + 1);  // an empty last column leaves no trailing spaces
-    return out + '\n';
+    out += '\n';
   };
-  std::string out = render(headers_) + line + '\n';
-  for (const Row& r : rows_) out += (r.rule_before ? line + '\n' : "") + render(r.cells);
+  render(headers_);
+  (out += line) += '\n';
+  for (const Row& r : rows_) {
+    if (r.rule_before) (out += line) += '\n';
+    render(r.cells);
+  }
   return out;
 }
 

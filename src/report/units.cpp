@@ -1,6 +1,7 @@
 #include "nnmem/units.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -82,10 +83,13 @@ std::string scaled(std::int64_t value, double base, const char* const (&units)[7
     v /= base;
     ++u;
   }
+  // std::to_chars writes what printf's "%lld" and "%.2f" would, without its format parsing.
   char buf[64];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value));
-  else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-  return buf;
+  char* const end = u == 0 ? std::to_chars(buf, buf + sizeof buf, value).ptr
+                           : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 2).ptr;
+  std::string out(buf, end);
+  if (u != 0) (out += ' ') += units[u];
+  return out;
 }
 }  // namespace
 
@@ -96,15 +100,17 @@ std::string human_bytes(std::int64_t bytes) {
   int u = 0;
   unsigned long long unit = 1;
   while (u < 6 && magnitude / 1024 >= unit) unit *= 1024, ++u;
-  char buf[64];
-  if (u == 0) {
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  } else {
-    const unsigned long long rest = magnitude % unit;  // below 2^60, so 10 * rest fits
-    const unsigned long long tenths = rest * 10 / unit, hundredths = rest * 10 % unit * 10 / unit;
-    std::snprintf(buf, sizeof buf, "%s%llu.%llu%llu %s", bytes < 0 ? "-" : "", magnitude / unit, tenths, hundredths, units[u]);
-  }
-  return buf;
+  char buf[32];
+  if (u == 0) return std::string(buf, std::to_chars(buf, buf + sizeof buf, bytes).ptr) + " B";
+  const unsigned long long rest = magnitude % unit;  // below 2^60, so 10 * rest fits
+  const unsigned long long tenths = rest * 10 / unit, hundredths = rest * 10 % unit * 10 / unit;
+  std::string out = bytes < 0 ? "-" : "";
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, magnitude / unit).ptr);
+  out += '.';
+  out += static_cast<char>('0' + tenths);
+  out += static_cast<char>('0' + hundredths);
+  (out += ' ') += units[u];
+  return out;
 }
 
 std::string human_bytes_exact(std::int64_t bytes) {

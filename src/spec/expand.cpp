@@ -6,6 +6,7 @@
 // instance.
 #include <algorithm>
 #include <filesystem>
+#include <unordered_map>
 
 #include "expand.hpp"
 #include "expand_budget.hpp"
@@ -35,10 +36,12 @@ struct Instance {
   const std::string* entry_title = nullptr;  // the repeated entry: "Linear 'fc'"
 };
 
-/// Who holds a qualified name, for collision messages.
+/// Who holds a qualified name, for collision messages: where it was named (in the RawSpec, which
+/// outlives the expansion) and which layer it is (its title, "Linear 'fc.1'", built only for a
+/// message), or -1 for an input.
 struct Holder {
-  SourceLoc loc;
-  std::string title;  // "Linear 'fc.1'", "input 'x'"
+  const SourceLoc* loc;
+  std::ptrdiff_t layer;
 };
 
 class Expander {
@@ -72,7 +75,7 @@ class Expander {
     top.until_return = top.by_model = &until_return;
     for (const auto& in : raw_.inputs) {
       spec.inputs.push_back(input(in));
-      claim(in.name.name, in.name.loc, "input '" + in.name.name + "'", nullptr);
+      claim(in.name.name, in.name.loc, -1, "input '" + in.name.name + "'", nullptr);
       top.bound[in.name.name] = in.name.name;
     }
     if (raw_.inputs.size() == 1) top.previous = raw_.inputs[0].name.name;
@@ -167,10 +170,14 @@ class Expander {
 
   // --- names --------------------------------------------------------------------------------
 
-  void claim(const std::string& qualified, const SourceLoc& at, const std::string& who, const Instance* instance) {
-    const auto [it, fresh] = taken_.emplace(qualified, Holder{at, who});
+  // Takes `qualified` for the input (layer -1) or the layer of spec_->layers `layer` named at `at`.
+  void claim(const std::string& qualified, const SourceLoc& at, std::ptrdiff_t layer, const std::string& who, const Instance* instance) {
+    const auto [it, fresh] = taken_.emplace(qualified, Holder{&at, layer});
     if (fresh) return;
-    const std::string holder = it->second.title + " (line " + std::to_string(it->second.loc.line) + ")";
+    const Holder& h = it->second;
+    const std::string title = h.layer < 0 ? "input '" + qualified + "'"
+                                          : spec_->layers[static_cast<std::size_t>(h.layer)].type + " '" + qualified + "'";
+    const std::string holder = title + " (line " + std::to_string(h.loc->line) + ")";
     if (instance)
       fail(at, *instance->entry_title + ": 'repeat' names its instance " + std::to_string(instance->index) + " '" +
                    qualified + "', but that name is already used by " + holder);
@@ -321,7 +328,7 @@ class Expander {
       layer.attrs.push_back({a.name, evaluate(a.value, vars, who, a.name), a.key_loc});
       budget_.spend_values(a.key_loc, layer.attrs.back().value);
     }
-    claim(qualified, e.name ? e.name->loc : e.loc, who, instance);
+    claim(qualified, e.name ? e.name->loc : e.loc, static_cast<std::ptrdiff_t>(spec_->layers.size()), who, instance);
     spec_->layers.push_back(std::move(layer));
     return qualified;
   }
@@ -385,7 +392,7 @@ class Expander {
   VarScope globals_;
   ModuleScope modules_;  // `scope:`
   std::map<std::string, RawValue> input_shapes_;  // --input overrides
-  std::map<std::string, Holder> taken_;
+  std::unordered_map<std::string, Holder> taken_;
   std::vector<std::string> stack_;       // blocks being instantiated, outermost first
   ModelSpec* spec_ = nullptr;
 };
