@@ -2,8 +2,10 @@
 // blocks of 4 layers and a head (100,001 layers), width 256, training with Adam on CUDA, fitted
 // to an 80 GiB budget. Load and fit are timed apart, as wall time and as this process's CPU
 // time (the machine is shared):
-//   ninja -C build bench/bench_fit && build/bench/bench_fit [cpu]
-// (`cpu`: the same fit on the CPU device, whose compared figure is the peak, with no allocator replay).
+//   ninja -C build bench/bench_fit && build/bench/bench_fit [cpu] [threads=N]
+// (`cpu`: the same fit on the CPU device, whose compared figure is the peak, with no allocator replay;
+// `threads=N`: fit checks N batches at once, FitOptions::threads; by default one per core. The CPU
+// time is the whole process's, every thread's.)
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -41,8 +43,13 @@ int main(int argc, char** argv) {
   nnmem::LoadOptions load;
   load.max_layers = 200000;
   nnmem::EstimateOptions options;
-  if (argc > 1 && std::string(argv[1]) == "cpu") options.graph.device = nnmem::Device::Cpu;
   nnmem::FitOptions fit;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "cpu") options.graph.device = nnmem::Device::Cpu;
+    else if (arg.starts_with("threads=")) fit.threads = static_cast<unsigned>(std::stoul(arg.substr(8)));
+    else return std::fprintf(stderr, "usage: bench_fit [cpu] [threads=N]\n"), 2;
+  }
   fit.budget_bytes = std::int64_t{80} << 30;
   fit.with_estimate = false;
   for (int run = 0; run < 3; ++run) {

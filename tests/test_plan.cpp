@@ -2,6 +2,8 @@
 // from 1 MiB to 80 GiB: the answer fits (a full estimate says so), and no batch above it up to 4x
 // does (scanned with the cheap re-estimation, which is itself checked against full estimates).
 #include <algorithm>
+#include <atomic>
+#include <stdexcept>
 #include <set>
 #include <filesystem>
 #include <limits>
@@ -9,6 +11,7 @@
 #include "helpers.hpp"
 #include "nnmem/plan.hpp"
 #include "../src/memory/batch_curve.hpp"
+#include "../src/memory/first_true.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
@@ -299,4 +302,59 @@ TEST_CASE("fit falls back on full estimates for a model whose batch leaves dimen
   CHECK(fit.needed_bytes == need_at(moved, on(Device::Cuda), fit.batch));
   CHECK(fit.next_needed_bytes == need_at(moved, on(Device::Cuda), fit.batch + 1));
   for (std::int64_t b = fit.batch + 1; b <= fit.batch + 64; ++b) CHECK(need_at(moved, on(Device::Cuda), b) > 64 * kMiB);
+}
+
+TEST_CASE("first_true: the first passing test, every test below it run, on any number of threads") {
+  for (const unsigned threads : {1U, 2U, 5U})
+    for (const std::size_t answer : {std::size_t{0}, std::size_t{3}, std::size_t{40}, std::size_t{64}}) {
+      CAPTURE(threads);
+      CAPTURE(answer);
+      std::vector<std::atomic<int>> runs(64);
+      const std::size_t found = detail::first_true(64, threads, [&](std::size_t i) {
+        ++runs[i];
+        return i >= answer && i % 2 == answer % 2;  // passes at answer, and at later tests too
+      });
+      CHECK(found == answer);
+      for (std::size_t i = 0; i < 64; ++i) CHECK(runs[i] <= 1);
+      for (std::size_t i = 0; i < std::min<std::size_t>(answer + 1, 64); ++i) CHECK(runs[i] == 1);
+    }
+  // An exception is rethrown where the loop one test after another would meet it: not when an
+  // earlier test passes, and the earliest of several.
+  for (const unsigned threads : {1U, 3U}) {
+    CHECK(detail::first_true(10, threads, [](std::size_t i) {
+            if (i == 7) throw std::runtime_error("7");
+            return i == 5;
+          }) == 5);
+    CHECK_THROWS_WITH(detail::first_true(10, threads,
+                                         [](std::size_t i) -> bool {
+                                           if (i >= 4) throw std::runtime_error(std::to_string(i));
+                                           return false;
+                                         }),
+                      "4");
+  }
+}
+
+TEST_CASE("fit checks batches on several threads with the answer and figures of one thread") {
+  // The CUDA replays of the batches below the bound run at once; the answer, what it needs, the
+  // next batch's figures and how the search went are the same as checking one batch at a time.
+  for (const char* name : {"examples/mlp.yaml", "examples/resnet18.yaml", "examples/gpt2.yaml", "examples/vit_b16.yaml"})
+    for (const std::int64_t bytes : {22 * kMiB, 24 * kMiB, 256 * kMiB, 4 * kGiB}) {
+      const ModelSpec spec = load_spec_file(source_path(name));
+      FitOptions f = budget(bytes);
+      f.with_estimate = false;
+      f.threads = 1;
+      const BatchFit one = fit_batch(spec, on(Device::Cuda), f);
+      f.threads = 3;
+      const BatchFit three = fit_batch(spec, on(Device::Cuda), f);
+      CAPTURE(name);
+      CAPTURE(bytes);
+      CHECK(three.batch == one.batch);
+      CHECK(three.needed_bytes == one.needed_bytes);
+      CHECK(three.next_needed_bytes == one.next_needed_bytes);
+      CHECK(three.next_out_of_memory == one.next_out_of_memory);
+      CHECK(three.bound_batch == one.bound_batch);
+      CHECK(three.batches_checked == one.batches_checked);
+      CHECK(three.checked_down_to == one.checked_down_to);
+      CHECK(three.curve_from == one.curve_from);
+    }
 }

@@ -26,6 +26,8 @@ struct FitOptions {
   std::int64_t headroom_bytes = 0;   // kept free: the step must fit in budget - headroom
   std::int64_t multiple_of = 1;      // only batches that are multiples of this
   bool with_estimate = true;         // the full estimate at the answer (checked against the search)
+  unsigned threads = 0;              // batches checked at once (0: as many as the machine has cores);
+                                     // the answer and every figure are the same whatever it is
 };
 
 /// The largest batch whose step fits in a budget. On CUDA the compared figure is what the

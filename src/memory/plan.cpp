@@ -5,8 +5,10 @@
 // in the same order at every batch. No batch above the largest the bound allows can fit; from
 // there down, the compared figure itself is checked until one fits.
 #include <map>
+#include <thread>
 
 #include "batch_curve.hpp"
+#include "first_true.hpp"
 
 namespace nnmem {
 
@@ -33,6 +35,8 @@ class BatchModel {
   /// The compared figure at `batch`; nullopt when its sizes do not fit in 64 bits. Unless
   /// `in_full`, a figure over the budget bound() was asked for may stop short (still over it).
   virtual std::optional<BatchCurve::Need> needed(std::int64_t batch, bool in_full = false) = 0;
+  /// Whether needed(batch) may run on several threads at once (for different batches).
+  virtual bool concurrent(std::int64_t) const { return false; }
 };
 
 // On full estimates, for a model whose allocations the curve cannot describe: the bound by
@@ -114,6 +118,7 @@ class CurveModel final : public BatchModel {
     if (batch < from_) return below_.needed(batch, in_full);
     return in_full ? curve_.needed(batch) : curve_.needed(batch, usable_ - offset_);
   }
+  bool concurrent(std::int64_t batch) const override { return batch >= from_; }  // the curve's replays share nothing
 
  private:
   BatchCurve curve_;
@@ -177,12 +182,22 @@ void search(BatchModel& model, BatchFit& fit) {
   const std::int64_t step = fit.options.multiple_of, first = fit.first_valid_batch, usable = fit.usable_bytes();
   fit.bound_batch = model.bound(usable, first, step);
   std::int64_t b = fit.bound_batch;
-  for (; b >= first && fit.batches_checked < kExhaustiveChecks; b -= step) {
-    ++fit.batches_checked;
-    fit.checked_down_to = b;
-    const auto need = model.needed(b);
-    if (need && need->fits(usable)) return answer(model, fit, b, need->bytes);
-  }
+  std::vector<std::int64_t> batches;  // checked one by one, from the bound down
+  for (; b >= first && batches.size() < static_cast<std::size_t>(kExhaustiveChecks); b -= step) batches.push_back(b);
+  // Those the model can check at once first (the curve's), on every core, then the rest.
+  std::vector<std::optional<BatchCurve::Need>> needs(batches.size());
+  const auto test = [&](std::size_t i) {
+    needs[i] = model.needed(batches[i]);
+    return needs[i] && needs[i]->fits(usable);
+  };
+  const auto together = static_cast<std::size_t>(
+      std::find_if(batches.begin(), batches.end(), [&](std::int64_t batch) { return !model.concurrent(batch); }) - batches.begin());
+  const unsigned threads = fit.options.threads > 0 ? fit.options.threads : std::thread::hardware_concurrency();
+  std::size_t i = detail::first_true(together, threads, test);
+  if (i == together) i += detail::first_true(batches.size() - together, 1, [&](std::size_t k) { return test(together + k); });
+  fit.batches_checked = static_cast<int>(std::min(i + 1, batches.size()));
+  if (!batches.empty()) fit.checked_down_to = batches[static_cast<std::size_t>(fit.batches_checked) - 1];
+  if (i < batches.size()) return answer(model, fit, batches[i], needs[i]->bytes);
   fit.batch = 0;
   const auto at_first = model.needed(first, true);
   fit.needed_bytes = at_first ? at_first->bytes : 0;
