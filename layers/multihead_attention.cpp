@@ -24,6 +24,9 @@
 // - 1.13: always the explicit path, on q, k and v each made contiguous (q divided by sqrt(head
 //   size), a saved wrapped number); the averaged weights are a sum divided by num_heads.
 // add_bias_kv and add_zero_attn concatenate one row each to k and v: new tensors.
+// Under the CPU's autocast (self-attention through in_proj_weight, bool masks): all of it in the
+// low-precision dtype after the graph's casts of the input and the weights; the weights' copies
+// kept for the inputs' gradients (ops_saved_mha.md, "Autocast").
 // Backward runs node by node (multihead_attention_backward.cpp) where measured: batch_first
 // self-attention through in_proj_weight with need_weights=False on the CPU (both versions, masks
 // or none; 2.x's flash kernel or its math composite).
@@ -182,10 +185,14 @@ struct Kept {
 
 LayerResult infer_mha(const LayerCall& call) {
   const Dims d = check(call);
-  // Under autocast the projections run in 16-bit and the softmax in float32: not measured yet,
-  // so refused rather than estimated with the wrong dtypes.
-  if (call.ctx.amp)
-    throw LayerError("mixed precision (autocast) is not modelled for MultiheadAttention yet; estimate it without --amp");
+  // Under the CPU's autocast the layer runs in the low-precision dtype: its inputs and parameters
+  // cast once (the graph's copies: nn.MultiheadAttention's first op is a Linear), everything after
+  // in that dtype (validation/ops_saved_mha.md, "Autocast"). CUDA's is not measured.
+  if (call.ctx.amp && call.ctx.device != Device::Cpu)
+    throw LayerError("mixed precision (autocast) on CUDA is not modelled for MultiheadAttention yet (on the CPU it is)");
+  if (call.ctx.amp && !(d.distinct == 1 && d.packed))
+    throw LayerError("mixed precision (autocast) is modelled for self-attention only (one input, one in_proj_weight); "
+                     "a key or value of its own casts parts of the weights anew at each call, not measured yet");
   const bool bf = call.attrs.flag("batch_first");
   const bool need_weights = call.attrs.flag("need_weights");
   const bool average = call.attrs.flag("average_attn_weights");
@@ -210,6 +217,10 @@ LayerResult infer_mha(const LayerCall& call) {
     throw LayerError("a mask with add_bias_kv or add_zero_attn (the masks padded as the key) is not modelled yet");
   const std::size_t kpm_at = static_cast<std::size_t>(d.distinct);
   const std::size_t attn_at = kpm_at + (call.attrs.flag("key_padding_mask") ? 1 : 0);
+  for (std::size_t i = kpm_at; i < call.inputs.size(); ++i)
+    if (call.inputs[i].cast)
+      throw LayerError("a floating-point mask under autocast (made the query's dtype, then cast) is not measured yet; give a bool mask",
+                       i == attn_at && call.attrs.flag("attn_mask") ? "attn_mask" : "key_padding_mask");
   if (!call.training()) {
     mha_eval_temporaries(res,
                          {.l = d.l, .s = d.s, .src = src, .n = d.n, .e = d.e, .heads = d.heads, .head = d.head,
@@ -235,15 +246,28 @@ LayerResult infer_mha(const LayerCall& call) {
   MhaBackward program{.l = d.l, .s = d.s, .n = d.n, .e = d.e, .heads = d.heads, .head = d.head, .dtype = dtype,
                       .batch_first = bf, .dropout = dropout > 0.0, .torch2 = torch.mha_forward_2x,
                       .flash = false, .input = -1, .packed = -1, .q_scaled = -1, .k = -1, .v = -1, .wrapped = -1, .softmax = -1,
-                      .mask = -1, .dropped = -1, .attention_output = -1, .lse = -1, .float_mask = -1,
+                      .mask = -1, .dropped = -1, .attention_output = -1, .lse = -1, .float_mask = -1, .in_proj_copy = -1, .out_proj_copy = -1,
                       .in_proj_weight = -1, .in_proj_bias = -1, .out_proj_weight = -1, .out_proj_bias = -1};
-  // The projections' inputs, for their weights' gradients.
+  // The projections' inputs, for their weights' gradients (batch_first: the transposed input
+  // copied into rows, unless autocast's contiguous copy is already rows); and their weights, for
+  // the inputs' gradients (free, but for autocast's copies).
   if (call.trainable)
     for (int i = 0; i < d.distinct; ++i) {
-      if (bf) kept.extra({i == 0 ? ln : src_rows, call.shape(i).back()}, "input made rows (batch_first)");
+      if (bf && !call.inputs[static_cast<std::size_t>(i)].cast)
+        kept.extra({i == 0 ? ln : src_rows, call.shape(i).back()}, "input made rows (batch_first)");
       else res.save_input(i, i == 0 ? "query" : i == 1 ? "key" : "value");
       if (i == 0) program.input = kept.last();
     }
+  for (int i = 0; i < d.distinct; ++i)
+    if (call.inputs[static_cast<std::size_t>(i)].requires_grad) {
+      res.save_param(d.packed ? 0 : i, d.packed ? "in_proj_weight" : "the projection's weight");
+      if (i == 0) program.in_proj_copy = kept.last();
+      if (d.packed) break;
+    }
+  if (call.trainable || call.any_input_requires_grad()) {  // the attention output needs a gradient
+    res.save_param(static_cast<int>(res.params.size()) - (call.attrs.flag("bias") ? 2 : 1), "out_proj.weight");
+    program.out_proj_copy = kept.last();
+  }
   const Shape heads_l{d.n, d.heads, d.l, d.head}, heads_s{d.n, d.heads, d.s, d.head}, scores{d.n, d.heads, d.l, d.s};
   const bool sdpa = torch.mha_forward_2x && !need_weights;
   // The mask scaled_dot_product_attention gets: attn_mask made float and merged with the key
@@ -289,9 +313,10 @@ LayerResult infer_mha(const LayerCall& call) {
       kept.extra(Shape{}, "philox_offset", DType::Int64);
     }
     // Measured node by node (multihead_attention_backward.cpp), with and without masks:
-    // self-attention through one in_proj_weight, batch_first, on the CPU in 32 or 64 bits.
+    // self-attention through one in_proj_weight, batch_first, on the CPU in 32 or 64 bits or
+    // under autocast.
     program.flash = true;
-    by_node = d.distinct == 1 && d.packed && !extra_rows && bf && cpu && dtype_size(dtype) >= 4;
+    by_node = d.distinct == 1 && d.packed && !extra_rows && bf && cpu && (dtype_size(dtype) >= 4 || call.ctx.amp);
   } else {
     // The explicit path, or scaled_dot_product_attention's math composite: q scaled, k (the
     // composite scales it too), the softmax, dropout's mask and result, v.
@@ -361,6 +386,7 @@ const bool registered = register_layer({
               AttrDef::flag("is_causal", false, "forward's is_causal (2.x): attn_mask is causal")},
     .min_inputs = 1,
     .max_inputs = 5,
+    .autocast = Autocast::Lower,
     .infer = infer_mha,
     .versions = "2.x packs q, k, v in one contiguous copy and, with need_weights false, calls scaled_dot_product_attention; "
                 "1.13 copies q, k, v one by one and always runs bmm, softmax, bmm (validation/ops_saved_mha.md)",

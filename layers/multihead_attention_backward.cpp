@@ -91,6 +91,7 @@ std::vector<BackwardEvent> mha_backward(const MhaBackward& b) {
   param(b.out_proj_weight);
   param(b.out_proj_bias);
   out_rows >= 0 ? p.free(out_rows) : p.release_grad_out(0);
+  p.release(b.out_proj_copy);
   if (!b.flash) p.release(b.attention_output);
   p.params_done();
   int q = -1, k = -1, v = -1;
@@ -137,6 +138,7 @@ std::vector<BackwardEvent> mha_backward(const MhaBackward& b) {
   p.input_grad(0);
   p.free(sum);
   p.release(b.input);
+  p.release(b.in_proj_copy);
   p.params_done();
   return events;
 }

@@ -18,6 +18,7 @@ struct MhaBackward {
   bool flash;                         // 2.x's CPU flash kernel, else the explicit path
   int input, packed, q_scaled, k, v, wrapped, softmax, mask, dropped, attention_output;  // saved entries
   int lse, float_mask;  // the flash kernel's log-sum-exp and the float mask it was given
+  int in_proj_copy, out_proj_copy;  // the weights as kept (autocast's copies): saved entries
   int in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias;                      // parameters
 };
 

@@ -130,6 +130,7 @@ struct InputTensor {
   bool requires_grad = false;
   Layout layout = Layout::Contiguous;
   bool strided = false;  // a non-contiguous view (a batch_first RNN's output): ops that need rows copy it
+  bool cast = false;     // autocast's copy of the tensor given, made for this call (contiguous)
 };
 
 struct LayerCall {

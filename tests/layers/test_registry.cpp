@@ -175,7 +175,8 @@ TEST_CASE("Registry: input counts and autocast policies") {
     // softmax, log_softmax, softmin, layer_norm and group_norm in float32 (not batch, instance or rms norm).
     // (On the CPU 1.13 leaves prelu alone: TorchProfile::cpu_autocast_uncast, test_activation_extra.cpp.)
     const bool lower = type.rfind("Conv", 0) == 0 || type == "Linear" || type == "MatMul" || type == "PReLU" ||
-                       type == "ScaledDotProductAttention" || type == "ColumnParallelLinear" || type == "RowParallelLinear";
+                       type == "ScaledDotProductAttention" || type == "ColumnParallelLinear" || type == "RowParallelLinear" ||
+                       type == "MultiheadAttention";  // its first op is in_proj, a Linear
     const bool f32 = type == "Softmax" || type == "LogSoftmax" || type == "Softmin" || type == "LayerNorm" || type == "GroupNorm";
     CHECK(def->autocast == (lower ? Autocast::Lower : f32 ? Autocast::Float32 : Autocast::Inherit));
     // CPU autocast (1.13 and 2.13) runs reflection_pad1d/2d and replication_pad1d/2d/3d in
