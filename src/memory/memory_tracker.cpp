@@ -74,6 +74,9 @@ Timeline MemoryTracker::take_timeline() {
 
 AllocationTrace MemoryTracker::take_trace() {
   AllocationTrace trace;
+  if (record_ == Record::Figures) return trace;  // no event to replay it with
+  trace.block_bytes.reserve(blocks_.size());
+  trace.block_carry.reserve(blocks_.size());
   for (const Block& b : blocks_) {
     trace.block_bytes.push_back(b.bytes);
     trace.block_carry.push_back(b.carry);

@@ -89,7 +89,7 @@ class MemoryTracker {
   std::int64_t backward_transients() const { return backward_transients_; }
 
   /// What was recorded: with Record::Timeline, the events and each block's description (after
-  /// this, only take_trace()); with Events, the events; with Figures, nothing.
+  /// this, only take_trace()); with Events, the events; with Figures, nothing (and no trace).
   Timeline take_timeline();
   AllocationTrace take_trace();
 
