@@ -110,7 +110,8 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
   // float32 output a layer hands to the next (dropout's mask stays float32). A frozen GRU under
   // autocast is not modelled yet (it takes the float32 rule).
   // 1.13's generic LSTM likewise: each step keeps its 4H gates and the low copy of h_(t-1) in the
-  // low dtype, tanh(c_t) and c_(t-1) (c_0: the zeros) in float32.
+  // low dtype, tanh(c_t) and c_(t-1) (c_0: the zeros) in float32. The copies are recorded per
+  // layer and direction (AutocastCopies) for the mixed-dtype backward programs to let them go.
   const std::optional<DType> low = (gru_stepwise || stepwise) && dtype == DType::Float32 ? call.ctx.amp : std::nullopt;
   const DType mm = low.value_or(dtype);
   const DType run = onednn_low.value_or(dtype);  // what oneDNN's LSTM hands the next layer
