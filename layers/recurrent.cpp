@@ -114,14 +114,15 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
   // float32 output a layer hands to the next (dropout's mask stays float32). A frozen GRU under
   // autocast is not modelled yet (it takes the float32 rule).
   // 1.13's generic LSTM likewise: each step keeps its 4H gates and the low copy of h_(t-1) in the
-  // low dtype, tanh(c_t) and c_(t-1) (c_0: the zeros) in float32.
+  // low dtype, tanh(c_t) and c_(t-1) (c_0: the zeros) in float32. The copies are recorded per
+  // layer and direction (AutocastCopies) for the mixed-dtype backward programs to let them go.
   const std::optional<DType> low = (gru_stepwise || stepwise) && dtype == DType::Float32 ? call.ctx.amp : std::nullopt;
   const DType mm = low.value_or(dtype);
   const DType run = onednn_low.value_or(dtype);  // what oneDNN's LSTM hands the next layer
   LstmSteps steps;
   GruSteps gru;
+  AutocastCopies copies{low, {}, {}, {}, {}};  // what the programs let go of under autocast, per layer and direction
   steps.zeros_h = gru.zeros_h = made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights && !low && !onednn_low);
-  if (low) gru.zeros_h = steps.zeros_h = saved_extra(res, {{states, d.n, d.out}, mm}, "h_0's low-precision copy per layer and direction");
   if (cell == Cell::Lstm) steps.zeros_c = made({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)", backward && !onednn_low);
   std::vector<int> layer_input;  // what each layer's input projection keeps (layer 0: per direction with batch_first)
   if (batch_first && for_weights && !onednn_low)
@@ -129,7 +130,8 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
       layer_input.push_back(saved_extra(res, {{d.t, d.n, d.input}, mm}, "time-major copy of the input"));
   if (!backward) return res;
   if (!batch_first && low) {
-    layer_input.push_back(saved_extra(res, {{checked_mul(d.dirs, d.t), d.n, d.input}, mm}, "the input's low-precision copy per direction"));
+    for (std::int64_t dir = 0; dir < d.dirs; ++dir)
+      layer_input.push_back(saved_extra(res, {{d.t, d.n, d.input}, mm}, "the input's low-precision copy"));
   } else if (!batch_first && for_weights && !onednn_low) {
     res.save_input(0);
     layer_input.push_back(static_cast<int>(res.saved.size()) - 1);
@@ -163,7 +165,6 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
               k.hn = saved_extra(res, {{d.n, d.hidden}, mm}, step + " h_n (an in-place op's clone)");
               if (t < t1) k.h = saved_extra(res, {{d.n, d.hidden}, mm}, step + (low ? " h_t's low-precision copy" : " h_t"));
             }
-            if (low) autocast_weights(res, mm, gates, l == 0 ? d.input : width, d.out, bias, l > 0 || call.input_requires_grad(), who);
             break;
           }
           keep_units(res, checked_add(t6, h_next), d.n, d.hidden, dtype, who + " step gates and states");
@@ -180,7 +181,6 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
               k.c = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " c_t");
               k.h = saved_extra(res, {{d.n, d.hidden}, mm}, step + (low ? " h_t's low-precision copy" : " h_t"));
             }
-            if (low) autocast_weights(res, mm, gates, l == 0 ? d.input : width, d.out, bias, l > 0 || call.input_requires_grad(), who);
             break;
           }
           keep_units(res, checked_add(checked_add(checked_mul(d.proj > 0 ? 6 : 5, d.t), t1), d.proj > 0 ? 0 : h_next), d.n, d.hidden,
@@ -188,14 +188,22 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
           if (d.proj > 0) keep_units(res, h_next, d.n, d.proj, dtype, who + " projected h_t");
           break;
       }
+      if (low) {  // h_0's copy (step 0's addmm) and the weights' (h_0 needs no gradient: step 0 keeps no weight_hh)
+        copies.h0.push_back(saved_extra(res, {{d.n, d.out}, mm}, who + " h_0's low-precision copy"));
+        const auto [w_hh, w_ih] =
+            autocast_weights(res, *low, gates, l == 0 ? d.input : width, d.out, bias, l > 0 || call.input_requires_grad(), who, d.t > 1);
+        copies.w_hh.push_back(w_hh);
+        copies.w_ih.push_back(w_ih);
+      }
     }
     if (last) continue;
     // What the next layer reads: the dropped-out output and its mask, or the output itself
     // (oneDNN with one direction: its kept output, already counted).
-    if (low) {  // each direction of the next layer casts the float32 output (after dropout) itself
+    if (low) {  // each direction of the next layer casts the float32 output (after dropout) itself,
+                // which is freed inside the op (its workspace: not counted, as measured)
       if (dropout > 0) dropout_masks.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " dropout mask"));
-      res.forward_scratch.push_back({{{d.t, d.n, width}, dtype}, layer + (dropout > 0 ? " output after dropout" : " output")});
-      layer_input.push_back(saved_extra(res, {{checked_mul(d.dirs, d.t), d.n, width}, mm}, layer + " output's low-precision copy per direction"));
+      for (std::int64_t dir = 0; dir < d.dirs; ++dir)
+        layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, mm}, layer + " output's low-precision copy"));
     } else if (dropout > 0) {
       dropout_masks.push_back(saved_extra(res, {{d.t, d.n, width}, run}, layer + " dropout mask"));
       if (for_weights) layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, run}, layer + " output after dropout"));
@@ -204,6 +212,8 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
     }
   }
   steps.layer_input = gru.layer_input = layer_input;
+  if (low) copies.input = layer_input;  // one per layer and direction
+  steps.autocast = gru.autocast = copies;
   if (gru_stepwise)
     res.backward_program = [d, dtype, batch_first, bias, input_grad = call.input_requires_grad(), in_place = call.ctx.torch->grad_sum_in_place,
                             gru, first_param, dropout_masks](const std::vector<bool>&) {

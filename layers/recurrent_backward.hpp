@@ -25,10 +25,27 @@ struct Dims {
 struct CellBackward {
   std::int64_t n, h;
   DType dtype;
-  int saved_h;        // the saved h (the module's zeros, or input 1), -1: none
+  int saved_h;        // the saved h (the module's zeros, or input 1; under autocast its copy), -1: none
   bool sum_in_place;  // TorchProfile::grad_sum_in_place
   bool h_grad;        // input 1 (h) needs a gradient
+  // Under CPU autocast (`low`: its dtype): x's features, whether x needs a gradient, whether the
+  // cell has biases, and the saved indices of the copies of x and the weights (-1: not kept).
+  std::optional<DType> low = std::nullopt;
+  std::int64_t input = 0;
+  bool x_grad = false, bias = true;
+  int x_copy = -1, w_ih_copy = -1, w_hh_copy = -1;
   TensorType nh(std::int64_t k = 1) const { return {{n, checked_mul(k, h)}, dtype}; }
+  TensorType low_nh(std::int64_t k = 1) const { return {{n, checked_mul(k, h)}, low.value_or(dtype)}; }
+};
+
+// Under CPU autocast (`low`: its dtype) the generic GRU and LSTM run each layer and direction on
+// low-precision copies, which their nodes let go of one by one; by saved index, per layer and
+// direction: h_0's (read by step 0's addmm), the layer input's (the input projection's),
+// weight_hh's (read by every step's addmm but step 0's, whose h needs no gradient; -1 with one
+// step) and weight_ih's (-1 when the layer input needs no gradient).
+struct AutocastCopies {
+  std::optional<DType> low;
+  std::vector<int> h0, input, w_hh, w_ih;
 };
 
 // What the generic LSTM keeps, by saved index: per layer and step, its gates, tanh(c_t), and
@@ -40,6 +57,7 @@ struct LstmSteps {
   std::vector<std::vector<LstmStep>> steps;
   int zeros_h = -1, zeros_c = -1;
   std::vector<int> layer_input;
+  AutocastCopies autocast;
 };
 
 // The same for the generic GRU, per layer and direction: each step's gates (3H), tanh's
@@ -51,7 +69,23 @@ struct GruSteps {
   std::vector<std::vector<GruStep>> steps;
   int zeros_h = -1;
   std::vector<int> layer_input;
+  AutocastCopies autocast;
 };
+
+// Under autocast, an addmm on low-precision copies (with bias_first, AddBackward0's bias before
+// MmBackward0): its input's gradient (when `input_grad`) and the weight's and bias's, in the low
+// dtype; then `gates_grad` freed (-1: held by the caller) and the copies of the input and the
+// weight let go (-1: not kept); then the copies' ToCopyBackward0 cast each gradient back, the
+// input's first, handed to `take` (which frees or keeps it; the module input's own gradient: free
+// it, then InputGrad), then the weight's and the bias's to their parameters, one after the other.
+struct LowAddmm {
+  TensorType input;  // the float32 input: its gradient's type
+  std::int64_t rows;  // the weight's
+  int input_copy, weight_copy;
+  int weight;  // its parameter; the bias: weight + 2
+  bool input_grad, bias, bias_first;
+};
+void low_addmm(Program& p, DType low, const LowAddmm& m, int gates_grad, const std::function<void(int)>& take);
 
 std::vector<BackwardEvent> gru_steps_backward(const Dims& d, DType dtype, bool batch_first, bool bias, bool input_grad, bool in_place,
                                               const GruSteps& kept, const std::vector<int>& first_param, const std::vector<int>& masks);

@@ -1,5 +1,7 @@
 // The one-step cells RNNCell, LSTMCell and GRUCell (layers/recurrent.cpp describes the family
 // and what each keeps; their backward programs are in recurrent_cells_backward.cpp).
+#include <tuple>
+
 #include "common.hpp"
 #include "recurrent_backward.hpp"
 #include "recurrent_shared.hpp"
@@ -52,17 +54,23 @@ LayerResult infer_cell(const LayerCall& call, Cell cell) {
   if (call.trainable && !low) res.save_input(0);
   if (!given_h && (!low || cell == Cell::Lstm)) zeros = saved_extra(res, {{n, h}, dtype}, "h (zeros)");
   else if (!given_h) res.forward_scratch.push_back({{{n, h}, dtype}, "h (zeros)"});
+  CellBackward b{n, h, dtype, -1, call.ctx.torch->grad_sum_in_place, h_grad};
   if (low) {
-    low_copy({n, input}, "x");
+    b.low = low;
+    b.input = input;
+    b.x_grad = call.input_requires_grad();
+    b.bias = call.attrs.flag("bias");
+    b.x_copy = low_copy({n, input}, "x");
     saved_h = low_copy({n, h}, "h");
-    autocast_weights(res, *low, gates, input, h, call.attrs.flag("bias"), call.input_requires_grad(), "its", h_grad);
+    std::tie(b.w_hh_copy, b.w_ih_copy) =
+        autocast_weights(res, *low, gates, input, h, call.attrs.flag("bias"), call.input_requires_grad(), "its", h_grad);
   } else if (given_h && call.trainable) {
     res.save_input(1);
     saved_h = static_cast<int>(res.saved.size()) - 1;
   } else {
     saved_h = zeros;
   }
-  const CellBackward b{n, h, dtype, saved_h, call.ctx.torch->grad_sum_in_place, h_grad};
+  b.saved_h = saved_h;
   const bool cpu = call.ctx.device == Device::Cpu;  // CUDA's fused cell kernels: one node
   switch (cell) {
     case Cell::Rnn: res.save_output(0); break;  // one TanhBackward0 and two addmm: run as one node

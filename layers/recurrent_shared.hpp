@@ -21,18 +21,20 @@ inline int saved_extra(LayerResult& res, TensorType type, const std::string& wha
 }
 
 // Autocast's low-precision copies of one layer and direction's weights (cached while it runs):
-// the hidden addmm keeps weight_hh's (a cell's when its h needs a gradient), the input
-// projection weight_ih's when its input needs a gradient; the others (and the biases') live
-// while the module runs.
-inline void autocast_weights(LayerResult& res, DType low, std::int64_t gates, std::int64_t layer_in, std::int64_t out, bool bias,
-                             bool input_grad, const std::string& who, bool h_grad = true) {
-  const TensorType w_hh{{gates, out}, low};
-  if (h_grad) res.save_extra(w_hh, who + " weight_hh's low-precision copy");
-  else res.forward_scratch.push_back({w_hh, who + " weight_hh's low-precision copy"});
-  const TensorType w_ih{{gates, layer_in}, low};
-  if (input_grad) res.save_extra(w_ih, who + " weight_ih's low-precision copy");
-  else res.forward_scratch.push_back({w_ih, who + " weight_ih's low-precision copy"});
+// the hidden addmm keeps weight_hh's when its h needs a gradient, the input projection
+// weight_ih's when its input needs a gradient; the others (and the biases') live while the
+// module runs. Returns the saved indices of weight_hh's and weight_ih's copies (-1: not kept).
+inline std::pair<int, int> autocast_weights(LayerResult& res, DType low, std::int64_t gates, std::int64_t layer_in, std::int64_t out,
+                                            bool bias, bool input_grad, const std::string& who, bool h_grad) {
+  const auto copy = [&](TensorType type, bool kept, const std::string& what) {
+    if (kept) return saved_extra(res, std::move(type), what);
+    res.forward_scratch.push_back({std::move(type), what});
+    return -1;
+  };
+  const int w_hh = copy({{gates, out}, low}, h_grad, who + " weight_hh's low-precision copy");
+  const int w_ih = copy({{gates, layer_in}, low}, input_grad, who + " weight_ih's low-precision copy");
   if (bias) res.forward_scratch.push_back({{{checked_mul(2, gates)}, low}, who + " the biases' low-precision copies"});
+  return {w_hh, w_ih};
 }
 
 }  // namespace nnmem::layers

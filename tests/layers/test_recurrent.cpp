@@ -177,12 +177,12 @@ TEST_CASE("A batch_first RNN's output is a transposed view: a Linear copies it, 
 
 namespace {
 // A backward program (layer.hpp) is well formed: every temporary freed once after it is made,
-// every saved entry it lets go exists, each parameter's gradient made once, every input's and
+// every saved entry it lets go exists and is let go once, each parameter's gradient made once, every input's and
 // output's index in range.
 void check_program(const LayerResult& r, std::size_t inputs, const std::vector<bool>& with_grad) {
   REQUIRE(r.backward_program);
   std::map<int, int> temporaries;  // index -> 1 made, 2 freed
-  std::map<int, int> param_grads;
+  std::map<int, int> param_grads, released;
   for (const BackwardEvent& e : r.backward_program(with_grad)) {
     switch (e.kind) {
       case BackwardEvent::Kind::Temporary:
@@ -197,7 +197,10 @@ void check_program(const LayerResult& r, std::size_t inputs, const std::vector<b
       case BackwardEvent::Kind::InputGrad: CHECK(static_cast<std::size_t>(e.index) < inputs); break;
       case BackwardEvent::Kind::ParamGrad: ++param_grads[e.index]; break;
       case BackwardEvent::Kind::ParamGradsDone: break;
-      case BackwardEvent::Kind::ReleaseSaved: CHECK(static_cast<std::size_t>(e.index) < r.saved.size()); break;
+      case BackwardEvent::Kind::ReleaseSaved:
+        CHECK(static_cast<std::size_t>(e.index) < r.saved.size());
+        CHECK(++released[e.index] == 1);
+        break;
       case BackwardEvent::Kind::ReleaseGradOut: CHECK(static_cast<std::size_t>(e.index) < r.outputs.size()); break;
     }
   }
@@ -219,6 +222,23 @@ TEST_CASE("Recurrent layers' backward programs on the CPU: node by node, well fo
   check_program(run_rule("{type: LSTMCell, hidden_size: 5}", {tensor({2, 4})}), 1, {true, true});
   check_program(run_rule("{type: LSTMCell, hidden_size: 5}", {tensor({2, 4}), tensor({2, 5}), tensor({2, 5})}, kCpu113), 3, {true, false});
   check_program(run_rule("{type: GRUCell, hidden_size: 5}", {tensor({2, 4}), tensor({2, 5})}), 2, {true});
+  // Under CPU bfloat16 autocast: the mixed-dtype programs (the GRU in both versions, 1.13's LSTM,
+  // the cells), with every copy they let go of kept, and one step (no weight_hh copy kept).
+  for (Context ctx : {kCpu, kCpu113}) {
+    ctx.amp = DType::BFloat16;
+    check_program(run_rule("{type: GRU, hidden_size: 5, num_layers: 2, bidirectional: true, dropout: 0.5, batch_first: true}",
+                           {tensor({2, 3, 4})}, ctx), 1, {true, false});
+    check_program(run_rule("{type: GRU, hidden_size: 5, bias: false}", {tensor({1, 2, 4})}, ctx), 1, {true, false});
+    check_program(run_rule("{type: LSTMCell, hidden_size: 5}", {tensor({2, 4})}, ctx), 1, {true, true});
+    check_program(run_rule("{type: LSTMCell, hidden_size: 5}", {tensor({2, 4}), tensor({2, 5}), tensor({2, 5})}, ctx), 3, {true, false});
+    check_program(run_rule("{type: GRUCell, hidden_size: 5, bias: false}", {tensor({2, 4}), tensor({2, 5})}, ctx), 2, {true});
+  }
+  {
+    Context ctx = kCpu113;
+    ctx.amp = DType::BFloat16;
+    check_program(run_rule("{type: LSTM, hidden_size: 5, num_layers: 2, batch_first: true}", {tensor({2, 3, 4})}, ctx), 1,
+                  {true, false, false});
+  }
   // Still one node: RNN, the generic LSTM with two directions or proj_size, and CUDA's kernels.
   CHECK_FALSE(run_rule("{type: RNN, hidden_size: 5}", {tensor({3, 2, 4})}).backward_program);
   CHECK_FALSE(run_rule("{type: LSTM, hidden_size: 5, bidirectional: true}", {tensor({3, 2, 4})}, kCpu113).backward_program);
