@@ -1,31 +1,42 @@
-// Linear: y = x Wᵀ + b over the last dimension of an input of any rank. And one rank's share of
+// Linear: y = x Wᵀ + b over the last dimension of an input of any rank; transformers' Conv1D, the
+// same with its weight stored transposed. And one rank's share of
 // Megatron-LM's ColumnParallelLinear and RowParallelLinear under sequence parallelism, with the
 // scatter into its sequence-parallel region and the gather out of it (docs/parallel.md, "Sequence parallelism"): what
 // `--tp T --sequence-parallel` rewrites a spec to. Modelled (Megatron needs GPUs).
 // Backward (derivatives.yaml, `addmm`/`mm`): the grad of the weight needs the input, the grad
 // of the input needs the weight; each is kept only when its gradient is needed — so a frozen
 // Linear keeps no activation, and the weight (a parameter) costs nothing extra.
+#include <algorithm>
+
 #include "common.hpp"
 
 namespace nnmem::layers {
 namespace {
 
-LayerResult infer_linear(const LayerCall& call) {
-  require_rank(call, 2, 64, "[N, *, in_features]");
-  require_float(call);
+// The rows of the input times a weight of `features` in and `out_features` out, stored as
+// `weight` says ([out, in] for nn.Linear, [in, out] for Conv1D), plus the bias.
+LayerResult rows_times_weight(const LayerCall& call, std::int64_t out_features, Shape weight, bool bias) {
   const Shape& in = call.shape();
   const std::int64_t features = in.back();
-  check_declared(call, "in_features", features, "features in its last dimension");
-  const std::int64_t out_features = call.attrs.integer("out_features");
-
   LayerResult res;
   Shape out = in;
   out.back() = out_features;
   res.outputs.push_back({out, call.input().dtype});
-  res.params.push_back({"weight", {out_features, features}});
-  if (call.attrs.flag("bias")) res.params.push_back({.name = "bias", .shape = {out_features}, .grad_summed = true});
+  res.params.push_back({"weight", std::move(weight)});
+  if (bias) res.params.push_back({.name = "bias", .shape = {out_features}, .grad_summed = true});
   const std::int64_t rows = numel(in) / features;
   res.macs = checked_mul(checked_mul(rows, features), out_features);
+  return res;
+}
+
+LayerResult infer_linear(const LayerCall& call) {
+  require_rank(call, 2, 64, "[N, *, in_features]");
+  require_float(call);
+  const std::int64_t features = call.shape().back();
+  check_declared(call, "in_features", features, "features in its last dimension");
+  const std::int64_t out_features = call.attrs.integer("out_features");
+  const Shape& in = call.shape();
+  LayerResult res = rows_times_weight(call, out_features, {out_features, features}, call.attrs.flag("bias"));
   // A non-contiguous input of more than two dimensions (a batch_first RNN's output) is copied
   // into rows first (matmul's reshape): the copy is what the weight's gradient keeps (when
   // nothing keeps it, it is freed inside aten::linear, a workspace).
@@ -35,6 +46,28 @@ LayerResult infer_linear(const LayerCall& call) {
     res.save_input(0);
   }
   if (call.training() && call.input_requires_grad()) res.save_param(0, "weight.t()");
+  return res;
+}
+
+// transformers' Conv1D (GPT-2's c_attn, c_proj and c_fc): y = addmm(bias, x.view(-1, nx), weight)
+// viewed back, the weight [nx, nf]. What addmm keeps is Linear's (validation/probe_transformer_ops.py
+// linear hf_conv1d and their _autocast cases, both torch versions): the input's rows (a view of it)
+// for the weight's gradient, the weight (free; under autocast its low-precision copy) for the
+// input's. Its x.view needs rows it can view: a transposed input (a batch_first RNN's output) with
+// more than one row in two of its leading dimensions is refused, as PyTorch refuses it.
+LayerResult infer_conv1d(const LayerCall& call) {
+  require_rank(call, 2, 64, "[N, *, nx]");
+  require_float(call);
+  const Shape& in = call.shape();
+  if (call.inputs[0].strided && std::count_if(in.begin(), in.end() - 1, [](std::int64_t d) { return d > 1; }) > 1)
+    throw LayerError("views its input as rows (x.view(-1, nx)), which PyTorch refuses for the non-contiguous input " +
+                     to_string(call.shape()) + "; make it Contiguous first");
+  const std::int64_t features = call.shape().back();
+  check_declared(call, "nx", features, "features in its last dimension");
+  const std::int64_t nf = call.attrs.integer("nf");
+  LayerResult res = rows_times_weight(call, nf, {features, nf}, true);
+  if (call.training() && call.trainable) res.save_input(0);
+  if (call.training() && call.input_requires_grad()) res.save_param(0, "weight");
   return res;
 }
 
@@ -48,7 +81,10 @@ AttrDef ranks_attr() {
 // all-gathers it into Megatron's global memory buffer and multiplies, and saves the shard, not
 // the gathered input (LinearWithGradAccumulationAndAsyncCommunication: save_for_backward(input,
 // weight)); backward gathers it again for the weight's gradient and reduce-scatters the input's
-// gradient out of a whole one.
+// gradient out of a whole one (a fresh tensor). With global_buffer (what --tp --sequence-parallel
+// writes), the gathers go into one buffer the rank holds for good (a Buffer layer of its spec,
+// sized to its largest gather: GlobalMemoryBuffer.get_tensor(…, "mpu")), shared by all its
+// ColumnParallelLinear layers; without, each gather is a transient of the layer's own.
 LayerResult infer_column_parallel(const LayerCall& call) {
   require_rank(call, 3, 64, "[N, *, sequence shard, in_features]");
   const std::int64_t ranks = call.attrs.integer("sequence_parallel");
@@ -57,9 +93,12 @@ LayerResult infer_column_parallel(const LayerCall& call) {
   whole[whole.size() - 2] = checked_mul(whole[whole.size() - 2], ranks);
   LayerResult res = infer_linear({call.name, call.attrs, gathered, call.ctx, call.trainable});
   if (ranks == 1) return res;
-  res.forward_scratch.push_back({gathered[0].type, "the all-gathered input (Megatron's global memory buffer)"});
+  // In the global buffer (the rank's Buffer layer) the gathers allocate nothing; else a
+  // transient of their own, forward and backward.
+  const bool own = !call.attrs.flag("global_buffer");
+  if (own) res.forward_scratch.push_back({gathered[0].type, "the all-gathered input"});
   if (call.training() && (call.trainable || call.input_requires_grad())) {
-    res.backward_scratch.push_back({gathered[0].type, "the input all-gathered again"});
+    if (own) res.backward_scratch.push_back({gathered[0].type, "the input all-gathered again"});
     if (call.input_requires_grad()) res.backward_scratch.push_back({gathered[0].type, "the whole input gradient, reduce-scattered"});
   }
   return res;
@@ -125,6 +164,14 @@ std::vector<AttrDef> with_ranks(std::vector<AttrDef> attrs) {
   return attrs;
 }
 
+std::vector<AttrDef> column_attrs() {
+  std::vector<AttrDef> attrs = with_ranks(linear_attrs());
+  attrs.push_back(AttrDef::flag("global_buffer", false,
+                                "the input is gathered into Megatron's global memory buffer (a Buffer layer of the rank), "
+                                "not a tensor of the layer's own"));
+  return attrs;
+}
+
 const bool registered = register_layer({
     .type = "Linear",
     .summary = "fully connected layer over the last dimension",
@@ -132,9 +179,16 @@ const bool registered = register_layer({
     .autocast = Autocast::Lower,
     .infer = infer_linear,
 }) && register_layer({
+    .type = "Conv1D",
+    .summary = "transformers' Conv1D (GPT-2): a Linear over the last dimension with its weight stored [nx, nf]",
+    .attrs = {AttrDef::integer("nf", "output features").needed().at_least(1),
+              AttrDef::integer("nx", "input features; inferred, checked when given").optional().at_least(1)},
+    .autocast = Autocast::Lower,
+    .infer = infer_conv1d,
+}) && register_layer({
     .type = "ColumnParallelLinear",
     .summary = "one rank of Megatron's column-parallel Linear: out_features is the rank's; with sequence_parallel, the input is its sequence shard, all-gathered",
-    .attrs = with_ranks(linear_attrs()),
+    .attrs = column_attrs(),
     .autocast = Autocast::Lower,
     .infer = infer_column_parallel,
 }) && register_layer({

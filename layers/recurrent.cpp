@@ -12,44 +12,23 @@
 //   clones in-place ops save, tanh's result, and h_t for the next step), LSTM (7T−2)·[N, H]
 //   (4H gates, tanh(c_t), and c_t and h_t for the next step); the zero initial states made by
 //   the module, and each lower layer's output (with dropout, its mask and the dropped output);
-// - oneDNN's LSTM (2.x on the CPU, float32, no proj_size; TorchProfile::lstm_onednn_on_cpu):
-//   per layer and direction its input and output, h and c at the last step, and a uint8
-//   workspace, whose size is oneDNN's (rnn_utils.hpp: gates, h, states, diff states, each
-//   rounded up to a 4 KiB page), checked against 59 measured shapes.
+// - oneDNN's LSTM (2.x on the CPU, no proj_size; TorchProfile::lstm_onednn_on_cpu): per layer
+//   and direction its input and output, h and c at the last step, and a uint8 workspace, whose
+//   size is oneDNN's (rnn_utils: gates, h, states, diff states, each rounded up to a 4 KiB page),
+//   checked against 59 measured shapes; under CPU autocast in bfloat16, on low-precision copies
+//   of its input, states and weights, which it keeps too (recurrent_onednn.cpp).
 // Backward on the CPU runs as PyTorch's engine runs it, node by node (recurrent_backward.cpp).
 // On CUDA the same tensors are assumed, and one node (cuDNN's reserve space is not modelled yet).
 #include "common.hpp"
-#include "onednn_lstm.hpp"
 #include "recurrent_backward.hpp"
+#include "recurrent_shared.hpp"
 
 namespace nnmem::layers {
 namespace {
 
-enum class Cell { Rnn, Gru, Lstm };
-
-std::int64_t gate_count(Cell cell) { return cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4; }
-
 // Adds `units` tensors of [N, width] as one kept tensor of that many bytes; nothing for 0.
 void keep_units(LayerResult& res, std::int64_t units, std::int64_t n, std::int64_t width, DType dtype, const std::string& what) {
   if (units > 0) res.save_extra({{units, n, width}, dtype}, what);
-}
-
-// Saves a tensor and returns its index in `saved`, for the program to free it.
-int saved_extra(LayerResult& res, TensorType type, const std::string& what) {
-  res.save_extra(std::move(type), what);
-  return static_cast<int>(res.saved.size()) - 1;
-}
-
-// Autocast's low-precision copies of one layer and direction's weights (cached while it runs):
-// the hidden addmm keeps weight_hh's, the input projection weight_ih's when its input needs a
-// gradient; the others (and the biases') live while the module runs.
-void autocast_weights(LayerResult& res, DType low, std::int64_t gates, std::int64_t layer_in, std::int64_t out, bool bias,
-                      bool input_grad, const std::string& who) {
-  res.save_extra({{gates, out}, low}, who + " weight_hh's low-precision copy");
-  const TensorType w_ih{{gates, layer_in}, low};
-  if (input_grad) res.save_extra(w_ih, who + " weight_ih's low-precision copy");
-  else res.forward_scratch.push_back({w_ih, who + " weight_ih's low-precision copy"});
-  if (bias) res.forward_scratch.push_back({{{checked_mul(2, gates)}, low}, who + " the biases' low-precision copies"});
 }
 
 LayerResult infer_sequence(const LayerCall& call, Cell cell) {
@@ -97,6 +76,11 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
 
   const bool onednn = cell == Cell::Lstm && d.proj == 0 && call.ctx.device == Device::Cpu && dtype == DType::Float32 &&
                       call.ctx.torch->lstm_onednn_on_cpu;
+  // Under CPU autocast oneDNN's LSTM runs in the low-precision dtype (its outputs too; what it
+  // keeps: recurrent_onednn.cpp).
+  const std::optional<DType> onednn_low = onednn ? call.ctx.amp : std::nullopt;
+  if (onednn_low)
+    for (TensorType& out : res.outputs) out.dtype = *onednn_low;
   const bool backward = call.training() && (call.input_requires_grad() || call.trainable);
   // The weights' gradients need each step's h_(t-1) (the zero h_0 too) and each layer's input;
   // a frozen layer's generic path keeps neither (oneDNN keeps its whole state regardless).
@@ -125,21 +109,24 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
   // weight_hh and (when that input needs a gradient) weight_ih; not the float32 zeros, nor the
   // float32 output a layer hands to the next (dropout's mask stays float32). A frozen GRU under
   // autocast is not modelled yet (it takes the float32 rule).
-  const std::optional<DType> low = gru_stepwise && dtype == DType::Float32 ? call.ctx.amp : std::nullopt;
+  // 1.13's generic LSTM likewise: each step keeps its 4H gates and the low copy of h_(t-1) in the
+  // low dtype, tanh(c_t) and c_(t-1) (c_0: the zeros) in float32.
+  const std::optional<DType> low = (gru_stepwise || stepwise) && dtype == DType::Float32 ? call.ctx.amp : std::nullopt;
   const DType mm = low.value_or(dtype);
+  const DType run = onednn_low.value_or(dtype);  // what oneDNN's LSTM hands the next layer
   LstmSteps steps;
   GruSteps gru;
-  steps.zeros_h = gru.zeros_h = made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights && !low);
-  if (low) gru.zeros_h = saved_extra(res, {{states, d.n, d.out}, mm}, "h_0's low-precision copy per layer and direction");
-  if (cell == Cell::Lstm) steps.zeros_c = made({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)", backward);
+  steps.zeros_h = gru.zeros_h = made({{states, d.n, d.out}, dtype}, "h_0 (zeros)", for_weights && !low && !onednn_low);
+  if (low) gru.zeros_h = steps.zeros_h = saved_extra(res, {{states, d.n, d.out}, mm}, "h_0's low-precision copy per layer and direction");
+  if (cell == Cell::Lstm) steps.zeros_c = made({{states, d.n, d.hidden}, dtype}, "c_0 (zeros)", backward && !onednn_low);
   std::vector<int> layer_input;  // what each layer's input projection keeps (layer 0: per direction with batch_first)
-  if (batch_first && for_weights)
+  if (batch_first && for_weights && !onednn_low)
     for (std::int64_t k = 0; k < (onednn ? 1 : d.dirs); ++k)
       layer_input.push_back(saved_extra(res, {{d.t, d.n, d.input}, mm}, "time-major copy of the input"));
   if (!backward) return res;
   if (!batch_first && low) {
     layer_input.push_back(saved_extra(res, {{checked_mul(d.dirs, d.t), d.n, d.input}, mm}, "the input's low-precision copy per direction"));
-  } else if (!batch_first && for_weights) {
+  } else if (!batch_first && for_weights && !onednn_low) {
     res.save_input(0);
     layer_input.push_back(static_cast<int>(res.saved.size()) - 1);
   }
@@ -152,16 +139,7 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
     for (std::int64_t dir = 0; dir < d.dirs; ++dir) {
       const std::string who = layer + (dir == 1 ? " reverse" : "");
       if (onednn) {
-        std::vector<int>& kept = onednn_kept.emplace_back();
-        if (last && d.dirs == 1) {
-          res.save_output(0);
-          kept.push_back(static_cast<int>(res.saved.size()) - 1);
-        } else {
-          kept.push_back(saved_extra(res, {{d.t, d.n, d.hidden}, dtype}, who + " output"));
-        }
-        kept.push_back(saved_extra(res, {{2, d.n, d.hidden}, dtype}, who + " h and c at the last step"));
-        kept.push_back(saved_extra(res, {{onednn::lstm_workspace(d.t, d.n, l == 0 ? d.input : width, d.hidden)}, DType::UInt8},
-                                   who + " oneDNN workspace"));
+        onednn_kept.push_back(onednn_keep(res, d, l, dtype, onednn_low, bias, who));
         continue;
       }
       // h_t for the next step's weight gradient (T - 1 of them) only when the weights train.
@@ -192,12 +170,13 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
             for (std::int64_t t = 0; t < d.t; ++t) {
               const std::string step = who + " step " + std::to_string(t);
               LstmStep& k = layer_steps.emplace_back();
-              k.gates = saved_extra(res, {{d.n, checked_mul(4, d.hidden)}, dtype}, step + " gates");
+              k.gates = saved_extra(res, {{d.n, checked_mul(4, d.hidden)}, mm}, step + " gates");
               k.tanh_c = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " tanh(c_t)");
               if (t == t1) continue;
               k.c = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " c_t");
-              k.h = saved_extra(res, {{d.n, d.hidden}, dtype}, step + " h_t");
+              k.h = saved_extra(res, {{d.n, d.hidden}, mm}, step + (low ? " h_t's low-precision copy" : " h_t"));
             }
+            if (low) autocast_weights(res, *low, gates, l == 0 ? d.input : width, d.out, bias, l > 0 || call.input_requires_grad(), who);
             break;
           }
           keep_units(res, checked_add(checked_add(checked_mul(d.proj > 0 ? 6 : 5, d.t), t1), d.proj > 0 ? 0 : h_next), d.n, d.hidden,
@@ -214,10 +193,10 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
       res.forward_scratch.push_back({{{d.t, d.n, width}, dtype}, layer + (dropout > 0 ? " output after dropout" : " output")});
       layer_input.push_back(saved_extra(res, {{checked_mul(d.dirs, d.t), d.n, width}, mm}, layer + " output's low-precision copy per direction"));
     } else if (dropout > 0) {
-      dropout_masks.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " dropout mask"));
-      if (for_weights) layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " output after dropout"));
+      dropout_masks.push_back(saved_extra(res, {{d.t, d.n, width}, run}, layer + " dropout mask"));
+      if (for_weights) layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, run}, layer + " output after dropout"));
     } else if (for_weights && !(onednn && d.dirs == 1)) {
-      layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, dtype}, layer + " output"));
+      layer_input.push_back(saved_extra(res, {{d.t, d.n, width}, run}, layer + " output"));
     }
   }
   steps.layer_input = gru.layer_input = layer_input;
@@ -232,82 +211,10 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
     };
   if (onednn) {
     const std::int64_t groups = static_cast<std::int64_t>(res.params.size()) / checked_mul(d.layers, d.dirs);
-    res.backward_program = [d, dtype, input_grad = call.input_requires_grad(), onednn_kept, dropout_masks, first_param,
+    res.backward_program = [d, dtype, onednn_low, input_grad = call.input_requires_grad(), onednn_kept, dropout_masks, first_param,
                             groups](const std::vector<bool>&) {
-      return onednn_backward(d, dtype, input_grad, onednn_kept, dropout_masks, first_param, groups);
+      return onednn_backward(d, dtype, onednn_low, input_grad, onednn_kept, dropout_masks, first_param, groups);
     };
-  }
-  return res;
-}
-
-// A cell: x [N, input_size] and optionally h [N, hidden_size] (LSTMCell: h and c, or neither).
-LayerResult infer_cell(const LayerCall& call, Cell cell) {
-  require_rank(call, 2, 2, "[N, input_size]");
-  require_float(call);
-  const Shape& x = call.shape();
-  const std::int64_t n = x[0], input = x[1], h = call.attrs.integer("hidden_size");
-  check_declared(call, "input_size", input, "features in its last dimension");
-  if (cell == Cell::Lstm && call.inputs.size() == 2)
-    throw LayerError("takes x alone or x, h and c (PyTorch's (h, c) tuple), found 2 inputs");
-  for (std::size_t i = 1; i < call.inputs.size(); ++i) {
-    require_float(call, i);
-    if (call.shape(i) != Shape{n, h})
-      throw LayerError(std::string(i == 1 ? "h" : "c") + " must be [" + std::to_string(n) + ", " + std::to_string(h) +
-                       "] (batch, hidden_size), found " + to_string(call.shape(i)));
-  }
-  const DType dtype = call.input().dtype;
-  const std::int64_t gates = checked_mul(gate_count(cell), h);
-  LayerResult res;
-  res.outputs.push_back({{n, h}, dtype});
-  if (cell == Cell::Lstm) res.outputs.push_back({{n, h}, dtype});
-  res.params.push_back({"weight_ih", {gates, input}});
-  res.params.push_back({"weight_hh", {gates, h}});
-  if (call.attrs.flag("bias")) {
-    res.params.push_back({"bias_ih", {gates}});
-    res.params.push_back({"bias_hh", {gates}});
-  }
-  res.macs = checked_mul(checked_mul(n, gates), checked_add(input, h));
-  if (!call.training() || !(call.any_input_requires_grad() || call.trainable)) return res;
-  // The weights' gradients need x and h; without h the module passes zeros (LSTMCell: one
-  // zero tensor as both h and c).
-  if (call.trainable) res.save_input(0);
-  int saved_h = -1;
-  if (call.inputs.size() == 1) {
-    saved_h = saved_extra(res, {{n, h}, dtype}, "h (zeros)");
-  } else if (call.trainable) {
-    res.save_input(1);
-    saved_h = static_cast<int>(res.saved.size()) - 1;
-  }
-  const CellBackward b{n, h, dtype, saved_h, call.ctx.torch->grad_sum_in_place, call.inputs.size() > 1 && call.input_requires_grad(1)};
-  const bool cpu = call.ctx.device == Device::Cpu;  // CUDA's fused cell kernels: one node
-  switch (cell) {
-    case Cell::Rnn: res.save_output(0); break;  // one TanhBackward0 and two addmm: run as one node
-    case Cell::Gru: {
-      const int gates_kept = saved_extra(res, {{n, checked_mul(3, h)}, dtype}, "gates");
-      const int tanh_kept = saved_extra(res, {{n, h}, dtype}, "tanh of the new gate");
-      const int diff_kept = saved_extra(res, {{n, h}, dtype}, "h - n (an in-place op's clone)");
-      const int hn_kept = saved_extra(res, {{n, h}, dtype}, "h_n (an in-place op's clone)");
-      if (cpu)
-        res.backward_program = [b, gates_kept, tanh_kept, diff_kept, hn_kept](const std::vector<bool>&) {
-          return gru_cell_backward(b, gates_kept, tanh_kept, diff_kept, hn_kept);
-        };
-      break;
-    }
-    case Cell::Lstm: {
-      int saved_c = -1;
-      if (call.inputs.size() == 3) {
-        res.save_input(2, "c");
-        saved_c = static_cast<int>(res.saved.size()) - 1;
-      }
-      const int gates_kept = saved_extra(res, {{n, gates}, dtype}, "gates");
-      const int tanh_kept = saved_extra(res, {{n, h}, dtype}, "tanh(c')");
-      const bool c_grad = call.inputs.size() == 3 && call.input_requires_grad(2);
-      if (cpu)
-        res.backward_program = [b, saved_c, gates_kept, tanh_kept, c_grad](const std::vector<bool>& with_grad) {
-          return lstm_cell_backward(b, with_grad, saved_c, gates_kept, tanh_kept, c_grad);
-        };
-      break;
-    }
   }
   return res;
 }
@@ -328,16 +235,6 @@ std::vector<AttrDef> sequence_attrs(Cell cell) {
   return a;
 }
 
-std::vector<AttrDef> cell_attrs(Cell cell) {
-  std::vector<AttrDef> a = {
-      AttrDef::integer("input_size", "features of the input; inferred, checked when given").optional().at_least(1),
-      AttrDef::integer("hidden_size", "features of the hidden state").needed().at_least(1),
-      AttrDef::flag("bias", true, "learnable biases bias_ih and bias_hh"),
-  };
-  if (cell == Cell::Rnn) a.push_back(AttrDef::word("nonlinearity", {"tanh", "relu"}, "the activation").or_else_word("tanh"));
-  return a;
-}
-
 const char* const kGeneric = "the same in 1.13 and 2.x on the CPU: the generic path's per-step tensors";
 const char* const kGruVersions =
     "the same per-step tensors in 1.13 and 2.x on the CPU; backward, step by step, sums n's and h's gradients and (from the "
@@ -346,12 +243,11 @@ const char* const kGruVersions =
 const bool registered = [] {
   const struct {
     const char* type;
-    const char* cell_type;
     Cell cell;
     const char* what;
-  } kinds[] = {{"RNN", "RNNCell", Cell::Rnn, "Elman RNN, h_t = tanh(W_ih x_t + W_hh h_(t-1) + b)"},
-               {"GRU", "GRUCell", Cell::Gru, "gated recurrent unit"},
-               {"LSTM", "LSTMCell", Cell::Lstm, "long short-term memory"}};
+  } kinds[] = {{"RNN", Cell::Rnn, "Elman RNN, h_t = tanh(W_ih x_t + W_hh h_(t-1) + b)"},
+               {"GRU", Cell::Gru, "gated recurrent unit"},
+               {"LSTM", Cell::Lstm, "long short-term memory"}};
   for (const auto& k : kinds) {
     const Cell cell = k.cell;
     register_layer({
@@ -362,17 +258,6 @@ const bool registered = [] {
         .versions = cell == Cell::Lstm ? "on the CPU 2.x runs oneDNN's LSTM (without proj_size), keeping each layer's input, "
                                          "output, last h and c and a workspace; 1.13 the generic path's per-step tensors"
                                        : cell == Cell::Gru ? kGruVersions : kGeneric,
-    });
-    register_layer({
-        .type = k.cell_type,
-        .summary = std::string("one step of the ") + k.type + "; inputs x (and h" + (cell == Cell::Lstm ? " and c" : "") +
-                   "); outputs h'" + (cell == Cell::Lstm ? ", c'" : ""),
-        .attrs = cell_attrs(cell),
-        .max_inputs = cell == Cell::Lstm ? 3 : 2,
-        .infer = [cell](const LayerCall& call) { return infer_cell(call, cell); },
-        .versions = cell == Cell::Rnn ? "the same in 1.13 and 2.x"
-                                      : "the same tensors in 1.13 and 2.x; backward, node by node on the CPU, sums a state's "
-                                        "two gradients out of place in 1.13, in place in 2.x",
     });
   }
   return true;

@@ -21,56 +21,6 @@ void hand_over_hidden(Program& p, int w_sum, int b_sum, int first_param, bool bi
 
 }  // namespace
 
-// oneDNN's LSTM backward (measured on torch 2.13, ops_saved_recurrent.md): one
-// MkldnnRnnLayerBackward0 per layer and direction, the top layer first. Each makes its layer
-// input's gradient, h_0's and c_0's (freed at once: the module's zeros need none), then the
-// weights' and biases' gradients (the second bias's a copy of the first's); then frees the
-// incoming gradient (after the layer's last direction) and what it kept. Two directions'
-// gradients of a layer input are summed in place (2.x's InputBuffer); dropout's backward
-// multiplies the sum by its mask, a new tensor.
-std::vector<BackwardEvent> onednn_backward(const Dims& d, DType dtype, bool input_grad, const std::vector<std::vector<int>>& kept,
-                                           const std::vector<int>& masks, const std::vector<int>& first_param, std::int64_t groups) {
-  std::vector<BackwardEvent> events;
-  Program program(events);
-  int incoming = -1;  // -1: the output's gradient
-  for (std::int64_t l = d.layers; l-- > 0;) {
-    const std::int64_t layer_in = l == 0 ? d.input : checked_mul(d.dirs, d.hidden);
-    std::vector<int> grads;  // this layer's input's gradient, per direction
-    bool input_made = false;
-    for (std::int64_t dir = d.dirs; dir-- > 0;) {
-      const std::size_t at = static_cast<std::size_t>(l * d.dirs + dir);
-      int grad = -1;
-      if (l == 0 && input_grad && !input_made) {
-        program.input_grad(0);
-        input_made = true;
-      } else {
-        grad = program.temporary({{d.t, d.n, layer_in}, dtype}, "grad of layer " + std::to_string(l) + "'s input");
-      }
-      const int h0 = program.temporary({{d.n, d.hidden}, dtype}, "grad of h_0");
-      const int c0 = program.temporary({{d.n, d.hidden}, dtype}, "grad of c_0");
-      for (std::int64_t k = 0; k < groups; ++k) program.param_grad(first_param[at] + static_cast<int>(k));
-      if (l == 0 && !input_grad && grad >= 0) program.free(std::exchange(grad, -1));
-      program.free(h0);
-      program.free(c0);
-      if (dir == 0) incoming < 0 ? program.release_grad_out(0) : program.free(incoming);
-      for (int k : kept[at]) program.release(k);
-      program.params_done();
-      if (grad >= 0) grads.push_back(grad);
-    }
-    // A second direction's gradient is added into the first's (or into the input's gradient).
-    for (std::size_t k = l == 0 ? 0 : 1; k < grads.size(); ++k) program.free(grads[k]);
-    if (l == 0) break;
-    incoming = grads.front();
-    if (!masks.empty()) {  // dropout on layer l - 1's output
-      const int dropped = program.temporary({{d.t, d.n, layer_in}, dtype}, "grad through dropout");
-      program.free(incoming);
-      program.release(masks[static_cast<std::size_t>(l - 1)]);
-      incoming = dropped;
-    }
-  }
-  return events;
-}
-
 // torch 1.13's generic LSTM (one direction, no dropout), as the engine runs it (measured,
 // ops_saved_recurrent.md), each layer from the top, its steps from the last: MulBackward0 (o,
 // tanh(c_t)), TanhBackward0 (c_t's gradient, plus what step t + 1 gave it, out of place), the

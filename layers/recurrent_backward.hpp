@@ -2,11 +2,12 @@
 // PyTorch runs as several autograd nodes, node by node as measured (validation/
 // ops_saved_recurrent.md): oneDNN's LSTM (one node per layer and direction), the generic GRU
 // and LSTM (step by step) and the cells.
-// Private to layers/recurrent*.cpp (the sequences' programs in recurrent_backward.cpp, the cells' in
-// recurrent_cells_backward.cpp).
+// Private to layers/recurrent*.cpp (the generic sequences' programs in recurrent_backward.cpp, oneDNN's
+// LSTM's in recurrent_onednn.cpp, the cells' in recurrent_cells_backward.cpp).
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,8 +57,13 @@ std::vector<BackwardEvent> gru_steps_backward(const Dims& d, DType dtype, bool b
                                               const GruSteps& kept, const std::vector<int>& first_param, const std::vector<int>& masks);
 std::vector<BackwardEvent> lstm_steps_backward(const Dims& d, DType dtype, bool batch_first, bool bias, bool input_grad, const LstmSteps& kept,
                                                const std::vector<int>& first_param);
-std::vector<BackwardEvent> onednn_backward(const Dims& d, DType dtype, bool input_grad, const std::vector<std::vector<int>>& kept,
-                                           const std::vector<int>& masks, const std::vector<int>& first_param, std::int64_t groups);
+// oneDNN's LSTM (recurrent_onednn.cpp): what one layer and direction keeps (its saved indices),
+// running in `low` under autocast; and the backward of them all.
+std::vector<int> onednn_keep(LayerResult& res, const Dims& d, std::int64_t l, DType dtype, const std::optional<DType>& low, bool bias,
+                             const std::string& who);
+std::vector<BackwardEvent> onednn_backward(const Dims& d, DType dtype, const std::optional<DType>& low, bool input_grad,
+                                           const std::vector<std::vector<int>>& kept, const std::vector<int>& masks,
+                                           const std::vector<int>& first_param, std::int64_t groups);
 std::vector<BackwardEvent> gru_cell_backward(const CellBackward& b, int gates_kept, int tanh_kept, int diff_kept, int hn_kept);
 std::vector<BackwardEvent> lstm_cell_backward(const CellBackward& b, const std::vector<bool>& with_grad, int saved_c, int gates_kept,
                                               int tanh_kept, bool c_grad);

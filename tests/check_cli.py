@@ -128,6 +128,30 @@ with tempfile.TemporaryDirectory() as tmp:
     code, out, _ = run("sweep", "examples/mlp.yaml", "--vary", "hidden=64,128,256", "--vary", "batch=1..64", "--format", "csv")
     rows = list(csv.reader(io.StringIO(out)))
     check("sweep over two variables: the grid", code == 0 and rows[0][:2] == ["hidden", "batch"] and len(rows) == 1 + 3 * 7)
+    # With --tp/--pp every point is the most loaded stage's rank: the figures estimate gives with the same flags.
+    mp_svg = os.path.join(tmp, "mp.svg")
+    code, out, err = run("sweep", "examples/llama.yaml", "--vary", "batch=1,2,3", "--plot", mp_svg, "--format", "json", *tp_pp)
+    s = json.loads(out) if code == 0 else {"points": []}
+    _, est_out, _ = run("estimate", "examples/llama.yaml", "--micro-batch", "2", "--format", "json", *tp_pp)
+    e = json.loads(est_out)["model_parallel"]
+    worst = e["stages"][e["most_loaded"]]
+    at2 = [p for p in s["points"] if p["values"] == ["2"]]
+    check("sweep --tp --pp: a point is estimate's most loaded stage at that micro-batch",
+          code == 0 and s["model_parallel"]["tp"] == 2 and s["model_parallel"]["pp"] == 2 and s["model_parallel"]["modelled"] and
+          len(at2) == 1 and at2[0]["peak_bytes"] == worst["peak_bytes"] == e["peak_bytes_per_gpu"] and
+          at2[0]["stage"] == worst["index"] and at2[0]["in_flight"] == worst["in_flight"] and
+          at2[0]["param_bytes"] + at2[0]["grad_bytes"] + at2[0]["optimizer_state_bytes"] == worst["state_bytes"] and
+          sum(at2[0]["peak_breakdown"].values()) == worst["peak_bytes"])
+    check("sweep --tp --pp: a formula, and the SVG's series per component",
+          code == 0 and s["fit"] is not None and s["fit"]["max_residual"] < 1 << 20 and len(svg_series(mp_svg)) >= 4)
+    code, out, _ = run("sweep", "examples/llama.yaml", "--vary", "batch=1,2", "--format", "csv", *tp_pp)
+    rows = list(csv.reader(io.StringIO(out)))
+    check("sweep --tp --pp --format csv: the stage and its micro-batches in flight",
+          code == 0 and "stage" in rows[0] and "in flight" in rows[0] and len(rows) == 3 and
+          rows[2][rows[0].index("peak")] == str(worst["peak_bytes"]))
+    code, out, _ = run("sweep", "examples/llama.yaml", "--vary", "batch=1,2", "--format", "markdown", *tp_pp)
+    check("sweep --tp --pp --format markdown: labelled per GPU, modelled",
+          code == 0 and out.startswith("## ") and "per GPU, the most loaded stage's, modelled" in out and "| stage |" in out)
 
 # compare: columns that are the estimates, deltas against the first.
 code, out, _ = run("compare", "examples/resnet18.yaml", "examples/resnet50.yaml", "--batch", "32", "--budget", "24GiB",

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "helpers.hpp"
+#include "nnmem/plan.hpp"
 
 using namespace nnmem;
 using namespace nnmem::test;
@@ -33,6 +34,53 @@ TEST_CASE("every example estimates, in training and in inference, on both device
     ++count;
   }
   CHECK(count >= 15);
+}
+
+TEST_CASE("an estimate without its timeline has every figure of one with it") {
+  // StepOptions::timeline off records neither the events' words nor, without a replay, the
+  // events: the same step, so the same figures (the JSON without its timeline holds them all).
+  ReportOptions figures;
+  figures.timeline = false;
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(source_path("examples"))) {
+    if (entry.path().extension() != ".yaml" || entry.path().filename() == "simple_cnn.yaml") continue;
+    const std::string name = entry.path().filename().string();
+    CAPTURE(name);
+    for (Device device : {Device::Cuda, Device::Cpu})
+      for (int variant = 0; variant < 2; ++variant) {
+        CAPTURE(variant);
+        EstimateOptions o;
+        o.graph.device = device;
+        o.graph.batch = 2;
+        if (variant == 1) {  // micro-steps and checkpointed blocks: more of the step's words
+          o.step.grad_accum = 2;
+          o.step.checkpoint.segments = CheckpointSegments::Blocks;
+        }
+        const Estimate with = estimate_file("examples/" + name, o);
+        o.step.timeline = false;
+        const Estimate without = estimate_file("examples/" + name, o);
+        CHECK(!with.timeline.empty());
+        CHECK(with.timeline.tensors.size() > 0);
+        CHECK(without.timeline.empty());
+        CHECK(without.timeline.tensors.empty());
+        CHECK(render_json(without, figures) == render_json(with, figures));
+        CHECK(render_table(without) == render_table(with));
+      }
+    ++count;
+  }
+  CHECK(count >= 15);
+  // fit reads the step's events whatever the option says: the same batch either way.
+  const ModelSpec spec = load_spec_file(source_path("examples/mlp.yaml"));
+  FitOptions budget;
+  budget.budget_bytes = 24LL << 20;
+  EstimateOptions o;
+  o.graph.device = Device::Cuda;
+  const BatchFit with = fit_batch(spec, o, budget);
+  o.step.timeline = false;
+  const BatchFit without = fit_batch(spec, o, budget);
+  CHECK(with.batch == 1411);
+  CHECK(without.batch == with.batch);
+  CHECK(render_json(without, figures) == render_json(with, figures));
 }
 
 TEST_CASE("torchvision's parameter counts") {
@@ -106,11 +154,10 @@ TEST_CASE("every layer's output shape is PyTorch's, on every validation network"
       o.graph.batch = std::stoll(batch);
       const Estimate e = estimate(spec, o);
       for (const auto& layer : measured["layers"]) {
-        std::string name = layer["name"];
-        // BertForPreTraining's base model is its `bert` member; the spec is BertModel's with heads.
-        if (network.rfind("hf_bert_pretraining", 0) == 0 && name.rfind("bert.", 0) == 0) name = name.substr(5);
-        // T5's encoder calls its embed_tokens, whose weight is counted under the `shared` module it
-        // never calls (the spec's `shared` layer is both); its relative bias lookups have no batch
+        const std::string name = layer["name"];
+        // T5's encoder calls its embed_tokens, whose weight is the `shared` module's, which it never
+        // calls: the spec's `shared` layer makes the lookup, and encoder.embed_tokens.weight is a
+        // tied Parameter no layer reads (the module that holds it); its relative bias lookups have no batch
         // dimension ([Tq, Tk, heads]), where the spec's have a leading 1 that broadcasts.
         if (network.rfind("hf_t5", 0) == 0 && (name == "shared" || name == "encoder.embed_tokens" ||
                                                name.find("relative_attention_bias") != std::string::npos))

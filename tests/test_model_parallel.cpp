@@ -2,6 +2,8 @@
 // checked against Megatron-LM's parameter count and Korthikanti et al.'s activation formulas
 // term by term, the schedules' micro-batches in flight, and every error. Modelled: no GPU
 // cluster here to measure them.
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "model_parallel_specs.hpp"
@@ -187,4 +189,33 @@ layers:
   CHECK(error_of(skip, mp_of(1, 2, PipelineSchedule::OneFOneB, 1, {2, 1})) ==
         "s.yaml:5:5: error: --pp: pipeline stage 0 would send 2 tensors on ('a', 'b', …); a stage sends "
                                        "one, so the boundary cannot fall inside a skip connection: move it with --stages");
+}
+
+TEST_CASE("--tp on a mixture of experts: the router replicated, each expert's fc1/fc2 split, with and without --sequence-parallel") {
+  LoadOptions small;
+  small.overrides = {{"num_hidden_layers", "2"}, {"hidden_size", "64"}, {"intermediate_size", "96"}, {"num_attention_heads", "4"},
+                     {"num_key_value_heads", "2"}, {"vocab_size", "128"}, {"seq_len", "16"}};
+  const ModelSpec mixtral = load_spec_file(source_path("examples/mixtral.yaml"), small);
+  const std::int64_t h = 64, i = 96, e = 8, kv = 2 * 16;  // kv: two heads of 16
+  const std::int64_t whole = run(mixtral, tp(1)).stages[0].params;
+  for (bool sp : {false, true}) {
+    CAPTURE(sp);
+    const ModelParallelEstimate r = run(mixtral, tp(2, sp));
+    std::map<std::string, TpRole> role;
+    for (const TpLayer& l : r.split) role[l.name] = l.role;
+    CHECK(role.at("model.layers.0.mlp.gate") == TpRole::Replicated);   // Megatron's TopKRouter: every rank scores every expert
+    CHECK(role.at("model.layers.0.mlp.experts") == TpRole::Experts);
+    CHECK(name_of(TpRole::Experts) == "expert-tensor-parallel");
+    // Per layer, a rank holds half of q, k, v, o, of each expert's gate_up [2I, H] and down [H, I],
+    // and all of the router [E, H] and the two norms; half the embeddings and the head.
+    const std::int64_t per_layer = (h * h + 2 * h * kv + h * h) / 2 + e * 3 * i * h / 2 + e * h + 2 * h;
+    CHECK(r.stages[0].params == 2 * per_layer + 128 / 2 * h * 2 + h);  // vocabulary-parallel embeddings, column-parallel head, final norm
+    CHECK(r.stages[0].params < whole);
+  }
+  LoadOptions odd = small;
+  for (auto& [name, value] : odd.overrides)
+    if (name == "intermediate_size") value = "95";
+  CHECK(error_of(load_spec_file(source_path("examples/mixtral.yaml"), odd), tp(2))
+            .find("MoEExperts 'model.layers.0.mlp.experts' splits each expert's intermediate_size across the ranks (fc1 column-, "
+                  "fc2 row-parallel): expected it to divide by 2, found 95") != std::string::npos);
 }

@@ -1,7 +1,9 @@
 // Sequence parallelism (Korthikanti et al. 2022; Megatron's --sequence-parallel) against Table
 // 2's rows, term by term, and through LLaMA, BERT and a matrix product over the sequence; and
-// fit and compare with tensor and pipeline parallelism (docs/parallel.md). Modelled: no GPU
+// fit, compare and sweep with tensor and pipeline parallelism (docs/parallel.md). Modelled: no GPU
 // cluster here to measure them.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "model_parallel_specs.hpp"
@@ -53,6 +55,20 @@ TEST_CASE("--tp --sequence-parallel on LLaMA: the embeddings scattered, the stag
   CHECK(to_string(head->outputs.front().shape) == "[1, 32, 128]");  // every token, half the vocabulary
   ModelParallelOptions whole = mp_of(2, 2);
   CHECK(e.stages[0].held_bytes < run(llama(4), whole).stages[0].held_bytes);
+  // Megatron's global memory buffer: each stage's rank gathers into one buffer of its own, as
+  // large as its largest gather (the whole [1, 32, 64] sequence), made with the model and kept;
+  // its ColumnParallelLinear layers allocate no gather of their own.
+  for (const PipelineStage& st : e.stages) {
+    const auto& layers = st.estimate.layers;
+    const auto buffer = std::find_if(layers.begin(), layers.end(), [](const LayerEstimate& l) { return l.name == "megatron.global_memory_buffer.mpu"; });
+    REQUIRE(buffer != layers.end());
+    CHECK(to_string(buffer->outputs.front().shape) == "[2048]");
+    CHECK(st.estimate.totals.buffer_bytes >= 2048 * 4);
+    CHECK(std::count_if(layers.begin(), layers.end(), [](const LayerEstimate& l) { return l.name.find("global_memory_buffer") != std::string::npos; }) == 1);
+  }
+  const ModelParallelEstimate no_sp = run(llama(4), whole);
+  const auto& plain = no_sp.stages[0].estimate.layers;
+  CHECK(std::none_of(plain.begin(), plain.end(), [](const LayerEstimate& l) { return l.name.find("global_memory_buffer") != std::string::npos; }));
   // Errors: without --tp, and a sequence the ranks do not divide.
   ModelParallelOptions no_tp = mp_of(1, 1);
   no_tp.sequence_parallel = true;
@@ -150,4 +166,47 @@ TEST_CASE("compare --tp --pp: the most loaded stage per GPU, a column each, with
   CHECK(j["columns"][1]["model_parallel"]["sequence_parallel"] == true);
   CHECK(j["columns"][1]["model_parallel"]["peak_bytes_per_gpu"] == sp.peak_bytes);
   CHECK(j["columns"][0]["fit"]["micro_batch"] == c.columns[0].fit->micro_batch);
+}
+
+TEST_CASE("sweep --tp --pp: every point the most loaded stage's rank, as estimate_model_parallel gives it") {
+  EstimateOptions o;
+  o.graph.torch = find_torch_profile("2.13");
+  o.step.grad_accum = 4;
+  ModelParallelOptions m = mp_of(2, 2, PipelineSchedule::Interleaved, 2);  // two chunks a rank: their states summed
+  m.sequence_parallel = true;
+  const auto load = [](const LoadOptions& lo) { return parse_spec(kGpt, "gpt.yaml", lo); };
+  LoadOptions base;
+  base.overrides = {{"layers", "4"}};
+  const ModelParallelSweep s = sweep_model_parallel(load, base, {{"batch", {"1", "2", "4"}}}, o, m);
+  REQUIRE(s.sweep.points.size() == 3);
+  CHECK(s.data_parallel == 1);
+  CHECK(s.micro_batches == 4);
+  for (const SweepPoint& p : s.sweep.points) {
+    CAPTURE(p.values[0]);
+    EstimateOptions at = o;
+    at.graph.batch = std::stoll(p.values[0]);
+    const ModelParallelEstimate e = estimate_model_parallel(gpt(4), at, m);
+    const PipelineStage& worst = e.stages[e.most_loaded()];
+    CHECK(p.stage == worst.index);
+    CHECK(p.in_flight == worst.in_flight);
+    CHECK(p.totals.peak_bytes == worst.peak_bytes);
+    CHECK(p.needed_bytes == worst.peak_bytes);
+    CHECK(p.totals.params == worst.params);
+    CHECK(p.totals.param_bytes + p.totals.grad_bytes + p.totals.optimizer_state_bytes == worst.state_bytes);
+    CHECK(p.totals.param_bytes > worst.estimate.totals.param_bytes);  // both chunks' parameters
+    std::int64_t sum = 0;
+    for (std::int64_t b : p.totals.peak_breakdown) sum += b;
+    CHECK(sum == worst.peak_bytes);
+  }
+  REQUIRE(s.sweep.fit.has_value());
+  for (const SweepPoint& p : s.sweep.points)
+    CHECK(std::abs(s.sweep.fit->at({std::stod(p.values[0])}) - static_cast<double>(p.totals.peak_bytes)) <= s.sweep.fit->max_residual + 0.5);
+  const std::string table = render_table(s);
+  CHECK(table.find("per GPU, the most loaded stage's, modelled") != std::string::npos);
+  CHECK(table.find("in flight") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(render_json(s));
+  CHECK(j["model_parallel"]["virtual_stages"] == 2);
+  CHECK(j["points"][1]["peak_bytes"] == s.sweep.points[1].totals.peak_bytes);
+  CHECK(j["points"][1]["stage"] == *s.sweep.points[1].stage);
+  CHECK(render_sweep_svg(s).find("the most loaded pipeline stage") != std::string::npos);
 }

@@ -52,10 +52,11 @@ with open(os.path.join(ROOT, "validation", "eval_not_modelled.json")) as _f:
 
 def peak_not_modelled(network, version, listed=None, amp=None):
     """Why nnmem does not model that network's peak under that torch version, or None: an entry
-    is a network (every version), NETWORK@VERSION, or NETWORK+AMP (its runs under autocast in
-    that dtype, every version). `listed`: that list, default the step's."""
+    is a network (every version), NETWORK@VERSION, NETWORK+AMP (its runs under autocast in that
+    dtype, every version) or NETWORK+AMP@VERSION. `listed`: that list, default the step's."""
     listed = PEAK_NOT_MODELLED if listed is None else listed
-    return listed.get(network) or listed.get("%s@%s" % (network, version)) or (amp and listed.get("%s+%s" % (network, amp)))
+    return listed.get(network) or listed.get("%s@%s" % (network, version)) or \
+        (amp and (listed.get("%s+%s" % (network, amp)) or listed.get("%s+%s@%s" % (network, amp, version))))
 
 EXACT = ["param_bytes", "buffer_bytes", "grad_bytes", "optimizer_state_bytes", "input_bytes",
          "target_bytes", "saved_bytes"]

@@ -93,8 +93,14 @@ AUTOCAST_CASES = [
     ("GRU(4, 5, 2 layers, bidirectional, dropout 0.5)", lambda: nn.GRU(I, H, num_layers=2, bidirectional=True, dropout=0.5),
      [SEQ]),
     ("LSTM(4, 5)", lambda: nn.LSTM(I, H), [SEQ]),
+    ("LSTM(4, 5, 2 layers, batch_first)", lambda: nn.LSTM(I, H, num_layers=2, batch_first=True), [(N, T, I)]),
+    ("LSTM(4, 5, 2 layers, dropout 0.5)", lambda: nn.LSTM(I, H, num_layers=2, dropout=0.5), [SEQ]),
+    ("LSTM(4, 5, bidirectional)", lambda: nn.LSTM(I, H, bidirectional=True), [SEQ]),
+    ("LSTM(4, 5) frozen", lambda: nn.LSTM(I, H).requires_grad_(False), [SEQ]),
     ("GRUCell(4, 5)", lambda: nn.GRUCell(I, H), [(N, I)]),
+    ("GRUCell(4, 5), h given", lambda: nn.GRUCell(I, H), [(N, I), (N, H)]),
     ("LSTMCell(4, 5)", lambda: nn.LSTMCell(I, H), [(N, I)]),
+    ("LSTMCell(4, 5), h and c given", lambda: nn.LSTMCell(I, H), [(N, I), (N, H), (N, H)]),
 ]
 
 
@@ -108,22 +114,26 @@ def kept_beside(r):
     return total
 
 
-def good_ld(dim):
-    ld = -(-dim // 16) * 16
-    return ld + 16 if ld % 256 == 0 else ld
+def good_ld(dim, size):
+    """oneDNN's get_good_ld for elements of `size` bytes."""
+    ld = -(-dim // (64 // size)) * (64 // size)
+    return ld + 64 // size if ld % 256 == 0 else ld
 
 
-def workspace_formula(t, n, i, h):
-    """nnmem's oneDNN LSTM workspace (layers/recurrent.cpp), one layer and direction."""
+def workspace_formula(t, n, i, h, size=4):
+    """nnmem's oneDNN LSTM workspace (layers/onednn_lstm.hpp), one layer and direction, its data in
+    elements of `size` bytes (4: float32, 2: bfloat16 under autocast; diff states float32)."""
     pages = lambda b: -(-b // 4096) * 4096  # noqa: E731
-    states = 2 * (t + 1) * n * good_ld(max(i, h)) * 4
-    c_states = 2 * (t + 1) * n * h * 4
-    parts = [t * n * good_ld(4 * h) * 4, t * n * good_ld(h) * 4, states, states, states, c_states, c_states]
+    steps = 2 * (t + 1) * n
+    diff_states = steps * good_ld(max(i, h), 4) * 4
+    parts = [t * n * good_ld(4 * h, size) * size, t * n * good_ld(h, size) * size, steps * good_ld(max(i, h), size) * size,
+             steps * h * size, diff_states, diff_states, steps * h * 4]
     return sum(pages(p) for p in parts)
 
 
-def workspace_table():
-    """Every MkldnnRnnLayerBackward0's workspace over random shapes, against the formula."""
+def workspace_table(amp=False):
+    """Every MkldnnRnnLayerBackward0's workspace over random shapes, against the formula (under
+    bfloat16 autocast with `amp`)."""
     random.seed(13)
     rows = ["| T | N | input | hidden | layers | directions | workspace per node (bytes, measured) | formula |",
             "|---|---|---|---|---|---|---|---|"]
@@ -133,7 +143,8 @@ def workspace_table():
         h = random.choice([random.randint(1, 300), 64, 128, 192, 256])
         layers, dirs = random.randint(1, 2), random.choice([1, 2])
         m = nn.LSTM(i, h, num_layers=layers, bidirectional=dirs == 2)
-        out = m(torch.randn(t, n, i))[0]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            out = m(torch.randn(t, n, i))[0]
         nodes, todo, seen = [], [out.grad_fn], set()
         while todo:
             fn = todo.pop()
@@ -146,7 +157,7 @@ def workspace_table():
         if not nodes:
             return "No MkldnnRnnLayerBackward0: this version runs the generic path."
         got = sorted({b for _, b in nodes})
-        want = sorted({workspace_formula(t, n, layer_in, h) for layer_in, _ in nodes})
+        want = sorted({workspace_formula(t, n, layer_in, h, 2 if amp else 4) for layer_in, _ in nodes})
         misses += got != want
         rows.append(f"| {t} | {n} | {i} | {h} | {layers} | {dirs} | {', '.join(map(str, got))} | "
                     f"{', '.join(map(str, want))}{'' if got == want else ' **differs**'} |")
@@ -164,7 +175,9 @@ def main():
         rows.append(f"| {name} | {shapes} | {r['grad_fn']} | {r['out']} | {kept_beside(r)} | {r['saved']} | "
                     f"{r['fwd']} | {r['fwd_left']} | {r['bwd_peak']} |")
     section = (BEGIN.format(VERSION) + f"\n\n## torch {torch.__version__}, CPU\n\n" + "\n".join(rows)
-               + "\n\n### oneDNN's LSTM workspace\n\n" + workspace_table() + "\n\n" + END.format(VERSION))
+               + "\n\n### oneDNN's LSTM workspace\n\n" + workspace_table()
+               + "\n\n### oneDNN's LSTM workspace under bfloat16 autocast\n\n" + workspace_table(amp=True)
+               + "\n\n" + END.format(VERSION))
     old = open(DOC).read() if os.path.exists(DOC) else "# What the recurrent layers keep and allocate\n\n"
     pattern = re.compile(re.escape(BEGIN.format(VERSION)) + ".*?" + re.escape(END.format(VERSION)), re.S)
     new = pattern.sub(lambda _: section, old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + section

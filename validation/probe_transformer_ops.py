@@ -2,7 +2,8 @@
 """What the transformer ops keep for backward (torch 2.x CPU): each saved tensor's shape, dtype
 and whether it is the input, the output, a parameter or a new tensor, as saved_tensors_hooks
 sees it.   /work/venv213/bin/python validation/probe_transformer_ops.py [NAME...]
-(the matmul_* cases also under torch 1.13: /usr/bin/python3 ... matmul_swapped ...)"""
+(the matmul_* cases also under torch 1.13: /usr/bin/python3 ... matmul_swapped ...);
+--ready-order prints the order backward makes Linear's and Conv1D's parameter gradients ready."""
 import sys
 
 import torch
@@ -29,10 +30,26 @@ def hf_rmsnorm(x, w):  # transformers' LlamaRMSNorm.forward
     return w * h.to(x.dtype)
 
 
+def hf_conv1d(x, w, b):  # transformers.pytorch_utils.Conv1D.forward: weight [nx, nf], bias [nf]
+    return torch.addmm(b, x.view(-1, x.size(-1)), w).view(x.size()[:-1] + (w.size(1),))
+
+
+def bf16_autocast(f):  # the same under CPU autocast to bfloat16 (validation/measure.py's --amp)
+    def g(*args):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return f(*args)
+    return g
+
+
 qkv = [(B, H, T, D)] * 3
 CASES = {
     "embedding": (lambda ids, w: F.embedding(ids, w), [("ids", (B, T)), ("w", (100, E))]),
     "embedding_padding": (lambda ids, w: F.embedding(ids, w, padding_idx=0), [("ids", (B, T)), ("w", (100, E))]),
+    # GPT-2's Conv1D (addmm of the input's rows and an [in, out] weight) against nn.Linear's F.linear
+    "linear": (lambda x, w, b: F.linear(x, w, b), [("x", (B, T, E)), ("w", (3 * E, E)), ("b", (3 * E,))]),
+    "hf_conv1d": (hf_conv1d, [("x", (B, T, E)), ("w", (E, 3 * E)), ("b", (3 * E,))]),
+    "linear_autocast": (bf16_autocast(lambda x, w, b: F.linear(x, w, b)), [("x", (B, T, E)), ("w", (3 * E, E)), ("b", (3 * E,))]),
+    "hf_conv1d_autocast": (bf16_autocast(hf_conv1d), [("x", (B, T, E)), ("w", (E, 3 * E)), ("b", (3 * E,))]),
     "layer_norm": (lambda x, w, b: F.layer_norm(x, (E,), w, b), [("x", (B, T, E)), ("w", (E,)), ("b", (E,))]),
     "layer_norm_noaffine": (lambda x: F.layer_norm(x, (E,)), [("x", (B, T, E))]),
     "rms_norm": (lambda x, w: F.rms_norm(x, (E,), w, 1e-6), [("x", (B, T, E)), ("w", (E,))]),
@@ -127,6 +144,20 @@ def run(name):
         print("   ", l)
 
 
+def ready_order():
+    """The order backward makes nn.Linear's and Conv1D's gradients ready (DDP buckets them so)."""
+    for name, (fn, specs) in (("linear", CASES["linear"]), ("hf_conv1d", CASES["hf_conv1d"])):
+        args = [torch.randn(shape, requires_grad=n != "x") for n, shape in specs]
+        order = []
+        for (n, _), a in zip(specs, args):
+            if a.requires_grad:
+                a.register_post_accumulate_grad_hook(lambda t, n=n: order.append(n))
+        fn(*args).sum().backward()
+        print(f"{name}: ready {order}")
+
+
 if __name__ == "__main__":
-    for n in sys.argv[1:] or CASES:
+    if sys.argv[1:] == ["--ready-order"]:
+        ready_order()
+    for n in [a for a in sys.argv[1:] if a != "--ready-order"] or ([] if "--ready-order" in sys.argv else CASES):
         run(n)

@@ -144,6 +144,12 @@ struct StepOptions {
   /// micro-step's.
   std::int64_t grad_accum = 1;
   DataParallelStep parallel = {};  // data parallelism: this rank's wrapper
+  /// Record the step's timeline (Estimate::timeline: every allocation and release, the layer and
+  /// the tensor each names). Off, the Estimate's timeline is left empty and the step is
+  /// simulated the same way without keeping it: every other figure is the same, byte for byte.
+  /// Only what reads the timeline needs it (the JSON's "timeline", the timeline SVG, the Chrome
+  /// trace); a large model's timeline is most of what an estimate allocates.
+  bool timeline = true;
   /// When set, fills `parallel` for each training graph estimated (the parallel stage's
   /// ddp_planner()): fit, sweep and compare estimate other graphs than the first.
   std::function<DataParallelStep(const Graph&)> plan_parallel;

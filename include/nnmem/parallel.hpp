@@ -11,6 +11,7 @@
 
 #include "nnmem/estimate.hpp"
 #include "nnmem/plan.hpp"
+#include "nnmem/sweep.hpp"
 
 namespace nnmem {
 
@@ -69,7 +70,8 @@ std::optional<FsdpStrategy> parse_fsdp(std::string_view name);
 // shapes (docs/parallel.md). Modelled: no GPU cluster here to measure them.
 
 /// What tensor parallelism makes of a layer with parameters.
-enum class TpRole { Replicated, Column, Row, VocabEmbedding };
+/// Experts: a mixture of experts' MoEExperts, each expert's fc1 column- and fc2 row-parallel.
+enum class TpRole { Replicated, Column, Row, VocabEmbedding, Experts };
 std::string_view name_of(TpRole role);
 struct TpLayer {
   std::string name, type;
@@ -121,6 +123,10 @@ struct PipelineStage {
   std::int64_t persistent_bytes = 0;// what lives across steps (Totals::persistent_bytes, over its chunks)
   std::int64_t held_bytes = 0;      // what one micro-batch's forward leaves for its backward
   std::int64_t peak_bytes = 0;      // the step's peak with in_flight micro-batches held
+  /// The rank's figures: its simulated step's totals with every chunk's parameters, buffers,
+  /// gradients and optimizer state, and the peak (its breakdown too) raised to peak_bytes, the
+  /// other micro-batches' activations in flight counted as activations kept.
+  Totals totals;
   /// One micro-batch's step of the stage's rank; interleaved, of its chunk with the most
   /// transient memory (the rank's peak: every chunk's persistent memory, that chunk's transients).
   Estimate estimate;
@@ -154,6 +160,17 @@ struct ModelParallelFit {
   ModelParallelEstimate estimate;      // at micro_batch (at multiple_of when none fits)
 };
 ModelParallelFit fit_model_parallel(const ModelSpec& spec, EstimateOptions options, const ModelParallelOptions& mp, const FitOptions& fit);
+
+/// `sweep --tp/--pp`: every point the most loaded stage's rank (PipelineStage::totals; the budget
+/// held against its peak, as fit_model_parallel does), the batch being the micro-batch per GPU.
+struct ModelParallelSweep {
+  Sweep sweep;
+  ModelParallelOptions options;
+  std::int64_t data_parallel = 1, micro_batches = 1;
+};
+ModelParallelSweep sweep_model_parallel(const std::function<ModelSpec(const LoadOptions&)>& load, const LoadOptions& base,
+                                        const std::vector<SweepVariable>& vary, const EstimateOptions& options,
+                                        const ModelParallelOptions& mp);
 
 /// `compare --tp/--pp`: each spec or variant's stages per GPU, and with a budget its largest micro-batch.
 struct ModelParallelComparison {

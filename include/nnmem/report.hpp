@@ -49,6 +49,8 @@ std::string render_deepspeed(const Estimate& estimate, const DeepSpeedConvention
 /// Megatron-LM's theoretical memory for a transformer shape and parallel setup, as it prints it,
 /// with the bytes and Korthikanti et al.'s per-layer activations (modelled).
 std::string render_megatron(const TransformerShape& shape, const MegatronSetup& setup);
+/// "tensor parallel 2 × pipeline parallel 4 × data parallel 1; schedule 1f1b, 8 micro-batches a step (--grad-accum)".
+std::string describe_model_parallel(const ModelParallelOptions& options, std::int64_t data_parallel, std::int64_t micro_batches);
 /// Tensor and pipeline parallelism: each stage's rank per GPU, and the most loaded one's breakdown.
 std::string render_table(const ModelParallelEstimate& estimate, const ReportOptions& options = {});
 /// The same as JSON (docs/json.md, "model_parallel"), each stage's estimate in full.
@@ -100,6 +102,13 @@ std::string render_json(const Sweep& sweep, const ReportOptions& options = {}, i
 /// The peak's components stacked against the swept variable(s), the budget as a line, the largest
 /// point that fits marked.
 std::string render_sweep_svg(const Sweep& sweep, const ReportOptions& options = {});
+/// `sweep --tp/--pp`: the same, each point the most loaded stage's rank per GPU (its stage and
+/// micro-batches in flight as columns; JSON: a "model_parallel" object), labelled modelled.
+std::string render_table(const ModelParallelSweep& sweep, const ReportOptions& options = {});
+std::string render_markdown(const ModelParallelSweep& sweep, const ReportOptions& options = {});
+std::string render_csv(const ModelParallelSweep& sweep, const ReportOptions& options = {});
+std::string render_json(const ModelParallelSweep& sweep, const ReportOptions& options = {}, int indent = 2);
+std::string render_sweep_svg(const ModelParallelSweep& sweep, const ReportOptions& options = {});
 
 struct CheckpointSizes;
 /// Checkpoint sizes: the totals first, then each file and its components.

@@ -27,6 +27,8 @@ struct SweepPoint {
   std::vector<std::string> values;  // one per swept variable
   Totals totals;
   std::int64_t needed_bytes = 0;    // what a budget is held against (plan.hpp's needed_bytes)
+  std::optional<std::int64_t> stage;  // with --tp/--pp: the most loaded pipeline stage, whose rank's figures these are
+  std::int64_t in_flight = 1;         // its micro-batches in flight
 };
 
 /// The peak as a polynomial in the swept variables: a sum of coefficient x product of powers.
@@ -57,11 +59,15 @@ struct Sweep {
   std::string model, file;
 };
 
+/// One point's figures from its spec and options (its values are filled in by sweep()).
+using SweepEstimator = std::function<SweepPoint(ModelSpec, const EstimateOptions&)>;
+
 /// Estimates every point of the grid; `load` reads the spec with the given --set overrides
-/// (the sweep's added to the caller's). Throws nnmem::Error at the first point that fails, with
-/// the point named in a note.
+/// (the sweep's added to the caller's), `at` estimates it (estimate() and needed_bytes() when
+/// empty; parallel.hpp's sweep_model_parallel passes the most loaded stage's). Throws
+/// nnmem::Error at the first point that fails, with the point named in a note.
 Sweep sweep(const std::function<ModelSpec(const LoadOptions&)>& load, const LoadOptions& base,
-            const std::vector<SweepVariable>& vary, const EstimateOptions& options);
+            const std::vector<SweepVariable>& vary, const EstimateOptions& options, const SweepEstimator& at = {});
 
 /// Least squares (Eigen's column-pivoting QR, columns scaled) of y over the monomials above.
 std::optional<PolynomialFit> fit_polynomial(const std::vector<std::string>& variables,

@@ -153,6 +153,7 @@ EstimateOptions StepArgs::options() const {
   o.step.foreach = foreach;
   o.step.fused = fused;
   o.step.loop = *parse_loop(loop);
+  o.step.timeline = false;  // a command that reads it (estimate's JSON, --plot, --trace) asks for it
   o.graph.torch = &torch.profile();
   o.step.overhead_bytes = parse_size_option("--overhead", overhead);
   if (max_split_size_mib > 0) o.step.allocator.max_split_size = max_split_size_mib << 20;

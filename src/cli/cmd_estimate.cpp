@@ -1,5 +1,6 @@
 // nnmem estimate (the answer, the per-layer table and the memory breakdown, in four formats)
 // and nnmem check (the same estimate, only its verdict: exit 0 or the located error).
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -27,13 +28,27 @@ struct EstimateArgs {
 
 // "layers:out.svg", "timeline:out.svg", or a file whose name says which: one beginning with
 // "layers" draws the layers, any other the timeline.
-void write_plot(const std::string& spec, const Estimate& e, const ReportOptions& report) {
+struct Plot {
+  std::string path;
+  bool layers = false;
+};
+Plot parse_plot(const std::string& spec) {
   const auto colon = spec.find(':');
   const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
   const std::string path = kind == "layers" || kind == "timeline" ? spec.substr(colon + 1) : spec;
   const std::string name = path.substr(path.find_last_of('/') + 1);
-  const bool layers = kind == "layers" || (kind.empty() && name.rfind("layers", 0) == 0);
-  write_file("--plot", path, layers ? render_layers_svg(e) : render_timeline_svg(e, report));
+  return {path, kind == "layers" || (kind.empty() && name.rfind("layers", 0) == 0)};
+}
+
+void write_plot(const std::string& spec, const Estimate& e, const ReportOptions& report) {
+  const Plot plot = parse_plot(spec);
+  write_file("--plot", plot.path, plot.layers ? render_layers_svg(e) : render_timeline_svg(e, report));
+}
+
+// Whether an output asked for reads the step's timeline (otherwise it is not recorded).
+bool reads_timeline(const EstimateArgs& a) {
+  return (a.format == "json" && !a.no_timeline) || !a.trace.empty() ||
+         std::any_of(a.plots.begin(), a.plots.end(), [](const std::string& p) { return !parse_plot(p).layers; });
 }
 
 // --tp, --pp: every stage's rank, modelled; the table or the JSON.
@@ -47,7 +62,8 @@ int run_model_parallel(const EstimateArgs& a, const EstimateOptions& options, co
 }
 
 int run_estimate(const EstimateArgs& a) {
-  const EstimateOptions options = a.step.options();  // flag mistakes before reading the spec
+  EstimateOptions options = a.step.options();  // flag mistakes before reading the spec
+  options.step.timeline = reads_timeline(a);
   ReportOptions report;
   report.budget_bytes = budget_option("--budget", a.budget);
   report.summary = a.summary;

@@ -1,11 +1,12 @@
 // nnmem sweep: every component at every point of a grid of batch sizes and spec variables, the
-// peak fitted as a formula, and a picture.
+// peak fitted as a formula, and a picture (with --tp/--pp, per GPU: the most loaded stage's).
 #include <iostream>
 #include <memory>
 
 #include "args.hpp"
 #include "cli_support.hpp"
 #include "commands.hpp"
+#include "nnmem/parallel.hpp"
 #include "nnmem/sweep.hpp"
 
 namespace nnmem::cli {
@@ -36,12 +37,18 @@ int run(const SweepArgs& a) {
         if (b.find_first_not_of("0123456789") != std::string::npos || b == "0" || b.size() > 13)
           throw CLI::ValidationError("--vary", "batch sizes are integers from 1 to 2^40, found '" + b + "'");
   }
-  const Sweep s = sweep([&](const LoadOptions& lo) { return load_spec(a.spec.path, lo, a.spec.load.import); }, a.spec.load.options(), vary, options);
-  if (!a.plot.empty()) write_file("--plot", a.plot, render_sweep_svg(s, report));
-  if (a.format == "json") std::cout << render_json(s, report) << '\n';
-  else if (a.format == "csv") std::cout << render_csv(s, report);
-  else if (a.format == "markdown") std::cout << render_markdown(s, report);
-  else std::cout << render_table(s, report);
+  const auto load = [&](const LoadOptions& lo) { return load_spec(a.spec.path, lo, a.spec.load.import); };
+  const auto print = [&](const auto& s) {  // a Sweep, or with --tp/--pp a ModelParallelSweep
+    if (!a.plot.empty()) write_file("--plot", a.plot, render_sweep_svg(s, report));
+    if (a.format == "json") std::cout << render_json(s, report) << '\n';
+    else if (a.format == "csv") std::cout << render_csv(s, report);
+    else if (a.format == "markdown") std::cout << render_markdown(s, report);
+    else std::cout << render_table(s, report);
+  };
+  if (const ModelParallelOptions mp = a.step.scale.model_parallel(); mp.active())
+    print(sweep_model_parallel(load, a.spec.load.options(), vary, options, mp));
+  else
+    print(sweep(load, a.spec.load.options(), vary, options));
   return 0;
 }
 
@@ -52,6 +59,7 @@ Subcommand add_sweep(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("sweep", "every component of the step over a grid of batch sizes and spec variables, "
                                                  "the peak fitted as a formula (least squares), and a picture");
   a->spec.add_to(*app);
+  a->step.scale.model_parallel_command = true;
   a->step.add_to(*app);
   app->add_option("--vary", a->vary,
                   "NAME=VALUES: batch or a spec variable, over values such as 1,2,4..512 (A..B doubles from A to B) "

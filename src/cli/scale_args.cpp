@@ -91,7 +91,7 @@ ParallelOptions ScaleArgs::parallel() const {
 void ScaleArgs::apply(StepOptions& step) const {
   step.grad_accum = grad_accum;
   if ((tp > 1 || pp > 1) && !model_parallel_command)
-    throw CLI::ValidationError(tp > 1 ? "--tp" : "--pp", "tensor and pipeline parallelism are estimated by `nnmem estimate`, `fit` and `compare` only, so far");
+    throw CLI::ValidationError(tp > 1 ? "--tp" : "--pp", "tensor and pipeline parallelism are estimated by `nnmem estimate`, `fit`, `compare` and `sweep`; `check` checks the spec on one GPU");
   if (sequence_parallel && tp == 1)
     throw CLI::ValidationError("--sequence-parallel", "splits the sequence over the tensor-parallel ranks: it needs --tp above 1");
   const std::int64_t world = checked_mul(gpus, nodes), model = checked_mul(tp, pp);

@@ -28,7 +28,7 @@ struct ScaleArgs {
   bool sequence_parallel = false;
   std::string schedule = "1f1b";
   std::vector<std::int64_t> stages;
-  bool model_parallel_command = false;  // tensor and pipeline parallelism: `estimate`, `fit` and `compare` only, so far
+  bool model_parallel_command = false;  // tensor and pipeline parallelism: `estimate`, `fit`, `compare` and `sweep`
 
   void add_to(CLI::App& app);
   /// Data parallelism over the ranks tensor and pipeline parallelism leave: --gpus × --nodes / (tp × pp).

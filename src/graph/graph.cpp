@@ -318,7 +318,7 @@ class Builder {
                 {{saver.loc, title(saver) + " is here"}});
   }
 
-  void check_everything_used() const {
+  void check_everything_used() {
     std::vector<bool> returned(graph_.values.size());  // a spec may list every layer in 'outputs'
     for (int v : graph_.outputs) returned[v] = true;
     for (int id : graph_.inputs)
@@ -327,19 +327,23 @@ class Builder {
                                        [&](const InputSpec& s) { return s.name == graph_.values[id].name; });
         throw Error(in.loc, "input '" + in.name + "' is never read by any layer");
       }
-    for (const Node& node : graph_.nodes) {
+    for (Node& node : graph_.nodes) {
       if (node.result.alias == Alias::Buffer) continue;  // a module's buffer forward need not read
       const bool used = std::any_of(node.outputs.begin(), node.outputs.end(),
                                     [&](int v) { return !graph_.values[v].readers.empty() || returned[v]; });
       const LayerSpec& layer = graph_.layer(node);
       // A frozen parameter that forward does not read is PyTorch's module held but not called
-      // (YOLOv8's DFL convolution in training): counted, never graded. A trainable one would
-      // have no gradient either, which nnmem does not model, so it stays an error.
-      if (!used && !(layer.type == "Parameter" && !layer.trainable)) {
+      // (YOLOv8's DFL convolution in training): counted, never graded; so is a tied one (T5's
+      // encoder.embed_tokens, holding the shared weight that another layer reads and grades).
+      // An untied trainable one would have no gradient, which nnmem does not model: an error.
+      if (!used && !(layer.type == "Parameter" && (!layer.trainable || !layer.ties.empty()))) {
         throw Error(layer.loc, "the output of " + title(layer) +
                                    " is never used; read it from a later layer, list it in 'outputs', or remove it" +
                                    (layer.type == "Parameter" ? " (or freeze it: trainable: false)" : ""));
       }
+      // Unread, it is not one of the uses whose gradients backward sums into the tied tensor's.
+      if (!used)
+        for (int p : node.params) --graph_.parameters[static_cast<std::size_t>(p)].uses;
     }
   }
 

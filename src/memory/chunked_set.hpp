@@ -73,7 +73,8 @@ class ChunkedSet {
   /// False if the key was there already.
   bool insert(const Key& key) {
     if (chunks_.empty()) {
-      chunks_.push_back({key});
+      chunks_.push_back(spare());
+      chunks_.back().push_back(key);
       lasts_.push_back(key);
       ++size_;
       return true;
@@ -86,7 +87,8 @@ class ChunkedSet {
     lasts_[c] = chunk.back();
     ++size_;
     if (chunk.size() > kChunk) {  // the upper half becomes a chunk of its own
-      std::vector<Key> upper(chunk.begin() + static_cast<std::ptrdiff_t>(kChunk / 2), chunk.end());
+      std::vector<Key> upper = spare();
+      upper.assign(chunk.begin() + static_cast<std::ptrdiff_t>(kChunk / 2), chunk.end());
       chunk.resize(kChunk / 2);
       lasts_[c] = chunk.back();
       lasts_.insert(lasts_.begin() + static_cast<std::ptrdiff_t>(c) + 1, upper.back());
@@ -108,6 +110,7 @@ class ChunkedSet {
     chunk.erase(chunk.begin() + static_cast<std::ptrdiff_t>(it.pos_));
     --size_;
     if (chunk.empty()) {
+      spare_ = std::move(chunk);
       chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(c));
       lasts_.erase(lasts_.begin() + static_cast<std::ptrdiff_t>(c));
       return;
@@ -117,6 +120,8 @@ class ChunkedSet {
     if (chunk.size() < kChunk / 4 && c + 1 < chunks_.size() && chunk.size() + chunks_[c + 1].size() <= kChunk) {
       chunk.insert(chunk.end(), chunks_[c + 1].begin(), chunks_[c + 1].end());
       lasts_[c] = chunk.back();
+      spare_ = std::move(chunks_[c + 1]);
+      spare_.clear();
       chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(c) + 1);
       lasts_.erase(lasts_.begin() + static_cast<std::ptrdiff_t>(c) + 1);
     }
@@ -128,9 +133,19 @@ class ChunkedSet {
     return static_cast<std::size_t>(std::lower_bound(lasts_.begin(), lasts_.end(), key) - lasts_.begin());
   }
 
+  // An emptied chunk's storage, for the next chunk made: a set that empties and fills again
+  // (a size class of the allocator's free blocks) then allocates nothing.
+  std::vector<Key> spare() {
+    std::vector<Key> v = std::move(spare_);
+    spare_ = {};
+    v.reserve(kChunk + 1);
+    return v;
+  }
+
   std::vector<std::vector<Key>> chunks_;  // sorted, none empty; each chunk's keys below the next's
   std::vector<Key> lasts_;                // each chunk's last key
   std::size_t size_ = 0;
+  std::vector<Key> spare_;                // empty; maybe with capacity
 };
 
 }  // namespace nnmem::detail

@@ -49,8 +49,13 @@ std::string CudaCachingAllocator::problem(const CudaAllocatorConfig& config) {
 }
 
 CudaCachingAllocator::CudaCachingAllocator(const CudaAllocatorConfig& config)
-    : config_(config), max_split_size_(config.max_split_size.value_or(kUnlimited)), next_address_(kFirstAddress) {
+    : config_(config),
+      max_split_size_(config.max_split_size.value_or(kUnlimited)),
+      // The small pool's ordinary segments are 2 MiB, split in multiples of 512 bytes: size classes.
+      cached_{FreeBlocks(!config.expandable_segments), FreeBlocks(false)},
+      next_address_(kFirstAddress) {
   if (const std::string p = problem(config); !p.empty()) throw std::invalid_argument(p);
+  static_assert(kSmallBuffer == FreeBlocks::kLargest && kMinBlockSize == FreeBlocks::kUnit);
 }
 
 // round_size: at least 512 bytes; a multiple of 512, or with roundup_power2_divisions for the
@@ -131,7 +136,13 @@ int CudaCachingAllocator::malloc(std::int64_t bytes) {
 // an oversize block (>= max_split_size) for a request below it, nor one 20 MiB or more larger
 // than an oversize request (max_non_split_rounding_size's default).
 int CudaCachingAllocator::get_free_block(Pool pool, std::int64_t size) {
-  auto& cached = cached_[pool];
+  if (cached_[pool].by_class()) {  // the small pool's blocks, never oversize (2 MiB < 20 MiB)
+    const auto found = cached_[pool].first_fit(size);
+    if (!found) return -1;
+    cached_[pool].erase_first(*found);
+    return found->id;
+  }
+  auto& cached = cached_[pool].sorted();
   auto it = cached.lower_bound({size, kLowest, -1});
   if (it == cached.end()) return -1;
   if (at(it->id).expandable) {
@@ -243,8 +254,9 @@ void CudaCachingAllocator::release_block(int id) {
 // block at least as large as the request, or else the largest ones until as much is freed.
 // (PyTorch asserts that none is expandable; such blocks are left alone here.)
 bool CudaCachingAllocator::release_available_cached_blocks(Pool pool, std::int64_t size) {
-  if (max_split_size_ == kUnlimited) return false;
-  auto& cached = cached_[pool];
+  // (Size classes hold blocks of 2 MiB at most, none oversize: max_split_size is 20 MiB or more.)
+  if (max_split_size_ == kUnlimited || cached_[pool].by_class()) return false;
+  auto& cached = cached_[pool].sorted();
   const std::int64_t key = std::max(size, max_split_size_);
   auto it = cached.lower_bound({key, kLowest, -1});
   if (it != cached.end()) {
@@ -271,10 +283,10 @@ bool CudaCachingAllocator::release_available_cached_blocks(Pool pool, std::int64
 void CudaCachingAllocator::release_cached_blocks() {
   for (const Pool pool : {kLarge, kSmall}) {
     std::vector<int> to_release, to_unmap;
-    for (const auto& [size, address, id] : cached_[pool]) {
-      if (at(id).expandable) to_unmap.push_back(id);
-      else if (at(id).prev < 0 && at(id).next < 0) to_release.push_back(id);
-    }
+    cached_[pool].for_each([&](const FreeKey& k) {
+      if (at(k.id).expandable) to_unmap.push_back(k.id);
+      else if (at(k.id).prev < 0 && at(k.id).next < 0) to_release.push_back(k.id);
+    });
     for (const int id : to_release) release_block(id);
     for (const int id : to_unmap) {
       unmap_block(id);

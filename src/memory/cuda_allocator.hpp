@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "chunked_set.hpp"
+#include "free_blocks.hpp"
 #include "nnmem/estimate.hpp"
 
 namespace nnmem::detail {
@@ -87,11 +87,6 @@ class CudaCachingAllocator {
     bool expandable = false;
     int segment = -1;              // its segment's index in segments_
   };
-  struct SizeKey {  // a trivially copyable key, which a ChunkedSet moves with memmove
-    std::int64_t size = 0, address = 0;
-    int id = -1;
-    auto operator<=>(const SizeKey&) const = default;
-  };
   using AddressKey = std::pair<std::int64_t, int>;
 
   Block& at(int id) { return blocks_[static_cast<std::size_t>(id)]; }
@@ -129,7 +124,7 @@ class CudaCachingAllocator {
   // Each segment's first block (-1 once the segment is released), in the order the segments
   // were made: by address, but for expandable segments, whose addresses are fixed.
   std::vector<int> segments_;
-  ChunkedSet<SizeKey> cached_[2];           // free blocks, by size then address (BlockPool::blocks)
+  FreeBlocks cached_[2];                    // free blocks, by size then address (BlockPool::blocks)
   std::set<AddressKey> unmapped_[2];        // expandable address space not mapped, by address
   bool expandable_open_[2] = {false, false};
   std::int64_t next_address_;

@@ -112,7 +112,8 @@ class Replay {
   std::int64_t bytes(int block) const { return bytes_[static_cast<std::size_t>(block)]; }
 
   // Allocates the block's tensor; false (the failing event noted) when out of memory.
-  bool alloc(int block, std::size_t event) {
+  bool alloc(int block, std::size_t event) { return alloc(block, carry(block), event); }
+  bool alloc(int block, Carry what, std::size_t event) {
     const int h = allocator_.malloc(bytes(block));
     if (h < 0) {
       oom_bytes_ = bytes(block);
@@ -123,7 +124,7 @@ class Replay {
     handle_[static_cast<std::size_t>(block)] = h;
     if (allocator_.max_reserved() > give_up_above_) given_up_ = true;
     if (static_cast<std::size_t>(h) >= held_.size()) held_.resize(static_cast<std::size_t>(h) + 1);
-    held_[static_cast<std::size_t>(h)] = {carry(block), bytes(block)};
+    held_[static_cast<std::size_t>(h)] = {what, bytes(block)};
     return true;
   }
 
@@ -167,7 +168,8 @@ class Replay {
       const int block = steps[e].block;
       if (steps[e].sign == 0) continue;
       const bool allocation = steps[e].sign > 0;
-      switch (carry(block)) {
+      const Carry what = steps[e].carry;
+      switch (what) {
         case Carry::Model:
         case Carry::Batch:
         case Carry::State:
@@ -176,7 +178,7 @@ class Replay {
         case Carry::LastLoss:
         case Carry::LastGrad:
           if (first) break;  // no previous step
-          if (allocation) take_left(block, carry(block) == Carry::LastOutput ? outputs : carry(block) == Carry::LastLoss ? losses : grads);
+          if (allocation) take_left(block, what == Carry::LastOutput ? outputs : what == Carry::LastLoss ? losses : grads);
           else if (handle_[static_cast<std::size_t>(block)] >= 0) free(block);
           break;
         case Carry::Grad:
@@ -186,7 +188,7 @@ class Replay {
         case Carry::Output:
         case Carry::Loss:
           if (!allocation) free(block);
-          else if (!alloc(block, e) || given_up_) return false;
+          else if (!alloc(block, what, e) || given_up_) return false;
           break;
       }
     }
@@ -261,9 +263,9 @@ ReplayScript::ReplayScript(const Timeline& events, const AllocationTrace& trace,
       rebinds_output(std::find(trace.block_carry.begin(), trace.block_carry.end(), Carry::LastOutput) != trace.block_carry.end()) {
   steps.reserve(events.size());
   for (const TimelineEvent& ev : events) {
-    steps.push_back({ev.block, ev.delta > 0 ? std::int8_t{1} : ev.delta < 0 ? std::int8_t{-1} : std::int8_t{0}, ev.phase});
-    if (ev.delta <= 0) continue;
     const Carry carry = trace.block_carry[static_cast<std::size_t>(ev.block)];
+    steps.push_back({ev.block, ev.delta > 0 ? std::int8_t{1} : ev.delta < 0 ? std::int8_t{-1} : std::int8_t{0}, ev.phase, carry});
+    if (ev.delta <= 0) continue;
     if (carry == Carry::Model) model.push_back(ev.block);
     if (carry == Carry::Batch) batch.push_back(ev.block);
     if (carry == Carry::State) state.push_back(ev.block);

@@ -267,7 +267,10 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
 
     const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, trainable_params);
     if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);
-    step = detail::simulate_step(graph, options, e.losses, trainable_params, checkpoints, shards);
+    // The events are recorded for whoever reads them: the timeline's readers, the allocator's replay.
+    const bool replay = graph.options.device == Device::Cuda || !replay_allocator;
+    const Record record = options.timeline ? Record::Timeline : replay ? Record::Events : Record::Figures;
+    step = detail::simulate_step(graph, options, e.losses, trainable_params, checkpoints, shards, record);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
     t.peak_layer = step.peak_layer;
@@ -293,7 +296,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
 Estimate estimate(const Graph& graph, const StepOptions& options) {
   detail::StepResult step;
   Estimate e = detail::estimate_with_step(graph, options, step);
-  e.timeline = std::move(step.timeline);
+  if (options.timeline) e.timeline = std::move(step.timeline);  // the replay's events otherwise
   return e;
 }
 

@@ -140,7 +140,7 @@ std::vector<LossTerm> loss_terms(const Graph& graph, const std::optional<LossKin
     const LossKind kind = override.value_or(*parse_loss(l.kind));
     terms.push_back({kind, l.output.empty() ? -1 : index_of(l.output), l.output, l.weight, l.kind_loc, loss_options(kind, l)});
   }
-  if (terms.empty()) terms.push_back({override.value_or(LossKind::Mean), -1, "", std::nullopt, spec.loc});
+  if (terms.empty()) terms.push_back({override.value_or(LossKind::Mean), -1, "", std::nullopt, spec.loc, LossOptions{}});
   for (LossTerm& t : terms) {
     if (t.output >= 0) continue;
     if (training && graph.outputs.size() != 1)

@@ -5,7 +5,18 @@
 
 namespace nnmem::detail {
 
-MemoryTracker::MemoryTracker() {  // events are attributed to no layer until at() names one
+What::What(std::initializer_list<std::string_view> parts) : size_(parts.size()) {
+  if (size_ > parts_.size()) throw std::logic_error("a block's description in more than five pieces");
+  std::copy(parts.begin(), parts.end(), parts_.begin());
+}
+
+std::string What::joined() const {
+  std::string text;
+  for (std::size_t k = 0; k < size_; ++k) text += parts_[k];
+  return text;
+}
+
+MemoryTracker::MemoryTracker(Record record) : record_(record) {  // events are attributed to no layer until at() names one
   timeline_.layers.emplace_back();
   layer_ids_.emplace("", 0);
 }
@@ -23,8 +34,9 @@ void MemoryTracker::micro_step(std::int64_t m) {
   micro_ = static_cast<std::uint16_t>(timeline_.micro_steps.size() - 1);
 }
 
-int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, std::string what, int refs) {
-  blocks_.push_back({bytes, refs, std::move(what), true, kind});
+int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, What what, int refs) {
+  blocks_.push_back({bytes, refs, true, kind});
+  if (record_ == Record::Timeline) timeline_.tensors.push_back(what.joined());
   live_ = checked_add(live_, bytes);
   const int id = static_cast<int>(blocks_.size()) - 1;
   record(id, bytes);
@@ -34,22 +46,26 @@ int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, std::string what, 
 
 void MemoryTracker::hold(int block, int refs) {
   Block& b = blocks_.at(static_cast<std::size_t>(block));
-  if (!b.live) throw std::logic_error("simulation holds a freed block: " + b.what);
+  if (!b.live) misuse("holds a freed block", block);
   b.refs += refs;
 }
 
 void MemoryTracker::release(int block) {
   Block& b = blocks_.at(static_cast<std::size_t>(block));
-  if (!b.live || b.refs <= 0) throw std::logic_error("simulation releases a block twice: " + b.what);
+  if (!b.live || b.refs <= 0) misuse("releases a block twice", block);
   if (--b.refs > 0) return;
   b.live = false;
   live_ -= b.bytes;
   record(block, -b.bytes);
 }
 
+void MemoryTracker::misuse(const char* what, int block) const {
+  const auto k = static_cast<std::size_t>(block);
+  throw std::logic_error(std::string("simulation ") + what + ": block " + std::to_string(block) +
+                         (k < timeline_.tensors.size() ? " (" + timeline_.tensors[k] + ")" : std::string()));
+}
+
 Timeline MemoryTracker::take_timeline() {
-  timeline_.tensors.reserve(blocks_.size());
-  for (Block& b : blocks_) timeline_.tensors.push_back(std::move(b.what));
   return std::move(timeline_);
 }
 
@@ -65,7 +81,7 @@ AllocationTrace MemoryTracker::take_trace() {
 void MemoryTracker::record(int block, std::int64_t delta) {
   const Block& b = blocks_[static_cast<std::size_t>(block)];
   const MemoryKind kind = b.kind;
-  timeline_.events.push_back({delta, live_, block, layer_, phase_, kind, micro_});
+  if (record_ != Record::Figures) timeline_.events.push_back({delta, live_, block, layer_, phase_, kind, micro_});
   auto& of_kind = by_kind_[static_cast<std::size_t>(kind)];
   of_kind += delta;
   if (phase_ == Phase::Backward && kind == MemoryKind::Transients) backward_transients_ = std::max(backward_transients_, of_kind);

@@ -4,6 +4,8 @@
 // step's allocations can be replayed through the CUDA caching allocator (cuda_replay.cpp).
 #pragma once
 
+#include <array>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -34,16 +36,38 @@ struct AllocationTrace {
   std::vector<Carry> block_carry;
 };
 
+/// What a block holds, as the timeline names it ("output of fc1"): up to five pieces, joined
+/// only when the timeline is recorded, so a step simulated for its figures builds no string.
+/// Refers to its pieces: it lives for the call it is passed to.
+class What {
+ public:
+  What(const char* text) : parts_{text}, size_(1) {}
+  What(const std::string& text) : parts_{text}, size_(1) {}
+  What(std::initializer_list<std::string_view> parts);
+  std::string joined() const;
+
+ private:
+  std::array<std::string_view, 5> parts_;
+  std::size_t size_;
+};
+
+/// What the tracker keeps beside the step's figures (the peak, its layer and breakdown).
+enum class Record : std::uint8_t {
+  Figures,   // nothing more
+  Events,    // the events and the layers they name (the allocator's replay, fit's batch curve)
+  Timeline,  // and what each block holds: the whole Timeline
+};
+
 class MemoryTracker {
  public:
-  MemoryTracker();
+  explicit MemoryTracker(Record record = Record::Timeline);
   /// Where subsequent events are attributed.
   void at(Phase phase, std::string_view layer);
   /// Gradient accumulation: which micro-step subsequent events belong to.
   void micro_step(std::int64_t m);
 
   /// Allocates a block of `kind` held by `refs` references.
-  int alloc(MemoryKind kind, std::int64_t bytes, std::string what, int refs = 1);
+  int alloc(MemoryKind kind, std::int64_t bytes, What what, int refs = 1);
   void hold(int block, int refs = 1);
   /// Drops one reference; the block is freed when none is left.
   void release(int block);
@@ -64,7 +88,8 @@ class MemoryTracker {
   /// The most Transients live at once during the backward pass.
   std::int64_t backward_transients() const { return backward_transients_; }
 
-  /// The events, each block's description moved into it (after this, only take_trace()).
+  /// What was recorded: with Record::Timeline, the events and each block's description (after
+  /// this, only take_trace()); with Events, the events; with Figures, nothing.
   Timeline take_timeline();
   AllocationTrace take_trace();
 
@@ -72,15 +97,16 @@ class MemoryTracker {
   struct Block {
     std::int64_t bytes;
     int refs;
-    std::string what;
     bool live;
     MemoryKind kind;
     Carry carry = Carry::None;
   };
   void record(int block, std::int64_t delta);
+  [[noreturn]] void misuse(const char* what, int block) const;
 
+  Record record_;
   std::vector<Block> blocks_;
-  Timeline timeline_;  // its tensors filled by take_timeline()
+  Timeline timeline_;  // its layers always (the peak's is named), the rest as record_ says
   std::unordered_map<std::string, std::uint32_t> layer_ids_;  // timeline_.layers, interned
   Phase phase_ = Phase::Forward;
   std::uint32_t layer_ = 0;  // in timeline_.layers

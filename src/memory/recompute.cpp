@@ -194,7 +194,7 @@ void CheckpointRun::next_micro_step(bool plain_loop) {
 void CheckpointRun::begin_segment(const Segment& s) {
   memory_.at(Phase::Forward, "checkpoint " + s.name);
   Frame& f = frame(s);
-  const int rng = memory_.alloc(MemoryKind::Activations, rng_bytes_, "RNG state stashed by checkpoint " + s.name);
+  const int rng = memory_.alloc(MemoryKind::Activations, rng_bytes_, {"RNG state stashed by checkpoint ", s.name});
   (reentrant_ ? graph_held_.emplace_back(rng) : f.rng) = rng;  // a reentrant node's ctx holds it
   for (int v : s.inputs) {
     const int b = sim_.block_of(v);

@@ -130,7 +130,7 @@ void ShardRun::all_gather(int unit) {
   const ShardPlan::Unit& u = plan_.units[static_cast<std::size_t>(unit)];
   int& buffer = gathered_[static_cast<std::size_t>(unit)];
   if (buffer < 0 && unsharded_[static_cast<std::size_t>(unit)].empty() && u.gathered_bytes > 0)
-    buffer = memory_.alloc(MemoryKind::Gathered, u.gathered_bytes, "all-gather buffer of " + u.name);
+    buffer = memory_.alloc(MemoryKind::Gathered, u.gathered_bytes, {"all-gather buffer of ", u.name});
 }
 
 void ShardRun::unshard(int unit, bool backward) {
@@ -139,7 +139,7 @@ void ShardRun::unshard(int unit, bool backward) {
   all_gather(unit);
   for (int p : plan_.units[static_cast<std::size_t>(unit)].params) {  // N padded shards (the parameter a view of them)
     const Parameter& param = graph_.parameters[static_cast<std::size_t>(p)];
-    params.push_back(memory_.alloc(MemoryKind::Gathered, checked_mul(shard_bytes(s_, param.type), s_.group), "unsharded " + param.name));
+    params.push_back(memory_.alloc(MemoryKind::Gathered, checked_mul(shard_bytes(s_, param.type), s_.group), {"unsharded ", param.name}));
   }
   int& buffer = gathered_[static_cast<std::size_t>(unit)];
   if (backward) {
@@ -205,7 +205,7 @@ void ShardRun::finish(int unit, bool add_into) {
   const std::string& name = plan_.units[static_cast<std::size_t>(unit)].name;
   if (plan_.reduce_bucket_bytes == 0) {  // FSDP: a reduce-scatter input of N shards
     let_go(last_reduce_);
-    last_reduce_ = memory_.alloc(MemoryKind::CommBuffers, full, "reduce-scatter input of " + name);
+    last_reduce_ = memory_.alloc(MemoryKind::CommBuffers, full, {"reduce-scatter input of ", name});
   }
   for (std::size_t k = 0; k + 1 < pending_.size(); ++k) memory_.release(pending_[k].second);
   if (s_.split == Sharding::Split::FlatAll) {  // ZeRO-2: reduced into the flat partition
@@ -214,9 +214,9 @@ void ShardRun::finish(int unit, bool add_into) {
       memory_.mark(flat_grad_, Carry::Grad);
     }
   } else if (add_into) {  // added into the shards kept from before
-    memory_.release(memory_.alloc(MemoryKind::Transients, shard, "reduce-scattered grads of " + name));
+    memory_.release(memory_.alloc(MemoryKind::Transients, shard, {"reduce-scattered grads of ", name}));
   } else {
-    memory_.mark(memory_.alloc(MemoryKind::Gradients, shard, "grad shards of " + name), Carry::Grad);
+    memory_.mark(memory_.alloc(MemoryKind::Gradients, shard, {"grad shards of ", name}), Carry::Grad);
   }
   memory_.release(pending_.back().second);
   pending_.clear();

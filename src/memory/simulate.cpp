@@ -50,7 +50,7 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
   if (pass == Pass::Checkpointed && keeps)
     for (const Saved& s : node.result.saved)
       if (s.of == Saved::Of::Extra && s.made == Saved::Made::Separate)
-        copies.push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name, 1));
+        copies.push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), {s.what, " of ", name}, 1));
   const bool early = node.result.scratch_before_output;
   if (!no_output && node.fused == Fused::No) {
     for (const auto& moment : node.result.forward_moments) scratch(moment, name, [](const Scratch&) { return true; });
@@ -62,7 +62,7 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
     if (no_output) break;
     if (block_of(v) < 0) {
       block_of(v) = memory_.alloc(MemoryKind::Activations, workspace ? 0 : graph_.storages[value(v).storage].bytes,
-                                  (workspace ? "inside the fused op: output of " : "output of ") + name + again, 1);
+                                  {workspace ? "inside the fused op: output of " : "output of ", name, again}, 1);
       fresh.push_back(block_of(v));
     }
     if (!stop) hold_reads(block_of(v), pass == Pass::Recompute ? checkpoint_.reads(v) : static_cast<int>(value(v).readers.size()) + (is_output(v) ? 1 : 0));
@@ -73,7 +73,7 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
       const Saved& s = node.result.saved[k];
       if (no_output && !s.before_output()) continue;
       if (s.of == Saved::Of::Extra) {
-        kept_[i].push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), s.what + " of " + name + again, 1));
+        kept_[i].push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), {s.what, " of ", name, again}, 1));
       } else if (const int v = node.saved_value(s); v >= 0) {
         memory_.hold(block_of(v));
         kept_[i].push_back(block_of(v));
@@ -133,7 +133,7 @@ void StepSimulator::release_autocast_cache() {
 
 // A gradient replaced by a converted copy: ToCopyBackward0's (the gradient of an autocast copy
 // in the original dtype) and AccumulateGrad's (a parameter's gradient in the parameter's strides).
-int StepSimulator::cast_back(int grad, std::int64_t bytes, const std::string& what) {
+int StepSimulator::cast_back(int grad, std::int64_t bytes, What what) {
   const int converted = memory_.alloc(memory_.kind(grad), bytes, what);
   memory_.release(grad);
   return converted;
@@ -200,7 +200,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
     if (node.result.grad_scatters)
       for (int v : node.outputs)
         if (grad_.count(v) == 0)
-          zeros.push_back(memory_.alloc(MemoryKind::Transients, value(v).type.bytes(), "zeros for the grad of " + value(v).name));
+          zeros.push_back(memory_.alloc(MemoryKind::Transients, value(v).type.bytes(), {"zeros for the grad of ", value(v).name}));
     std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
     std::vector<std::pair<std::size_t, TensorType>> reductions;  // (position in contributions, reduced type)
     const TensorType& out_type = value(node.outputs.front()).type;
@@ -222,15 +222,15 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
         if (broadcast && !passthrough) {
           reductions.emplace_back(contributions.size(), in_type);
           contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, TensorType{out_type.shape, in_type.dtype}.bytes(),
-                                                      "grad of input of " + name + " before reduction"));
+                                                      {"grad of input of ", name, " before reduction"}));
           continue;
         }
         const std::int64_t bytes = k == 0 && node.result.input_grad_storage ? node.result.input_grad_storage->bytes() : in_type.bytes();
-        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, "grad of input of " + name));
+        contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, {"grad of input of ", name}));
       }
       for (const auto& [at, type] : reductions) {
         const int full = contributions[at].second;
-        contributions[at].second = memory_.alloc(MemoryKind::Transients, type.bytes(), "grad of input of " + name);
+        contributions[at].second = memory_.alloc(MemoryKind::Transients, type.bytes(), {"grad of input of ", name});
         memory_.release(full);
       }
       reductions.clear();
@@ -255,7 +255,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
       const int copy = node.param_casts[k];
       const ParamDecl& p = node.result.params[k];
       const TensorType type = copy >= 0 ? value(copy).type : TensorType{p.shape, p.dtype};
-      param_grads[k] = memory_.alloc(MemoryKind::Gradients, type.bytes(), "grad of " + name + "." + p.name);
+      param_grads[k] = memory_.alloc(MemoryKind::Gradients, type.bytes(), {"grad of ", name, ".", p.name});
     };
     // The gradients made so far go to their parameters (AccumulateGrad runs as soon as its
     // gradient is dispatched).
@@ -266,7 +266,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
         handed[k] = true;
         if (node.param_casts[k] >= 0)
           param_grads[k] = cast_back(param_grads[k], TensorType{node.result.params[k].shape, node.result.params[k].dtype}.bytes(),
-                                     "grad of " + name + "." + node.result.params[k].name);
+                                     {"grad of ", name, ".", node.result.params[k].name});
         // .grad is made in the first micro-step (when set_to_none left none); later ones, and
         // --keep-grads, have AccumulateGrad add into it and free the new gradient.
         int complete = param_gradient(node.params[k], param_grads[k]);
@@ -280,8 +280,8 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
         }
         // AccumulateGrad's copy into the parameter's strides, made where it would keep the gradient itself
         if (node.result.params[k].grad_restrided && micro_ == 1 && !options_.keep_grads)
-          complete = cast_back(complete, memory_.bytes(complete), "grad of " + name + "." + node.result.params[k].name +
-                                                                       " (AccumulateGrad's copy in the parameter's strides)");
+          complete = cast_back(complete, memory_.bytes(complete), {"grad of ", name, ".", node.result.params[k].name,
+                                                                   " (AccumulateGrad's copy in the parameter's strides)"});
         if (shard_.take_gradient(node.params[k], complete)) continue;  // reduce-scattered as its unit ends
         if (micro_ == 1) memory_.mark(complete, Carry::Grad);
         if (options_.keep_grads || micro_ > 1) memory_.release(complete);
@@ -312,7 +312,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
     // call's arguments last to first (GCC evaluates them right to left), so the input's copy
     // runs first, then the weight's, then the bias's. Each casts a gradient back.
     for (auto [k, b] : contributions)
-      if (node.input_casts[k] >= 0) accumulate(node.inputs[k], cast_back(b, value(node.inputs[k]).type.bytes(), "grad of input of " + name));
+      if (node.input_casts[k] >= 0) accumulate(node.inputs[k], cast_back(b, value(node.inputs[k]).type.bytes(), {"grad of input of ", name}));
     hand_over();
   }
   shard_.backward_done(add_into);
@@ -340,7 +340,7 @@ void StepSimulator::run_program(std::size_t i, const std::function<void(int)>& i
   for (const BackwardEvent& e : node.result.backward_program(with_grad)) {
     switch (e.kind) {
       case BackwardEvent::Kind::Temporary:
-        temporaries[e.index] = memory_.alloc(MemoryKind::Transients, e.type.bytes(), e.what + " of " + name);
+        temporaries[e.index] = memory_.alloc(MemoryKind::Transients, e.type.bytes(), {e.what, " of ", name});
         break;
       case BackwardEvent::Kind::Free: memory_.release(temporaries.at(e.index)); break;
       case BackwardEvent::Kind::InputGrad: input_grads(e.index); break;
@@ -365,8 +365,8 @@ void StepSimulator::run_program(std::size_t i, const std::function<void(int)>& i
 
 StepResult simulate_step(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
                          const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints,
-                         const ShardPlan& shards) {
-  return StepSimulator(graph, options, losses, checkpoints, shards).run(trainable_params);
+                         const ShardPlan& shards, Record record) {
+  return StepSimulator(graph, options, losses, checkpoints, shards, record).run(trainable_params);
 }
 
 }  // namespace nnmem::detail

@@ -8,8 +8,8 @@
 namespace nnmem::detail {
 
 StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
-                             const CheckpointPlan& checkpoints, const ShardPlan& shards)
-    : graph_(graph), options_(options), losses_(make_losses(losses)), block_(graph.storages.size(), -1), returned_(graph.values.size()),
+                             const CheckpointPlan& checkpoints, const ShardPlan& shards, Record record)
+    : graph_(graph), options_(options), losses_(make_losses(losses)), memory_(record), block_(graph.storages.size(), -1), returned_(graph.values.size()),
       checkpoints_(checkpoints),
       checkpoint_(graph, checkpoints, memory_,
                   {[this](int v) -> int& { return block_of(v); },
@@ -63,8 +63,8 @@ StepResult StepSimulator::run(const std::vector<TensorType>& params) {
 }
 
 // Allocates a tensor that outlives the step, marked with what it is to the loop.
-int StepSimulator::persist(MemoryKind kind, std::int64_t bytes, std::string what, Carry carry) {
-  const int block = memory_.alloc(kind, bytes, std::move(what));
+int StepSimulator::persist(MemoryKind kind, std::int64_t bytes, What what, Carry carry) {
+  const int block = memory_.alloc(kind, bytes, what);
   memory_.mark(block, carry);
   return block;
 }
@@ -92,11 +92,11 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
       const ParamDecl& p = n.result.params[k];
       if (k < n.params.size() && graph_.parameters[static_cast<std::size_t>(n.params[k])].owner != static_cast<int>(i)) continue;
       const std::int64_t bytes = sharding.parameters ? shards.param_bytes.at(static_cast<std::size_t>(n.params[k])) : TensorType{p.shape, p.dtype}.bytes();
-      if (bytes > 0) persist(MemoryKind::Parameters, bytes, (sharding.parameters ? "parameter shard " : "parameter ") + name + "." + p.name, Carry::Model);
+      if (bytes > 0) persist(MemoryKind::Parameters, bytes, {sharding.parameters ? "parameter shard " : "parameter ", name, ".", p.name}, Carry::Model);
     }
     if (graph_.layer(n).shares.empty())
       for (const ParamDecl& b : n.result.buffers)
-        persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), "buffer " + name + (b.name.empty() ? "" : "." + b.name), Carry::Model);
+        persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), {"buffer ", name, b.name.empty() ? "" : ".", b.name}, Carry::Model);
   }
   // The data-parallel wrapper, built around the model: DDP's gradient buckets.
   if (training)
@@ -110,16 +110,16 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
       persist(MemoryKind::OptimizerState, shards.master_bytes, "optimizer state: float32 master weights (partition)", Carry::State);
     for (const StateTensor& t : optimizer_state_tensors(options_, graph_.options.device, shards.optimizer_params))
       persist(MemoryKind::OptimizerState, t.bytes,
-              "optimizer state: " + t.slot + (t.param >= 0 ? " of " + state_names.at(static_cast<std::size_t>(t.param)) : ""),
+              {"optimizer state: ", t.slot, t.param >= 0 ? " of " : "", t.param >= 0 ? std::string_view(state_names.at(static_cast<std::size_t>(t.param))) : ""},
               Carry::State);
   }
   for (int v : graph_.inputs) {
-    block_of(v) = persist(MemoryKind::Inputs, value(v).type.bytes(), "input '" + value(v).name + "'", Carry::Batch);
+    block_of(v) = persist(MemoryKind::Inputs, value(v).type.bytes(), {"input '", value(v).name, "'"}, Carry::Batch);
   }
   if (!training) return;
   for (const LossRun& l : losses_)
     if (l.tensors.target)
-      persist(MemoryKind::Inputs, l.tensors.target->bytes(), losses_.size() > 1 ? "target of " + l.term.output_name : "target",
+      persist(MemoryKind::Inputs, l.tensors.target->bytes(), {losses_.size() > 1 ? "target of " : "target", losses_.size() > 1 ? l.term.output_name : ""},
               Carry::Batch);
   // In a plain loop, still bound to `out` and `loss` from the previous step until this step
   // rebinds them.
@@ -137,7 +137,7 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
   else if (sharding.gradients)  // ZeRO-3, FSDP: each unit's shards, reduce-scattered together
     for (const ShardPlan::Unit& u : shards.units) {
       if (u.grad_bytes > 0)
-        grads.push_back(persist(MemoryKind::Gradients, u.grad_bytes, "grad shards of " + u.name + " (from the previous step)", Carry::LastGrad));
+        grads.push_back(persist(MemoryKind::Gradients, u.grad_bytes, {"grad shards of ", u.name, " (from the previous step)"}, Carry::LastGrad));
     }
   // zero_grad(set_to_none=False) empties a sparse gradient (sparse_resize_and_clear_) as it zeroes the dense ones
   std::vector<int> emptied;
@@ -146,11 +146,11 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
       const Parameter& p = graph_.parameters[k];
       if (!p.trainable) continue;
       if (p.sparse_rows == 0) {
-        grads.push_back(persist(MemoryKind::Gradients, params[t].bytes(), "grad of " + names.at(t) + " (from the previous step)", Carry::LastGrad));
+        grads.push_back(persist(MemoryKind::Gradients, params[t].bytes(), {"grad of ", names.at(t), " (from the previous step)"}, Carry::LastGrad));
       } else {  // its values, its indices viewing the ids; set_to_none=False: the copy AccumulateGrad made of both
         const std::int64_t values = p.grad_bytes() - checked_mul(p.sparse_rows, dtype_size(DType::Int64));
         grads.push_back(persist(MemoryKind::Gradients, options_.keep_grads ? p.grad_bytes() : values,
-                                "grad of " + names.at(t) + " (sparse, from the previous step)", Carry::LastGrad));
+                                {"grad of ", names.at(t), " (sparse, from the previous step)"}, Carry::LastGrad));
         emptied.push_back(grads.back());
       }
       ++t;

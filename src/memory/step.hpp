@@ -86,11 +86,12 @@ struct CheckpointPlan;
 struct ShardPlan;
 StepResult simulate_step(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
                          const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints,
-                         const ShardPlan& shards);
+                         const ShardPlan& shards, Record record);
 
 /// estimate(graph, options), handing the step it simulated (its timeline and the trace of its
 /// blocks) to the caller instead of putting the timeline in the Estimate. Without
-/// `replay_allocator` the CUDA figures are left out (the caller replays the trace itself).
+/// `replay_allocator` the CUDA figures are left out and the step's events are kept whatever
+/// options.timeline says (the caller replays the trace itself).
 Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step, bool replay_allocator = true);
 
 /// PyTorch's CUDA caching allocator (options.allocator) running the training loop of which
@@ -110,6 +111,7 @@ struct ReplayScript {
     int block = -1;
     std::int8_t sign = 0;  // the sign of its delta
     Phase phase = Phase::Forward;
+    Carry carry = Carry::None;  // its block's (read here, in the same 8 bytes, not looked up per event)
   };
   ReplayScript(const Timeline& events, const AllocationTrace& trace, const StepOptions& options);
   std::vector<Step> steps;  // each event

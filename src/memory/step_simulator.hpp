@@ -18,7 +18,7 @@ namespace nnmem::detail {
 class StepSimulator {
  public:
   StepSimulator(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
-                const CheckpointPlan& checkpoints, const ShardPlan& shards);
+                const CheckpointPlan& checkpoints, const ShardPlan& shards, Record record);
 
   StepResult run(const std::vector<TensorType>& params);
 
@@ -32,7 +32,7 @@ class StepSimulator {
   }
 
   // --- the loop around the step (simulate_loop.cpp): what lives across steps and micro-steps
-  int persist(MemoryKind kind, std::int64_t bytes, std::string what, Carry carry);
+  int persist(MemoryKind kind, std::int64_t bytes, What what, Carry carry);
   std::vector<std::string> param_names() const;
   void persistent(const std::vector<TensorType>& params, bool training);
   void next_micro_step(std::int64_t m);
@@ -70,13 +70,13 @@ class StepSimulator {
   template <typename Now>
   std::vector<int> scratch(const std::vector<Scratch>& tensors, const std::string& layer, Now now) {
     std::vector<int> blocks, later;
-    for (const Scratch& s : tensors) blocks.push_back(memory_.alloc(MemoryKind::Transients, s.type.bytes(), s.what + " of " + layer));
+    for (const Scratch& s : tensors) blocks.push_back(memory_.alloc(MemoryKind::Transients, s.type.bytes(), {s.what, " of ", layer}));
     for (std::size_t k = 0; k < tensors.size(); ++k)
       now(tensors[k]) ? memory_.release(blocks[k]) : later.push_back(blocks[k]);
     return later;
   }
 
-  int cast_back(int grad, std::int64_t bytes, const std::string& what);
+  int cast_back(int grad, std::int64_t bytes, What what);
   void accumulate(int v, int contribution);
   void add_into(int& existing, int contribution, std::int64_t whole);
   int param_gradient(int param, int contribution);

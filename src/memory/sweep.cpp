@@ -147,7 +147,7 @@ std::optional<PolynomialFit> fit_polynomial(const std::vector<std::string>& vari
 }
 
 Sweep sweep(const std::function<ModelSpec(const LoadOptions&)>& load, const LoadOptions& base,
-            const std::vector<SweepVariable>& vary, const EstimateOptions& options) {
+            const std::vector<SweepVariable>& vary, const EstimateOptions& options, const SweepEstimator& at) {
   Sweep s;
   s.vary = vary;
   s.options = options;
@@ -168,13 +168,18 @@ Sweep sweep(const std::function<ModelSpec(const LoadOptions&)>& load, const Load
       ModelSpec spec = load(lo);
       s.model = spec.name;
       s.file = spec.file;
-      const Estimate e = estimate(std::move(spec), o);
-      s.points.push_back({values, e.totals, needed_bytes(e)});
+      if (at) {
+        s.points.push_back(at(std::move(spec), o));
+      } else {
+        const Estimate e = estimate(std::move(spec), o);
+        s.points.push_back({{}, e.totals, needed_bytes(e), std::nullopt, 1});
+      }
+      s.points.back().values = values;
     } catch (const Error& e) {
-      std::string at;
-      for (std::size_t v = 0; v < vary.size(); ++v) at += (v ? ", " : "") + vary[v].name + "=" + values[v];
+      std::string point;
+      for (std::size_t v = 0; v < vary.size(); ++v) point += (v ? ", " : "") + vary[v].name + "=" + values[v];
       std::vector<Note> notes = e.notes();
-      notes.push_back({e.loc(), "at the sweep's point " + at});
+      notes.push_back({e.loc(), "at the sweep's point " + point});
       throw Error(e.loc(), e.message(), notes);
     }
   }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "nnmem/checked.hpp"
+
 namespace nnmem {
 
 Value ranks_value(std::int64_t ranks, const SourceLoc& at) {
@@ -57,6 +59,48 @@ void insert_collectives(ModelSpec& spec, std::vector<Collective> scatters, std::
     if (const auto n = renamed.find(r.value); n != renamed.end()) r.value = n->second;
   }
   spec.layers = std::move(layers);
+}
+
+void add_global_memory_buffer(ModelSpec& stage, const Graph& g) {
+  std::map<std::string, const Node*> node_of;
+  for (const Node& n : g.nodes) node_of.emplace(g.layer(n).name, &n);
+  std::map<DType, std::int64_t> largest;  // elements, per dtype
+  const LayerSpec* first = nullptr;
+  for (LayerSpec& l : stage.layers) {
+    const Attribute* ranks = l.find_attr("sequence_parallel");
+    if (l.type != "ColumnParallelLinear" || !ranks || ranks->value.integer < 2) continue;
+    const TensorType& shard = g.values[static_cast<std::size_t>(node_of.at(l.name)->inputs.front())].type;
+    std::int64_t& n = largest[shard.dtype];
+    n = std::max(n, checked_mul(numel(shard.shape), ranks->value.integer));
+    Value yes;
+    yes.kind = Value::Kind::Bool;
+    yes.boolean = true;
+    yes.loc = l.loc;
+    l.attrs.push_back({"global_buffer", yes, l.loc});
+    if (!first) first = &l;
+  }
+  if (!first) return;
+  LayerSpec at = *first;
+  at.checkpoint.clear();  // made with the model, outside any segment; in the stage's last unit
+  at.unit = stage.layers.back().unit;
+  at.unit_is_block = stage.layers.back().unit_is_block;
+  for (const auto& [dtype, elements] : largest) {
+    LayerSpec b = collective_layer(at, "Buffer", largest.size() == 1 ? "megatron.global_memory_buffer.mpu"
+                                                                     : "megatron.global_memory_buffer.mpu." + std::string(dtype_name(dtype)),
+                                   "", 1);
+    b.inputs.clear();
+    b.input_locs.clear();
+    b.functional = false;
+    Value shape, word, no;
+    shape.kind = Value::Kind::List;
+    shape.items = {ranks_value(elements, at.loc)};
+    shape.loc = word.loc = no.loc = at.loc;
+    word.kind = Value::Kind::String;
+    word.text = dtype_name(dtype);
+    no.kind = Value::Kind::Bool;
+    b.attrs = {{"shape", shape, at.loc}, {"dtype", word, at.loc}, {"persistent", no, at.loc}};
+    stage.layers.push_back(std::move(b));
+  }
 }
 
 }  // namespace nnmem

@@ -36,7 +36,9 @@ std::vector<Ready> ready_order(const Graph& graph) {
       if (k < n->params.size() && graph.parameters[static_cast<std::size_t>(n->params[k])].owner != static_cast<int>(i)) continue;
       own.push_back({layer + "." + p.name, TensorType{p.shape, p.dtype}.bytes(), p.dtype});
     }
-    if (graph.layer(*n).type == "Linear") std::reverse(own.begin(), own.end());
+    // addmm's bias is ready before its weight, Linear's and transformers' Conv1D's alike
+    // (validation/probe_transformer_ops.py --ready-order).
+    if (graph.layer(*n).type == "Linear" || graph.layer(*n).type == "Conv1D") std::reverse(own.begin(), own.end());
     out.insert(out.end(), own.begin(), own.end());
   }
   return out;

@@ -1,7 +1,8 @@
 // `fit` with tensor or pipeline parallelism: the largest micro-batch per GPU whose most loaded
 // stage fits the budget. A stage's peak (its simulated step's, raised by the micro-batches in
 // flight) grows with the micro-batch, every tensor's size does: the search doubles, then
-// bisects. Modelled, as every model-parallel figure (docs/parallel.md).
+// bisects. And `sweep`'s points: the most loaded stage's. Modelled, as every model-parallel
+// figure (docs/parallel.md).
 #include <map>
 
 #include "nnmem/checked.hpp"
@@ -48,6 +49,21 @@ ModelParallelFit fit_model_parallel(const ModelSpec& spec, EstimateOptions optio
   }
   out.estimate = at(lo);  // the answer's, or the smallest tried when none fits
   out.needed_bytes = out.estimate.stages[out.estimate.most_loaded()].peak_bytes;
+  return out;
+}
+
+ModelParallelSweep sweep_model_parallel(const std::function<ModelSpec(const LoadOptions&)>& load, const LoadOptions& base,
+                                        const std::vector<SweepVariable>& vary, const EstimateOptions& options,
+                                        const ModelParallelOptions& mp) {
+  ModelParallelSweep out;
+  out.options = mp;
+  out.sweep = sweep(load, base, vary, options, [&](ModelSpec spec, const EstimateOptions& o) {
+    const ModelParallelEstimate e = estimate_model_parallel(spec, o, mp);
+    const PipelineStage& worst = e.stages[e.most_loaded()];
+    out.data_parallel = e.data_parallel;
+    out.micro_batches = e.micro_batches;
+    return SweepPoint{{}, worst.totals, worst.peak_bytes, worst.index, worst.in_flight};
+  });
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "../enum_names.hpp"
+#include "collectives.hpp"
 #include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
@@ -172,6 +173,7 @@ ModelSpec stage_spec(const Graph& g, const std::vector<bool>& mine, bool last, s
     throw Error(s.output_locs[1], "--pp: pipeline stage " + std::to_string(index) + " would send " + std::to_string(s.outputs.size()) +
                                       " tensors on ('" + s.outputs[0] + "', '" + s.outputs[1] + "', …); a stage sends one, so the "
                                       "boundary cannot fall inside a skip connection: move it with --stages");
+  add_global_memory_buffer(s, g);  // the stage's rank gathers into a buffer of its own
   return s;
 }
 
@@ -201,6 +203,30 @@ std::int64_t chunks_in_flight(const ModelParallelOptions& mp, std::int64_t i, st
     }
   }
   return 1;
+}
+
+// PipelineStage::totals: the simulated chunk's, the other chunks' states added (what they keep
+// across steps, by kind; the rest of it their gradients), the in-flight activations as activations.
+Totals rank_totals(const PipelineStage& st, const Totals& chunks, std::int64_t in_flight_extra) {
+  Totals t = st.estimate.totals;
+  const auto at = [&](MemoryKind k) -> std::int64_t& { return t.peak_breakdown[static_cast<std::size_t>(k)]; };
+  at(MemoryKind::Parameters) = checked_add(at(MemoryKind::Parameters), chunks.param_bytes - t.param_bytes);
+  at(MemoryKind::Buffers) = checked_add(at(MemoryKind::Buffers), chunks.buffer_bytes - t.buffer_bytes);
+  at(MemoryKind::OptimizerState) = checked_add(at(MemoryKind::OptimizerState), chunks.optimizer_state_bytes - t.optimizer_state_bytes);
+  const std::int64_t others = st.persistent_bytes - t.persistent_bytes;
+  const std::int64_t states = chunks.param_bytes - t.param_bytes + chunks.buffer_bytes - t.buffer_bytes + chunks.optimizer_state_bytes -
+                              t.optimizer_state_bytes;
+  at(MemoryKind::Gradients) = checked_add(at(MemoryKind::Gradients), others - states);
+  at(MemoryKind::Activations) = checked_add(at(MemoryKind::Activations), in_flight_extra);
+  t.params = chunks.params;
+  t.param_bytes = chunks.param_bytes;
+  t.buffer_bytes = chunks.buffer_bytes;
+  t.grad_bytes = chunks.grad_bytes;
+  t.optimizer_state_bytes = chunks.optimizer_state_bytes;
+  t.persistent_bytes = st.persistent_bytes;
+  t.saved_bytes = checked_add(t.saved_bytes, in_flight_extra);
+  t.peak_bytes = st.peak_bytes;
+  return t;
 }
 
 }  // namespace
@@ -237,6 +263,7 @@ ModelParallelEstimate estimate_model_parallel(const ModelSpec& spec, const Estim
     // Each of its chunks (one without interleaving) a step of its own; the rank holds all their
     // parameters and states at once, and one chunk's transients at a time.
     std::int64_t transient = -1;
+    Totals chunks;  // every chunk's states, summed
     for (std::int64_t c = i; c < checked_mul(mp.pp, mp.virtual_stages); c += mp.pp) {
       std::vector<bool> mine(g.nodes.size(), false);
       for (std::size_t u = 0; u < units.size(); ++u) {
@@ -248,12 +275,15 @@ ModelParallelEstimate estimate_model_parallel(const ModelSpec& spec, const Estim
       const bool last = c + 1 == checked_mul(mp.pp, mp.virtual_stages);
       EstimateOptions o = options;
       if (!last) o.step.loss = LossKind::Mean;  // the gradient sent back stands for the loss's
+      o.step.timeline = true;  // held_bytes() reads it
       Estimate e = estimate(stage_spec(g, mine, last, c), o);
       const Totals& t = e.totals;
       st.params = checked_add(st.params, t.params);
       st.state_bytes = checked_add(st.state_bytes, checked_add(checked_add(t.param_bytes, t.grad_bytes), t.optimizer_state_bytes));
       st.persistent_bytes = checked_add(st.persistent_bytes, t.persistent_bytes);
       st.held_bytes = checked_add(st.held_bytes, held_bytes(e));
+      for (auto field : {&Totals::params, &Totals::param_bytes, &Totals::buffer_bytes, &Totals::grad_bytes, &Totals::optimizer_state_bytes})
+        chunks.*field = checked_add(chunks.*field, t.*field);
       if (t.peak_bytes - t.persistent_bytes > transient) {
         transient = t.peak_bytes - t.persistent_bytes;
         st.estimate = std::move(e);
@@ -264,6 +294,7 @@ ModelParallelEstimate estimate_model_parallel(const ModelSpec& spec, const Estim
     // Held once in a simulated step; the other chunk forwards in flight hold 1/V of it each.
     const std::int64_t extra = checked_mul(st.held_bytes, st.in_flight_chunks - std::min(st.in_flight_chunks, mp.virtual_stages)) / mp.virtual_stages;
     st.peak_bytes = checked_add(checked_add(st.persistent_bytes, transient), extra);
+    st.totals = rank_totals(st, chunks, extra);
     out.data_parallel = st.estimate.options.step.parallel.world_size;
     out.stages.push_back(std::move(st));
   }

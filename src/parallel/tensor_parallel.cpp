@@ -2,7 +2,7 @@
 // which tensors are split over the ranks is followed through the graph from the spec's own
 // structure, and the layers that split them are rewritten to a rank's share. Modelled.
 //
-// A Linear reading a whole tensor is column-parallel: its weight's rows and its output's last
+// A Linear (or transformers' Conv1D) reading a whole tensor is column-parallel: its weight's rows and its output's last
 // dimension are split. A Linear reading a tensor split along its last dimension is
 // row-parallel: its weight's columns are split and its output is whole again (all-reduced). An
 // Embedding is vocabulary-parallel (ceil(V / T) rows, the output all-reduced whole). Between
@@ -20,6 +20,7 @@
 
 #include "../enum_names.hpp"
 #include "collectives.hpp"
+#include "split_dims.hpp"
 #include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
@@ -27,28 +28,19 @@
 namespace nnmem {
 namespace {
 
-constexpr int kWhole = -1;
-constexpr EnumNames<TpRole, 4> kTpRoles{{{
-    {TpRole::Replicated, "replicated"}, {TpRole::Column, "column-parallel"}, {TpRole::Row, "row-parallel"},
-    {TpRole::VocabEmbedding, "vocabulary-parallel"},
-}}};
+using tensor_split::elementwise;
+using tensor_split::is_linear;
+using tensor_split::is_view;
+using tensor_split::linears_of_conv1d;
+using tensor_split::moved_dim;
+using tensor_split::reduces;
+using tensor_split::view_split_dim;
 
-bool is_view(const std::string& t) {
-  return t == "View" || t == "Reshape" || t == "Flatten" || t == "Unsqueeze" || t == "Squeeze";
-}
-// Layers that would reduce or mix along a dimension they are given: they cannot read a split one.
-bool reduces(const std::string& t) {
-  return t.find("Norm") != std::string::npos || t.find("Softmax") != std::string::npos || t == "Softmin" || t == "GLU";
-}
-// Parameter-free layers whose output's elements each come from the same position of their
-// inputs (broadcast from the right): the split goes through them unchanged.
-bool elementwise(const Node& n, const Graph& g) {
-  if (!n.result.params.empty() || n.outputs.size() != 1) return false;
-  const Shape& out = g.values[static_cast<std::size_t>(n.outputs.front())].type.shape;
-  return std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) {
-    return g.values[static_cast<std::size_t>(v)].type.shape.size() <= out.size();
-  });
-}
+constexpr int kWhole = -1;
+constexpr EnumNames<TpRole, 5> kTpRoles{{{
+    {TpRole::Replicated, "replicated"}, {TpRole::Column, "column-parallel"}, {TpRole::Row, "row-parallel"},
+    {TpRole::VocabEmbedding, "vocabulary-parallel"}, {TpRole::Experts, "expert-tensor-parallel"},
+}}};
 
 class Splitter {
  public:
@@ -60,6 +52,7 @@ class Splitter {
     for (const Node& n : g_.nodes)
       if (spec_of(n).type == "Embedding") vocab_ = std::max(vocab_, rows(n));
     out_.spec = g_.spec;
+    linears_of_conv1d(out_.spec);
     if (sp_) shard_inputs();
     for (const Node& n : g_.nodes) {
       visit(n);
@@ -144,7 +137,7 @@ class Splitter {
   // across it) read the whole sequence, gathered.
   bool reads_shard(const Node& n, int v) const {
     const LayerSpec& l = spec_of(n);
-    if (l.type == "Linear" || l.type == "LayerNorm" || l.type == "RMSNorm") return true;
+    if (is_linear(l.type) || l.type == "LayerNorm" || l.type == "RMSNorm") return true;
     if (l.type == "MatMul" || l.type == "ScaledDotProductAttention") return false;  // attention over the whole sequence
     const Attribute* dim = l.find_attr("dim");
     const auto rank = static_cast<std::int64_t>(shape(v).size());
@@ -206,7 +199,9 @@ class Splitter {
       }
       in = split_[static_cast<std::size_t>(v)], reader = v;
     }
-    if (t == "Linear") return linear(n, in, reader);
+    if (is_linear(t) && routes(n)) return router(n, in, reader);
+    if (is_linear(t)) return linear(n, in, reader);
+    if (t == "MoEExperts" && in == kWhole) return experts(n);
     if (t == "Embedding" && rows(n) == vocab_) {
       set_attr(n, "num_embeddings", ceil_div(vocab_));
       return role(n, TpRole::VocabEmbedding);
@@ -221,7 +216,10 @@ class Splitter {
     if (t == "Transpose" || t == "Permute") return move_dim(n, reader, out);
     if (t == "ScaledDotProductAttention" || t == "MatMul") {
       if (static_cast<std::size_t>(in) + 2 >= rank_in) fail(n, "multiplies along the split dimension of " + split_text(reader));
-      return carry(out, in, reader);
+      // The output has the query's heads (the first operand's): with grouped-query attention a
+      // rank's key-value heads are fewer.
+      const int first = n.inputs.front();
+      return carry(out, in, split_[static_cast<std::size_t>(first)] == kWhole ? reader : first);
     }
     if (seq(reader) && (t == "LayerNorm" || t == "RMSNorm")) return norm_of_shard(n, reader, out);
     if (reduces(t)) fail(n, "normalises or reduces a tensor split across the ranks, " + split_text(reader) + "; only Linear, views, "
@@ -295,6 +293,39 @@ class Splitter {
     }
   }
 
+  // A mixture of experts' router (Megatron's TopKRouter): a Linear whose logits an MoEExperts
+  // layer routes by. Replicated, not split: every rank scores every expert, on the tokens it holds
+  // (with sequence parallelism, its shard: the logits keep the shard's split).
+  bool routes(const Node& n) const {
+    const int out = n.outputs.front();
+    const auto& readers = g_.values[static_cast<std::size_t>(out)].readers;
+    return std::any_of(readers.begin(), readers.end(), [&](int r) {
+      const Node& m = g_.nodes[static_cast<std::size_t>(r)];
+      return spec_of(m).type == "MoEExperts" && m.inputs.size() > 1 && m.inputs[1] == out;
+    });
+  }
+  void router(const Node& n, int in, int reader) {
+    if (in != kWhole && !seq(reader))
+      fail(n, "is a mixture of experts' router, replicated on every rank; it cannot read " + split_text(reader));
+    const Shape& o = shape(n.outputs.front());
+    if (in != kWhole) mark(n.outputs.front(), static_cast<int>(o.size() - 2), local_[static_cast<std::size_t>(reader)], true);
+    role(n, TpRole::Replicated);
+  }
+  // The experts (Megatron's expert tensor parallelism at the tensor-parallel size, no expert
+  // parallelism): every rank runs every expert on all the tokens, each expert's fc1 column- and
+  // fc2 row-parallel, so a rank holds intermediate_size / tp of each; the output is all-reduced
+  // whole, or with sequence parallelism reduce-scattered to the rank's shard.
+  void experts(const Node& n) {
+    const Attribute* inter = spec_of(n).find_attr("intermediate_size");
+    if (inter->value.integer % tp_ != 0)
+      fail(n, "splits each expert's intermediate_size across the ranks (fc1 column-, fc2 row-parallel): expected it to divide by " +
+                  std::to_string(tp_) + ", found " + std::to_string(inter->value.integer));
+    set_attr(n, "intermediate_size", inter->value.integer / tp_);
+    role(n, TpRole::Experts);
+    const int out = n.outputs.front();
+    if (sp_ && shape(out).size() >= 3) scatter(n, out);
+  }
+
   // A fused projection's parts (GPT-2's c_attn: q, k, v): each part split as the whole was, so a
   // rank holds its heads' share of every part (Megatron's fused QKV layout).
   void split_parts(const Node& n, int reader) {
@@ -315,19 +346,14 @@ class Splitter {
 
   // A view: the output dimension that begins where the input's split one begins carries the split.
   void view(const Node& n, int reader, int out) {
-    const Shape& a = shape(reader);
     const Shape& b = shape(out);
     const int d = split_[static_cast<std::size_t>(reader)];
-    std::int64_t before = 1;
-    for (int k = 0; k < d; ++k) before = checked_mul(before, a[static_cast<std::size_t>(k)]);
-    std::int64_t prefix = 1;
-    std::size_t j = 0;
-    while (j < b.size() && prefix < before) prefix = checked_mul(prefix, b[j++]);
-    const std::int64_t whole = a[static_cast<std::size_t>(d)], local = local_[static_cast<std::size_t>(reader)];
-    while (j < b.size() && b[j] == 1 && whole != 1) ++j;  // size-1 dimensions (a batch of 1) before it
-    if (j >= b.size() || prefix != before || checked_mul(b[j], local) % whole != 0)
+    const std::int64_t whole = shape(reader)[static_cast<std::size_t>(d)], local = local_[static_cast<std::size_t>(reader)];
+    const std::optional<std::size_t> at = view_split_dim(shape(reader), b, d, local);
+    if (!at)
       fail(n, "reshapes " + split_text(reader) + " into " + to_string(b) + ", which cuts across the split; expected the split "
               "dimension to begin a dimension of the new shape (heads outermost)");
+    const std::size_t j = *at;
     const std::int64_t share = checked_mul(b[j], local) / whole;
     mark(out, static_cast<int>(j), share, seq(reader));
     const std::string& t = spec_of(n).type;
@@ -343,19 +369,7 @@ class Splitter {
 
   void move_dim(const Node& n, int reader, int out) {
     const auto rank = static_cast<std::int64_t>(shape(reader).size());
-    const auto norm = [&](std::int64_t d) { return d < 0 ? d + rank : d; };
-    const int d = split_[static_cast<std::size_t>(reader)];
-    const LayerSpec& l = spec_of(n);
-    int to = d;
-    if (l.type == "Transpose") {
-      const std::int64_t a = norm(l.find_attr("dim0")->value.integer), b = norm(l.find_attr("dim1")->value.integer);
-      to = a == d ? static_cast<int>(b) : b == d ? static_cast<int>(a) : d;
-    } else {
-      const auto& dims = l.find_attr("dims")->value.items;
-      for (std::size_t k = 0; k < dims.size(); ++k)
-        if (norm(dims[k].integer) == d) to = static_cast<int>(k);
-    }
-    carry(out, to, reader);
+    carry(out, moved_dim(spec_of(n), rank, split_[static_cast<std::size_t>(reader)]), reader);
   }
 
   const Graph& g_;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "nnmem/diagnostic.hpp"
 #include "nnmem/report.hpp"
 #include "nnmem/units.hpp"
 #include "text_table.hpp"
@@ -61,12 +62,10 @@ std::string fixed2(double v) {
 std::string bytes_of(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f", v);
-  std::string s = buf;
+  const std::string s = buf;
   const std::size_t dot = s.find('.');
   const std::string tail = s.substr(dot) == ".0" ? "" : s.substr(dot);
-  std::string whole = s.substr(0, dot);
-  for (std::size_t i = whole.size(); i > 3; i -= 3) whole.insert(i - 3, ",");
-  return whole + tail;
+  return with_commas(std::stoll(s.substr(0, dot))) + tail;
 }
 
 }  // namespace

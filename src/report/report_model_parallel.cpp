@@ -15,18 +15,7 @@ using nlohmann::ordered_json;
 using Align = report::TextTable::Align;
 using report::TextTable;
 
-std::string setup_line(const ModelParallelEstimate& m) {
-  const ModelParallelOptions& o = m.options;
-  std::string s = "tensor parallel " + std::to_string(o.tp) + " × pipeline parallel " + std::to_string(o.pp) + " × data parallel " +
-                  std::to_string(m.data_parallel);
-  if (o.pp > 1) {
-    s += "; schedule " + std::string(name_of(o.schedule));
-    if (o.virtual_stages > 1) s += " with " + std::to_string(o.virtual_stages) + " virtual stages";
-    s += ", " + std::to_string(m.micro_batches) + " micro-batch" + (m.micro_batches == 1 ? "" : "es") + " a step (--grad-accum)";
-  }
-  if (o.sequence_parallel) s += "; sequence parallel";
-  return s;
-}
+std::string setup_line(const ModelParallelEstimate& m) { return describe_model_parallel(m.options, m.data_parallel, m.micro_batches); }
 
 std::string units_text(const PipelineStage& s) {
   if (s.units.empty()) return "";
@@ -34,10 +23,10 @@ std::string units_text(const PipelineStage& s) {
 }
 
 std::string roles_line(const ModelParallelEstimate& m) {
-  std::array<int, 4> count{};
+  std::array<int, 5> count{};
   for (const TpLayer& l : m.split) ++count[static_cast<std::size_t>(l.role)];
   std::string s;
-  for (TpRole r : {TpRole::Column, TpRole::Row, TpRole::VocabEmbedding, TpRole::Replicated})
+  for (TpRole r : {TpRole::Column, TpRole::Row, TpRole::VocabEmbedding, TpRole::Experts, TpRole::Replicated})
     if (count[static_cast<std::size_t>(r)]) s += (s.empty() ? "" : ", ") + std::to_string(count[static_cast<std::size_t>(r)]) + " " + std::string(name_of(r));
   return "Layers with parameters: " + s + "\n";
 }
@@ -48,6 +37,18 @@ std::string model_name(const ModelParallelEstimate& m) {
 }
 
 }  // namespace
+
+std::string describe_model_parallel(const ModelParallelOptions& o, std::int64_t data_parallel, std::int64_t micro_batches) {
+  std::string s = "tensor parallel " + std::to_string(o.tp) + " × pipeline parallel " + std::to_string(o.pp) + " × data parallel " +
+                  std::to_string(data_parallel);
+  if (o.pp > 1) {
+    s += "; schedule " + std::string(name_of(o.schedule));
+    if (o.virtual_stages > 1) s += " with " + std::to_string(o.virtual_stages) + " virtual stages";
+    s += ", " + std::to_string(micro_batches) + " micro-batch" + (micro_batches == 1 ? "" : "es") + " a step (--grad-accum)";
+  }
+  if (o.sequence_parallel) s += "; sequence parallel";
+  return s;
+}
 
 std::string render_table(const ModelParallelEstimate& m, const ReportOptions& options) {
   const PipelineStage& worst = m.stages[m.most_loaded()];

@@ -20,15 +20,19 @@ namespace {
 
 using report::TextTable;
 
+// --tp/--pp: the setup every point's figures are the most loaded stage's rank of; null without.
+using Mp = const ModelParallelSweep*;
+
 bool cuda(const Sweep& s) { return s.options.graph.device == Device::Cuda; }
 
 std::string where(const Totals& t) { return std::string(name_of(t.peak_phase)) + (t.peak_layer.empty() ? "" : " " + t.peak_layer); }
 
-TextTable rows(const Sweep& s, const ReportOptions& r, bool raw) {
+TextTable rows(const Sweep& s, Mp mp, const ReportOptions& r, bool raw) {
   TextTable t;
   for (const auto& v : s.vary) t.column(v.name);
   for (const char* c : {"parameters", "gradients", "optimizer state", "activations kept", "peak"}) t.column(c);
-  if (cuda(s)) t.column("device holds");
+  if (cuda(s) && !mp) t.column("device holds");
+  if (mp) t.column("stage"), t.column("in flight");
   t.column("peak at", TextTable::Align::Left);
   if (r.budget_bytes) t.column("fits", TextTable::Align::Left);
   const auto bytes = [&](std::int64_t b) { return raw ? std::to_string(b) : human_bytes(b); };
@@ -36,7 +40,8 @@ TextTable rows(const Sweep& s, const ReportOptions& r, bool raw) {
     std::vector<std::string> row = p.values;
     const Totals& t0 = p.totals;
     for (std::int64_t b : {t0.param_bytes, t0.grad_bytes, t0.optimizer_state_bytes, t0.saved_bytes, t0.peak_bytes}) row.push_back(bytes(b));
-    if (cuda(s)) row.push_back(bytes(p.needed_bytes));
+    if (cuda(s) && !mp) row.push_back(bytes(p.needed_bytes));
+    if (mp) row.push_back(std::to_string(p.stage.value_or(0))), row.push_back(std::to_string(p.in_flight));
     row.push_back(where(t0));
     if (r.budget_bytes) row.push_back(p.needed_bytes <= *r.budget_bytes ? "yes" : "no");
     t.row(std::move(row));
@@ -102,27 +107,34 @@ std::string fit_lines(const Sweep& s, const ReportOptions& r, const std::string&
   return out;
 }
 
-std::string heading(const Sweep& s) {
+std::string heading(const Sweep& s, Mp mp) {
   std::string vars;
   for (const auto& v : s.vary) vars += (vars.empty() ? "" : " and ") + v.name;
-  return s.model + " (" + s.file + "): " + describe_step(s.options) + ", over " + vars;
+  std::string out = s.model + " (" + s.file + "): " + describe_step(s.options) + ", over " + vars;
+  if (mp)
+    out += "; " + describe_model_parallel(mp->options, mp->data_parallel, mp->micro_batches) +
+           " — per GPU, the most loaded stage's, modelled (no GPU cluster measured it)";
+  return out;
 }
 
-}  // namespace
-
-std::string render_table(const Sweep& s, const ReportOptions& r) { return heading(s) + "\n\n" + rows(s, r, false).text() + "\n" + fit_lines(s, r, ""); }
-std::string render_markdown(const Sweep& s, const ReportOptions& r) {
-  return "## " + heading(s) + "\n\n" + rows(s, r, false).markdown() + "\n" + fit_lines(s, r, "- ");
+std::string table(const Sweep& s, Mp mp, const ReportOptions& r) { return heading(s, mp) + "\n\n" + rows(s, mp, r, false).text() + "\n" + fit_lines(s, r, ""); }
+std::string markdown(const Sweep& s, Mp mp, const ReportOptions& r) {
+  return "## " + heading(s, mp) + "\n\n" + rows(s, mp, r, false).markdown() + "\n" + fit_lines(s, r, "- ");
 }
-std::string render_csv(const Sweep& s, const ReportOptions& r) { return rows(s, r, true).csv(); }
 
-std::string render_json(const Sweep& s, const ReportOptions& r, int indent) {
+std::string json(const Sweep& s, Mp mp, const ReportOptions& r, int indent) {
   using nlohmann::ordered_json;
   ordered_json j;
   j["schema_version"] = kJsonSchemaVersion;
   j["model"] = {{"name", s.model}, {"file", s.file}};
   const DataParallelStep& p = s.options.step.parallel;  // every point's figures are one rank's
   j["parallel"] = {{"strategy", p.strategy.empty() ? "single" : p.strategy}, {"world_size", p.world_size}, {"nodes", p.nodes}};
+  if (mp) {
+    const ModelParallelOptions& o = mp->options;
+    j["model_parallel"] = {{"modelled", true}, {"tp", o.tp}, {"pp", o.pp}, {"dp", mp->data_parallel}, {"schedule", name_of(o.schedule)},
+                           {"virtual_stages", o.virtual_stages}, {"sequence_parallel", o.sequence_parallel},
+                           {"micro_batches", mp->micro_batches}, {"points_are", "the most loaded stage's rank, per GPU"}};
+  }
   j["vary"] = ordered_json::array();
   for (const auto& v : s.vary) j["vary"].push_back({{"name", v.name}, {"values", v.values}});
   j["points"] = ordered_json::array();
@@ -136,6 +148,7 @@ std::string render_json(const Sweep& s, const ReportOptions& r, int indent) {
                            {"peak_bytes", t.peak_bytes}, {"peak_phase", name_of(t.peak_phase)}, {"peak_layer", t.peak_layer},
                            {"peak_breakdown", breakdown}, {"needed_bytes", p.needed_bytes},
                            {"fits", r.budget_bytes ? ordered_json(p.needed_bytes <= *r.budget_bytes) : ordered_json(nullptr)}});
+    if (mp) j["points"].back()["stage"] = p.stage.value_or(0), j["points"].back()["in_flight"] = p.in_flight;
   }
   if (s.fit) {
     ordered_json terms = ordered_json::array();
@@ -149,15 +162,16 @@ std::string render_json(const Sweep& s, const ReportOptions& r, int indent) {
   return j.dump(indent);
 }
 
-std::string render_sweep_svg(const Sweep& s, const ReportOptions& r) {
+std::string svg(const Sweep& s, Mp mp, const ReportOptions& r) {
   static constexpr std::array<const char*, kMemoryKinds> colors = {"#4e79a7", "#a0cbe8", "#f28e2b", "#e15759",
                                                                   "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#ff9da7"};
   static constexpr std::array<const char*, kMemoryKinds> labels = {"parameters", "buffers", "optimizer state", "gradients",
                                                                   "input + target", "activations kept", "autocast weight copies",
                                                                   "activation gradients, temporaries", "gradient buckets (DDP)", "all-gathered parameters"};
   report::StackedChart c;
-  c.title = "Peak of a " + std::string(s.options.graph.mode == Mode::Train ? "training step" : "forward pass") + ", what it is made of";
-  c.subtitle = heading(s) + (s.fit ? "; peak ≈ " + formula(*s.fit, true) : "");
+  c.title = "Peak of a " + std::string(s.options.graph.mode == Mode::Train ? "training step" : "forward pass") +
+            (mp ? " per GPU (the most loaded pipeline stage)" : "") + ", what it is made of";
+  c.subtitle = heading(s, mp) + (s.fit ? "; peak ≈ " + formula(*s.fit, true) : "");
   for (const auto& v : s.vary) c.x_label += (c.x_label.empty() ? "" : ", ") + v.name;
   const bool one_number = s.vary.size() == 1 && s.fit.has_value();  // a linear axis of its values
   for (const auto& p : s.points) {
@@ -180,10 +194,23 @@ std::string render_sweep_svg(const Sweep& s, const ReportOptions& r) {
     if (largest)
       c.marks.push_back({*largest, s.points[*largest].totals.peak_bytes,
                          "largest that fits: " + c.x_ticks[*largest] + " (" + human_bytes(s.points[*largest].needed_bytes) +
-                             (cuda(s) ? " on the device)" : ")"),
+                             (cuda(s) && !mp ? " on the device)" : ")"),
                          "#1a7f37"});
   }
   return report::render(c);
 }
+
+}  // namespace
+
+std::string render_table(const Sweep& s, const ReportOptions& r) { return table(s, nullptr, r); }
+std::string render_markdown(const Sweep& s, const ReportOptions& r) { return markdown(s, nullptr, r); }
+std::string render_csv(const Sweep& s, const ReportOptions& r) { return rows(s, nullptr, r, true).csv(); }
+std::string render_json(const Sweep& s, const ReportOptions& r, int indent) { return json(s, nullptr, r, indent); }
+std::string render_sweep_svg(const Sweep& s, const ReportOptions& r) { return svg(s, nullptr, r); }
+std::string render_table(const ModelParallelSweep& s, const ReportOptions& r) { return table(s.sweep, &s, r); }
+std::string render_markdown(const ModelParallelSweep& s, const ReportOptions& r) { return markdown(s.sweep, &s, r); }
+std::string render_csv(const ModelParallelSweep& s, const ReportOptions& r) { return rows(s.sweep, &s, r, true).csv(); }
+std::string render_json(const ModelParallelSweep& s, const ReportOptions& r, int indent) { return json(s.sweep, &s, r, indent); }
+std::string render_sweep_svg(const ModelParallelSweep& s, const ReportOptions& r) { return svg(s.sweep, &s, r); }
 
 }  // namespace nnmem

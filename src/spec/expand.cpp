@@ -77,8 +77,12 @@ class Expander {
     }
     if (raw_.inputs.size() == 1) top.previous = raw_.inputs[0].name.name;
     spec_ = &spec;
+    modules_ = module_scope(raw_, globals_);
+    top.modules = &modules_;
     add_registrations(raw_.registers, "", spec_->registrations);
     add_modules(raw_.modules, "", spec_->unnamed_modules);
+    for (Registration& r : spec_->registrations) r.module = modules_.qualify(r.module);
+    for (std::string& m : spec_->unnamed_modules) m = modules_.qualify(m);
     expand_list(raw_.layers, top, globals_, Inherited{});
     for (const auto& [var, value] : top.vars) refer(value);  // forward() returns
     for (const std::string& value : until_return) refer(value);
@@ -201,17 +205,19 @@ class Expander {
 
   void expand_entry(const RawEntry& e, const std::string& local, NameScope& scope, const VarScope& vars,
                     Inherited inherited) {
-    const std::string qualified = scope.prefix + local;
+    const std::string qualified = scope.qualify(local);
     const std::string who = title(e, qualified, vars);
     std::vector<std::string> inputs = entry_inputs(e, scope, local, who);
     budget_.spend_entries(e.loc, 1);
     const bool skipped = e.when && !evaluate_bool(*e.when, vars, who, "'when'");
     const std::int64_t count = skipped || !e.repeat ? 1 : evaluate_int(*e.repeat, vars, who, "'repeat'", 0);
     if (skipped || count == 0) {
-      // Like nn.Identity, or nn.Sequential() of no layers: the name stands for the first input.
-      if (inputs.empty())
-        fail((skipped ? e.when : e.repeat)->loc, who + ": a layer skipped with '" + (skipped ? "when: false" : "repeat: 0") +
-                                                     "' stands for its first input, but it reads none");
+      // Like nn.Identity, or nn.Sequential() of no layers: the name stands for the first input;
+      // one that reads nothing (a Parameter a variable removes) stands for nothing.
+      if (inputs.empty()) {
+        scope.removed.emplace(local, (skipped ? e.when : e.repeat)->loc);
+        return;
+      }
       scope.bound[local] = inputs[0];
       for (const std::string& v : scope.python_references(e, local, who, inputs[0], false)) refer(v);
       return;
@@ -377,6 +383,7 @@ class Expander {
   ExpansionBudget budget_;
   std::map<std::string, const RawBlock*> blocks_;
   VarScope globals_;
+  ModuleScope modules_;  // `scope:`
   std::map<std::string, RawValue> input_shapes_;  // --input overrides
   std::map<std::string, Holder> taken_;
   std::vector<std::string> stack_;       // blocks being instantiated, outermost first

@@ -65,6 +65,18 @@ void add_registrations(const std::vector<RawRegister>& lists, const std::string&
 /// Appends a `modules:` list of the model or of a block instance, qualified (registration.cpp).
 void add_modules(const std::vector<Named>& modules, const std::string& module, std::vector<std::string>& out);
 
+/// `scope:` evaluated: the top-level members (a local name up to its first dot) whose modules sit
+/// in the submodule `prefix` ("bert."; "" when its name is empty or there is no scope).
+struct ModuleScope {
+  std::string prefix;
+  std::vector<std::string> members;
+  /// The module a top-level local name, or a `register`/`modules` name, stands for.
+  std::string qualify(const std::string& local) const;
+};
+/// Evaluates and checks the spec's `scope` (registration.cpp): its name a dotted module name or
+/// '', each member a top-level member listed once, no model-level `register` list naming one.
+ModuleScope module_scope(const RawSpec& spec, const VarScope& vars);
+
 /// The spec's loss terms: those `when` keeps, each kind a known loss and each weight a number
 /// >= 0; `output` is the name as written, for the caller to resolve. expand_loss.cpp.
 std::vector<LossSpec> expand_losses(const std::vector<RawLoss>& raw, const VarScope& vars);

@@ -76,6 +76,7 @@ RawSpec merge(RawSpec base, RawSpec&& over, const std::string& base_file) {
     override_entry(base.layers[i], std::move(entry));
   }
   if (over.outputs) base.outputs = std::move(over.outputs);
+  if (over.scope) base.scope = std::move(over.scope);
   for (auto& r : over.registers) override_or_add(base.registers, std::move(r), [](const RawRegister& x) { return x.module; });
   for (auto& n : over.modules) override_or_add(base.modules, std::move(n), [](const Named& x) { return x.name; });
   if (over.loss) base.loss = std::move(over.loss);

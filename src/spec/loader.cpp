@@ -19,7 +19,7 @@ namespace {
 
 const std::vector<std::string> kTopLevelKeys = {"nnmem",  "name",   "description", "dtype",   "variables", "inputs",
                                                 "blocks", "layers", "outputs",     "loss",    "extends", "register",
-                                                "modules"};
+                                                "modules", "scope"};
 const std::vector<std::string> kBlockKeys = {"params", "inputs", "output", "layers", "register", "modules", "class", "description"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype"};
 
@@ -161,6 +161,25 @@ class Reader : public NodeReader {
     return out;
   }
 
+  RawScope scope(const YNode& node, const SourceLoc& at) {
+    RawScope s{at, {}, {}};
+    bool has_name = false, has_members = false;
+    each_key(node, at, "the spec: 'scope'", [&](const std::string& key, const YNode& v, const SourceLoc& k) {
+      check_known(key, k, {"name", "members"}, "the spec: 'scope'");
+      if (key == "name") {
+        has_name = true;
+        s.name = value(v, k, "scope: name: ");
+      } else {
+        has_members = true;
+        s.members = names(v, k, "the spec: scope: members");
+      }
+    });
+    if (!has_name || !has_members)
+      fail(at, std::string("the spec: 'scope' needs a 'name' (the submodule, '' for none) and 'members' (the top-level members in "
+                           "it); found no '") + (has_name ? "members" : "name") + "'");
+    return s;
+  }
+
   RawBlock block(const std::string& block_name, const YNode& node, const SourceLoc& at) {
     RawBlock b;
     b.name = block_name;
@@ -275,6 +294,8 @@ class Reader : public NodeReader {
         spec.registers = registers(v, key_loc, "the spec");
       } else if (key == "modules") {
         spec.modules = names(v, key_loc, "the spec: 'modules'");
+      } else if (key == "scope") {
+        spec.scope = scope(v, key_loc);
       } else if (key == "loss") {
         spec.loss = losses(v, key_loc);
       } else if (key == "extends") {

@@ -33,6 +33,9 @@ std::string NameScope::resolve(const Named& ref, const std::string* self, const 
                                               ref.name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
     return resolve(Named{ref.name.substr(0, colon), ref.loc}, self, who) + ref.name.substr(colon);
   const std::string about = who.empty() ? "" : who + ": ";
+  if (const auto it = removed.find(ref.name); it != removed.end())
+    throw Error(ref.loc, about + "'" + ref.name + "' is removed (its when or repeat, line " + std::to_string(it->second.line) +
+                             ") and reads nothing, so it stands for no value");
   if (self && ref.name == *self)
     throw Error(ref.loc, about + "'" + ref.name + "' reads its own output; a layer can only read layers above it");
   if (auto it = declared.find(ref.name); it != declared.end())

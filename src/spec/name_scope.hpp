@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nnmem/spec.hpp"
+#include "expand.hpp"
 #include "raw_spec.hpp"
 
 namespace nnmem::raw {
@@ -28,16 +29,21 @@ struct Declared {
 /// Names visible to `input:` references: one list of layers (the spec's, or a block's).
 struct NameScope {
   std::string prefix;                          // "layer1.0."
+  const ModuleScope* modules = nullptr;        // the spec's list: its `scope`
   std::string owner;                           // for messages: "the spec", "block 'Bottleneck'"
   const NameScope* outer = nullptr;            // where the block is used (for a hint only)
   std::map<std::string, std::string> bound;    // local name -> qualified value name
   std::map<std::string, Declared> declared;    // every local name of this list (forward refs)
+  std::map<std::string, SourceLoc> removed;    // skipped (when: false, repeat: 0) and reading nothing: no value
   std::optional<std::string> previous;         // what an entry without `input` reads
   std::map<std::string, std::string> vars;     // forward()'s variables (`var: x`) -> the value each holds
   std::multimap<std::string, std::string> held;  // `held_until`: a later entry's local name -> the values it lets go
   std::vector<std::string>* until_return = nullptr;  // held until this list's function returns (its caller's `_`)
   std::vector<std::string>* by_caller = nullptr;     // the caller's until_return (none for the spec's list)
   std::vector<std::string>* by_model = nullptr;      // held until the model returns
+
+  /// The qualified name of the local name `local`: "layer1.0.conv1", "bert.embeddings.LayerNorm".
+  std::string qualify(const std::string& local) const { return modules ? modules->qualify(local) : prefix + local; }
 
   bool knows(const std::string& name) const { return bound.count(name) || declared.count(name); }
 
@@ -58,8 +64,6 @@ struct NameScope {
   std::vector<std::string> python_references(const RawEntry& e, const std::string& local, const std::string& who,
                                              const std::string& value, bool made);
 };
-
-struct VarScope;
 
 /// `share: NAME` and `tie: {PARAM: LAYER.PARAM}` of a layer entry, resolved in `scope` onto
 /// `layer` (name_scope.cpp).

@@ -114,6 +114,15 @@ struct RawLoss {
   std::vector<RawAttr> attrs;  // the loss's options (label_smoothing: 0.1), checked by the memory stage
 };
 
+/// `scope: {name: EXPR, members: [...]}`: the submodule the listed top-level members sit in, where
+/// a variable chooses it (Hugging Face's base_model_prefix: BertForPreTraining's `bert`); an empty
+/// name puts them in the model itself.
+struct RawScope {
+  SourceLoc loc;
+  RawValue name;
+  std::vector<Named> members;
+};
+
 struct RawSpec {
   std::string file;
   SourceLoc loc;
@@ -129,6 +138,7 @@ struct RawSpec {
   std::optional<Named> extends;       // `extends: base.yaml`, relative to this file
   std::vector<RawRegister> registers;
   std::vector<Named> modules;
+  std::optional<RawScope> scope;
 };
 
 /// YAML text -> RawSpec (syntax and structure only). loader.cpp.

@@ -98,6 +98,42 @@ void check_modules(const std::vector<RawEntry>& layers, const std::vector<Named>
   }
 }
 
+std::string ModuleScope::qualify(const std::string& local) const {
+  if (prefix.empty() || std::find(members.begin(), members.end(), local.substr(0, local.find('.'))) == members.end()) return local;
+  return prefix + local;
+}
+
+ModuleScope module_scope(const RawSpec& spec, const VarScope& vars) {
+  ModuleScope out;
+  if (!spec.scope) return out;
+  const RawScope& s = *spec.scope;
+  const Value name = evaluate(s.name, vars, "scope", "name");
+  if (name.kind != Value::Kind::String)
+    throw Error(s.name.loc, "scope: name must be a module name (bert) or '', found " + name.describe());
+  if (!name.text.empty() && (name.text.front() == '.' || name.text.back() == '.' || name.text.find("..") != std::string::npos ||
+                             name.text.find_first_of(": ") != std::string::npos))
+    throw Error(s.name.loc, "scope: name must be a module name, dotted or not (bert, model.encoder), or '', found '" + name.text + "'");
+  const std::vector<Member> all = members(spec.layers, "");
+  std::vector<std::string> known;
+  for (const Member& m : all) known.push_back(m.name);
+  for (const Named& n : s.members) {
+    if (std::find(known.begin(), known.end(), n.name) == known.end())
+      throw Error(n.loc, "scope: members: '" + n.name + "' is no top-level member (a layer's name up to its first dot)" +
+                             suggestion(n.name, known));
+    if (std::find(out.members.begin(), out.members.end(), n.name) != out.members.end())
+      throw Error(n.loc, "scope: members: '" + n.name + "' is listed twice");
+    out.members.push_back(n.name);
+  }
+  if (name.text.empty()) return out;
+  out.prefix = name.text + ".";
+  for (const RawRegister& list : spec.registers)
+    for (const Named& n : list.members)
+      if (list.module.empty() && std::find(out.members.begin(), out.members.end(), n.name) != out.members.end())
+        throw Error(n.loc, "register: '" + n.name + "' is a member of the scope '" + name.text +
+                               "', not of the model; the model's own list cannot order it");
+  return out;
+}
+
 void add_modules(const std::vector<Named>& modules, const std::string& module, std::vector<std::string>& out) {
   for (const Named& n : modules) out.push_back(module + (module.empty() ? "" : ".") + n.name);
 }

@@ -136,6 +136,12 @@ TEST_CASE("ColumnParallelLinear, RowParallelLinear, ScatterToSequenceParallelReg
     CHECK(scratch_of(r.backward_scratch) == "[2, 32, 64]:float32 [2, 32, 64]:float32");  // gathered again; the whole dgrad
     CHECK(scratch_of(linear("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4}", {2, 8, 64}, false).backward_scratch) ==
           "[2, 32, 64]:float32");
+    // Gathered into the rank's global memory buffer: no gather of its own, forward or backward;
+    // the whole input gradient it reduce-scatters is still a fresh tensor.
+    const auto shared = linear("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4, global_buffer: true}", {2, 8, 64});
+    CHECK(shared.forward_scratch.empty());
+    CHECK(scratch_of(shared.backward_scratch) == "[2, 32, 64]:float32");
+    CHECK(saved_of(shared) == "input0");
   }
   SUBCASE("row-parallel: the whole partial output reduce-scattered to the shard") {
     const auto r = linear("{type: RowParallelLinear, out_features: 64, sequence_parallel: 4}", {2, 32, 12});
@@ -168,4 +174,43 @@ TEST_CASE("ColumnParallelLinear, RowParallelLinear, ScatterToSequenceParallelReg
     CHECK_THROWS_WITH(linear("{type: RowParallelLinear, out_features: 64, sequence_parallel: 4}", {2, 30, 12}),
                       "reduce-scatters its output's sequence over 4 ranks: expected its length (dimension 1) to divide by 4, found 30");
   }
+}
+
+// transformers' Conv1D (GPT-2's c_attn, c_proj, c_fc): torch.addmm(bias, x.view(-1, nx), weight)
+// with the weight [nx, nf]. Shapes and counts: transformers.pytorch_utils.Conv1D(192, 64) on
+// [2, 8, 64] gives [2, 8, 192], weight [64, 192], bias [192]; what it keeps was read with
+// saved_tensors_hooks (validation/probe_transformer_ops.py linear hf_conv1d linear_autocast
+// hf_conv1d_autocast, torch 2.13 and 1.13): Linear's, the input's rows [16, 64] and the weight.
+TEST_CASE("Conv1D: Linear with its weight stored [nx, nf]") {
+  const auto r = linear("{type: Conv1D, nf: 192}", {2, 8, 64});
+  CHECK(out_shape(r) == "[2, 8, 192]");
+  CHECK(params_of(r) == "weight[64, 192] bias[192]");
+  CHECK(param_count(r) == 64 * 192 + 192);
+  CHECK(r.macs == 2 * 8 * 64 * 192);
+  CHECK(saved_of(r) == "input0");
+  CHECK(kept_params(r) == "param0");
+  CHECK(saved_of(linear("{type: Conv1D, nf: 192}", {2, 8, 64}, true, false)).empty());  // frozen: only the weight
+  CHECK(kept_params(linear("{type: Conv1D, nf: 192}", {2, 8, 64}, false, true)).empty());
+  CHECK(saved_of(run_rule("{type: Conv1D, nf: 192}", {tensor({2, 8, 64})}, kEval)).empty());
+  // As nn.Linear, the same memory: the parameters' numbers and bytes, the outputs, what is kept.
+  const auto l = linear("{type: Linear, out_features: 192}", {2, 8, 64});
+  CHECK(param_count(l) == param_count(r));
+  CHECK(l.macs == r.macs);
+  CHECK(saved_of(l) == saved_of(r));
+}
+
+TEST_CASE("Conv1D: errors") {
+  CHECK(rule_error("{type: Conv1D, nx: 32, nf: 10}", {tensor({2, 64})}) ==
+        "nx is 32, but the input [2, 64] has 64 features in its last dimension");
+  CHECK(rule_error("{type: Conv1D, nf: 10}", {tensor({2, 4}, false, DType::Int64)}) == "expected a floating-point input, found int64");
+  // A transposed input with rows in two dimensions: PyTorch's x.view(-1, nx) raises "view size is
+  // not compatible with input tensor's size and stride".
+  InputTensor transposed = tensor({2, 8, 64});
+  transposed.strided = true;
+  CHECK(rule_error("{type: Conv1D, nf: 10}", {transposed}) ==
+        "views its input as rows (x.view(-1, nx)), which PyTorch refuses for the non-contiguous input [2, 8, 64]; make it "
+        "Contiguous first");
+  transposed.type.shape = {1, 8, 64};  // one sample: the rows are one dimension, the view works
+  CHECK(rule_error("{type: Conv1D, nf: 10}", {transposed}).empty());
+  CHECK(one_layer_error("{type: Conv1D}", {64}) == "test.yaml:4:5: error: Conv1D '0': needs attribute 'nf' (int >= 1; required)");
 }

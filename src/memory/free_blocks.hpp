@@ -1,0 +1,134 @@
+// A pool's cached (free) blocks for the CUDA allocator model, ordered as PyTorch's
+// BlockComparatorSize orders them: by size, then address. Two layouts, chosen per pool:
+//
+//   sorted    one ChunkedSet of (size, address, id) keys: any sizes (the large pool, expandable
+//             segments' blocks, which can span many pages);
+//   by class  the small pool of ordinary 2 MiB segments, where every block is a multiple of
+//             512 bytes up to 2 MiB: 4,097 size classes, each a set of its blocks by address,
+//             and a bitmap of the classes that hold any. A best-fit search is then a scan of
+//             a few bitmap words and the first key of one class, where the sorted layout needs
+//             two binary searches and the insert of a split's remainder a third; a replay of a
+//             100,000-layer step makes millions of them.
+//
+// Both give the same order, so the same answers: within a class the addresses of a pool's
+// cached blocks differ (their blocks do not overlap), so (address, id) orders them as
+// (size, address, id) does.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "chunked_set.hpp"
+
+namespace nnmem::detail {
+
+struct FreeKey {  // trivially copyable, which a ChunkedSet moves with memmove
+  std::int64_t size = 0, address = 0;
+  int id = -1;
+  auto operator<=>(const FreeKey&) const = default;
+};
+
+class FreeBlocks {
+ public:
+  static constexpr std::int64_t kUnit = 512;              // every size is a multiple of this ...
+  static constexpr std::int64_t kLargest = 2 << 20;       // ... up to this, in the class layout
+  static constexpr std::size_t kClasses = kLargest / kUnit + 1;
+
+  explicit FreeBlocks(bool by_class = false) : by_class_(by_class) {
+    if (by_class_) classes_.resize(kClasses);
+  }
+  bool by_class() const { return by_class_; }
+
+  void insert(const FreeKey& k) {
+    if (!by_class_) return void(sorted_.insert(k));
+    if (k.size % kUnit != 0 || k.size > kLargest) throw std::logic_error("a block of a size the size classes do not hold");
+    const std::size_t c = class_of(k.size);
+    if (classes_[c].empty()) mark(c, true);
+    classes_[c].insert({k.address, k.id});
+  }
+  void erase(const FreeKey& k) {
+    if (!by_class_) return void(sorted_.erase(k));
+    const std::size_t c = class_of(k.size);
+    classes_[c].erase({k.address, k.id});
+    if (classes_[c].empty()) mark(c, false);
+  }
+
+  /// The class layout's first block of `size` bytes or more (the smallest, the lowest address
+  /// among equals); nullopt when there is none.
+  std::optional<FreeKey> first_fit(std::int64_t size) const {
+    const std::size_t from = static_cast<std::size_t>((size + kUnit - 1) / kUnit);
+    if (from >= kClasses) return std::nullopt;
+    std::size_t w = from / 64;
+    std::uint64_t word = bits_[w] & ~std::uint64_t{0} << (from % 64);
+    if (word == 0) {  // the next word with a class in it, through the summary
+      w = first_set(summary_, w + 1);
+      if (w == kNone) return std::nullopt;
+      word = bits_[w];
+    }
+    const std::size_t c = w * 64 + static_cast<std::size_t>(std::countr_zero(word));
+    const AddressKey& first = *classes_[c].begin();
+    return FreeKey{static_cast<std::int64_t>(c) * kUnit, first.address, first.id};
+  }
+
+  /// Erases first_fit's answer (which must still be cached), without searching for it.
+  void erase_first(const FreeKey& k) {
+    const std::size_t c = class_of(k.size);
+    classes_[c].erase(classes_[c].begin());
+    if (classes_[c].empty()) mark(c, false);
+  }
+
+  /// The sorted layout itself (for the searches that walk it).
+  ChunkedSet<FreeKey>& sorted() { return sorted_; }
+  const ChunkedSet<FreeKey>& sorted() const { return sorted_; }
+
+  /// f(key) for every block, in order.
+  template <class F>
+  void for_each(F&& f) const {
+    if (!by_class_) {
+      for (const FreeKey& k : sorted_) f(k);
+      return;
+    }
+    for (std::size_t c = 0; c < kClasses; ++c)
+      for (const AddressKey& k : classes_[c]) f(FreeKey{static_cast<std::int64_t>(c) * kUnit, k.address, k.id});
+  }
+
+ private:
+  struct AddressKey {
+    std::int64_t address = 0;
+    int id = -1;
+    auto operator<=>(const AddressKey&) const = default;
+  };
+  static std::size_t class_of(std::int64_t size) { return static_cast<std::size_t>(size / kUnit); }
+  static constexpr std::size_t kWords = (kClasses + 63) / 64;
+  static constexpr std::size_t kNone = kWords;
+  // Whether class c holds blocks: bit c of bits_, and bit w of summary_ for a word w of bits_ not 0.
+  void mark(std::size_t c, bool holds) {
+    const std::uint64_t bit = std::uint64_t{1} << (c % 64);
+    std::uint64_t& word = bits_[c / 64];
+    word = holds ? word | bit : word & ~bit;
+    const std::size_t w = c / 64;
+    const std::uint64_t sbit = std::uint64_t{1} << (w % 64);
+    summary_[w / 64] = word ? summary_[w / 64] | sbit : summary_[w / 64] & ~sbit;
+  }
+  // The first set bit at or after `from` in `bits` (kNone if none).
+  template <std::size_t N>
+  static std::size_t first_set(const std::array<std::uint64_t, N>& bits, std::size_t from) {
+    for (std::size_t i = from / 64; i < N && from < kNone; ++i) {
+      const std::uint64_t word = i == from / 64 ? bits[i] & ~std::uint64_t{0} << (from % 64) : bits[i];
+      if (word) return i * 64 + static_cast<std::size_t>(std::countr_zero(word));
+    }
+    return kNone;
+  }
+
+  bool by_class_;
+  ChunkedSet<FreeKey> sorted_;
+  std::vector<ChunkedSet<AddressKey>> classes_;
+  std::array<std::uint64_t, kWords> bits_{};
+  std::array<std::uint64_t, (kWords + 63) / 64> summary_{};
+};
+
+}  // namespace nnmem::detail
