@@ -880,7 +880,7 @@ LM_VOCAB = 200
 
 
 class BowSparse(nn.Module):
-    """validation/bow_sparse.yaml: embed (Embedding 500 -> 32, sparse=True: a sparse gradient) bag
+    """examples/bow_sparse.yaml: embed (Embedding 500 -> 32, sparse=True: a sparse gradient) bag
     (the mean over the sequence) fc1 (Linear 32 -> 64) relu fc2 (Linear 64 -> 4)."""
 
     def __init__(self):

@@ -15,7 +15,7 @@ std::string refusal(const StepOptions& options) {
   switch (options.optimizer) {
     case OptimizerKind::None:
     case OptimizerKind::Sgd:
-      return options.fused ? "fused SGD refuses sparse gradients (`_fused_sgd` does not support sparse gradients)" : "";
+      return options.fused ? "fused SGD: it refuses sparse gradients (`_fused_sgd` does not support sparse gradients)" : "";
     case OptimizerKind::Momentum:
     case OptimizerKind::Nesterov:
       return name + ": SGD adds the sparse gradient into its momentum buffer without coalescing it, so the buffer "
