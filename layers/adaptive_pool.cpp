@@ -18,7 +18,7 @@ LayerResult infer_adaptive(const LayerCall& call, int rank, bool max) {
   out.insert(out.end(), size.begin(), size.end());
   const bool global = std::all_of(size.begin(), size.end(), [](std::int64_t s) { return s == 1; });
   LayerResult res = pooled(call, std::move(out), max);
-  if (!max && global && !call.ctx.torch->global_avg_pool_keeps_input) res.saved.clear();
+  if (!max && global && !call.ctx.torch->mean_keeps_input) res.saved.clear();
   return res;
 }
 

@@ -9,6 +9,9 @@
 // memory (buffer_bytes), reading it allocates nothing, and forward need not read it at all
 // (LLaMA's original_inv_freq). What 2.13 keeps (saved_tensors_hooks,
 // validation/probe_transformer_ops.py): embedding keeps only the ids; the others keep nothing.
+// `sparse: true` (validation/probe_sparse_embedding.py): the weight's gradient is a sparse COO
+// tensor, not the table's size: a row per id looked up (ParamDecl::sparse_rows); the memory
+// model keeps it (src/memory/sparse_grad.cpp).
 #include "common.hpp"
 
 namespace nnmem::layers {
@@ -33,9 +36,16 @@ LayerResult infer_embedding(const LayerCall& call) {
   out.push_back(dim);
   res.outputs.push_back({out, call.ctx.float_dtype});
   res.params.push_back({"weight", {rows, dim}});
-  if (call.attrs.flag("sparse"))
-    throw LayerError("sparse: true (a sparse gradient of the rows looked up) is not modelled yet; nnmem models the dense "
-                     "gradient, as large as the table", "sparse");
+  if (call.attrs.flag("sparse")) {
+    // embedding_sparse_backward: indices ids.reshape(1, -1), values grad.reshape(-1, dim), a row
+    // per id looked up; with a padding_idx it drops that id's rows (indices != padding_idx), so
+    // its size would depend on the ids themselves.
+    if (call.attrs.given("padding_idx"))
+      throw LayerError("sparse: true with a padding_idx: the gradient drops the rows of the padding ids, so its size "
+                       "depends on how many the batch holds, which a spec does not say; expected no padding_idx with "
+                       "sparse: true, found padding_idx " + std::to_string(call.attrs.integer("padding_idx")), "sparse");
+    res.params.back().sparse_rows = numel(call.shape());
+  }
   if (call.training() && call.trainable) res.save_input(0, "indices");  // embedding_backward(grad, indices, …)
   return res;
 }

@@ -1,7 +1,7 @@
 // Reductions over dimensions (never the batch's): Mean, Sum, Amax, with `keepdim`; and the
 // element-wise Scale (x * by, or x / by, by a constant), Neg (-x) and MaskedFill (x.masked_fill(mask,
 // value), the mask a bool input). What 2.13 keeps (validation/probe_transformer_ops.py): sum,
-// mean and negation nothing, scaling its wrapped number (below); amax its input and output; masked_fill the mask. Gradients: a sum's
+// mean (1.13's its input: TorchProfile::mean_keeps_input) and negation nothing, scaling its wrapped number (below); amax its input and output; masked_fill the mask. Gradients: a sum's
 // is the output's expanded (a view); a mean's, amax's, scaling's and masked_fill's are new.
 #include <algorithm>
 
@@ -10,7 +10,9 @@
 namespace nnmem::layers {
 namespace {
 
-LayerResult infer_reduction(const LayerCall& call, bool keeps, bool passthrough) {
+enum class Reduce { Mean, Sum, Amax };
+
+LayerResult infer_reduction(const LayerCall& call, Reduce kind) {
   require_float(call);
   const Shape& in = call.shape();
   const auto dims = call.attrs.list("dim");
@@ -28,11 +30,12 @@ LayerResult infer_reduction(const LayerCall& call, bool keeps, bool passthrough)
     else if (keepdim) out.push_back(1);
   LayerResult res;
   res.outputs.push_back({out, call.input().dtype});
-  res.grad_passthrough = passthrough;
-  if (keeps && call.training() && call.input_requires_grad()) {
+  res.grad_passthrough = kind == Reduce::Sum;
+  if (kind == Reduce::Amax && call.training() && call.input_requires_grad()) {
     res.save_input(0);
     res.save_output(0);
   }
+  if (kind == Reduce::Mean && call.ctx.torch->mean_keeps_input && call.training() && call.input_requires_grad()) res.save_input(0);
   return res;
 }
 
@@ -76,18 +79,18 @@ LayerResult infer_masked_fill(const LayerCall& call) {
   return res;
 }
 
-LayerDef reduction(const char* type, const char* summary, bool keeps, bool passthrough) {
+LayerDef reduction(const char* type, const char* summary, Reduce kind) {
   return LayerDef{.type = type,
                   .summary = summary,
                   .attrs = {AttrDef::list("dim", "the dimensions reduced (an int n is [n]; batch is 0)").needed().or_int(),
                             AttrDef::flag("keepdim", false, "keep them as size 1")},
-                  .infer = [keeps, passthrough](const LayerCall& call) { return infer_reduction(call, keeps, passthrough); }};
+                  .infer = [kind](const LayerCall& call) { return infer_reduction(call, kind); }};
 }
 
 const bool registered = [] {
-  register_layer(reduction("Mean", "x.mean(dim, keepdim)", false, false));
-  register_layer(reduction("Sum", "x.sum(dim, keepdim)", false, true));
-  register_layer(reduction("Amax", "x.amax(dim, keepdim)", true, false));
+  register_layer(reduction("Mean", "x.mean(dim, keepdim)", Reduce::Mean));
+  register_layer(reduction("Sum", "x.sum(dim, keepdim)", Reduce::Sum));
+  register_layer(reduction("Amax", "x.amax(dim, keepdim)", Reduce::Amax));
   register_layer({.type = "Scale",
                   .summary = "x * by, or x / by with divide: true (a constant)",
                   .attrs = {AttrDef::real("by", "the constant").needed(),

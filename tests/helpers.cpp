@@ -10,6 +10,12 @@ namespace nnmem::test {
 
 std::string source_path(const std::string& relative) { return std::string(NNMEM_SOURCE_DIR) + "/" + relative; }
 
+OptimizerKind example_optimizer(const std::string& relative) {
+  std::ifstream in(source_path(relative));
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return text.find("sparse: true") == std::string::npos ? OptimizerKind::Adam : OptimizerKind::Sgd;
+}
+
 std::set<std::string> listed_networks(const std::string& relative) {
   std::set<std::string> names;
   const nlohmann::json listed = nlohmann::json::parse(std::ifstream(source_path(relative)));

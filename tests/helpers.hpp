@@ -22,6 +22,11 @@ std::string source_path(const std::string& relative);
 /// eval_not_modelled.json: NETWORK, NETWORK@VERSION or NETWORK+AMP -> why), its "_about" aside.
 std::set<std::string> listed_networks(const std::string& relative);
 
+/// The optimizer the tests step an example ("examples/NAME.yaml") with: Adam, the CLI's default,
+/// or plain SGD for one whose Embedding has a sparse gradient (`sparse: true`: PyTorch steps it
+/// only with plain SGD, nnmem refuses the others; examples/bow_sparse.yaml).
+OptimizerKind example_optimizer(const std::string& relative);
+
 /// The spec of a validation network (validation/networks.py's name): examples/NAME.yaml, or the
 /// spec and --set values validation/specs.json gives it (seed_conv_256, the Hugging Face models,
 /// the small U-Nets and YOLOv8n).

@@ -56,9 +56,11 @@ std::vector<std::string> examples() {
 }
 
 // Examples whose step is no function c + k x batch of the batch: a recurrent layer's tensors
-// have the batch in dimension 1 ([T, N, H], h_n) and oneDNN's workspace rounds to pages. Their
-// batch curve is refused and fit searches on full estimates (tested below, as the others).
-const std::set<std::string> kNoCurve = {"examples/gru_tagger.yaml", "examples/lstm_lm.yaml", "examples/lstm_seq.yaml"};
+// have the batch in dimension 1 ([T, N, H], h_n) and oneDNN's workspace rounds to pages; a
+// sparse gradient (bow_sparse) is model state that grows with the batch. Their batch curve is
+// refused and fit searches on full estimates (tested below, as the others).
+const std::set<std::string> kNoCurve = {"examples/bow_sparse.yaml", "examples/gru_tagger.yaml", "examples/lstm_lm.yaml",
+                                        "examples/lstm_seq.yaml"};
 
 }  // namespace
 
@@ -67,6 +69,7 @@ TEST_CASE("the batch curve re-estimates any batch exactly as a full estimate doe
     const ModelSpec spec = load_spec_file(source_path(name));
     for (const Device device : {Device::Cuda, Device::Cpu})
       for (const OptimizerKind optimizer : {OptimizerKind::Adam, OptimizerKind::Sgd, OptimizerKind::Adam8bit}) {
+        if (example_optimizer(name) == OptimizerKind::Sgd && optimizer != OptimizerKind::Sgd) continue;  // a sparse gradient
         EstimateOptions o = on(device, optimizer);
         o.step.overhead_bytes = 300 * kMiB;
         o.graph.batch = 2;  // every example is valid at 2 (one is not at 1)
@@ -124,7 +127,7 @@ TEST_CASE("fit's answer fits, and no batch it checked up to 4x it does: every ex
     for (const Device device : {Device::Cuda, Device::Cpu})
       for (const std::int64_t bytes : {kMiB, 22 * kMiB, 256 * kMiB, 4 * kGiB, 80 * kGiB}) {
         if (kNoCurve.count(name) && bytes > 256 * kMiB) continue;
-        const EstimateOptions o = on(device);
+        const EstimateOptions o = on(device, example_optimizer(name));
         const BatchFit fit = fit_batch(spec, o, budget(bytes));
         CAPTURE(name);
         CAPTURE(device == Device::Cuda);

@@ -38,6 +38,14 @@ def storage_bytes(tensors):
     return sum(seen.values())
 
 
+def grad_tensors(g):
+    """The tensors behind a .grad: itself, or a sparse one's indices and values (its size is theirs,
+    whatever storage they share: Embedding(sparse=True)'s indices view the ids)."""
+    if g is None:
+        return []
+    return [g._indices(), g._values()] if g.is_sparse else [g]
+
+
 def make_optimizer(name, params, foreach=False, fused=False):
     """foreach is always passed explicitly (False: the single-tensor loop); fused
     only when asked for (torch 1.13's fused Adam is CUDA-only, its SGD and
@@ -260,7 +268,7 @@ def run(args):
         res["param_bytes"] = storage_bytes(model.parameters())
         res["trainable_param_bytes"] = storage_bytes(trainable)
         res["buffer_bytes"] = storage_bytes(model.buffers())
-        res["grad_bytes"] = storage_bytes(p.grad for p in model.parameters())
+        res["grad_bytes"] = storage_bytes(t for p in model.parameters() for t in grad_tensors(p.grad))
         res["optimizer_state_bytes"], res["optimizer_state_slots"] = optimizer_state(opt)
         res["input_bytes"] = storage_bytes([x])
         res["target_bytes"] = storage_bytes(ys)

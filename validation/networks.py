@@ -879,6 +879,21 @@ class RnnCells(nn.Module):
 LM_VOCAB = 200
 
 
+class BowSparse(nn.Module):
+    """examples/bow_sparse.yaml: embed (Embedding 500 -> 32, sparse=True: a sparse gradient) bag
+    (the mean over the sequence) fc1 (Linear 32 -> 64) relu fc2 (Linear 64 -> 4)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(500, 32, sparse=True)
+        self.fc1 = nn.Linear(32, 64)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(64, 4)
+
+    def forward(self, ids):
+        return self.fc2(self.relu(self.fc1(self.embed(ids).mean(1))))
+
+
 class LstmLM(nn.Module):
     """examples/lstm_lm.yaml: embed (Embedding 200 -> 32) lstm (LSTM 32 -> 32, 2 layers, batch_first)
     decoder (Linear 32 -> 200, its weight the embedding's: tied) on every step; the logits viewed as
@@ -907,6 +922,7 @@ class Net:
     call: Optional[Callable] = None  # (model, x) -> the output tensor(s), when model(x) is not it
     vocab: int = 0                   # int64 inputs: ids in [0, vocab)
     own_loss: bool = False           # call(model, x, targets) returns an output whose .loss is the loss
+    optimizers: Optional[List[str]] = None  # the plain grid's, when not run_all's OPTIMIZERS (a sparse gradient: SGD only)
 
 
 # Hugging Face transformers models from small configs with random weights (no download),
@@ -1066,6 +1082,7 @@ NETWORKS = {
     "gru_tagger": Net(GruTagger, (12, 16), "float32", "mse", [4]),
     "lstm_seq": Net(LstmSeq, (12, 16), "float32", "mse", [4]),
     "lstm_lm": Net(LstmLM, (12,), "int64", "cross_entropy", [4], vocab=LM_VOCAB),
+    "bow_sparse": Net(BowSparse, (16,), "int64", "cross_entropy", [4, 16], vocab=500, optimizers=["sgd"]),
     "lstm_lm_smoothed": Net(LstmLM, (12,), "int64", "cross_entropy_smoothed", [4], vocab=LM_VOCAB),  # label_smoothing 0.1
     "lstm_lm_shifted": Net(LstmLM, (12,), "int64", "causal_lm", [4], vocab=LM_VOCAB),  # HF's shifted labels
     "torch_encoder": Net(TorchEncoder, (8, 32), "float32", "mean", [4]),

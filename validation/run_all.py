@@ -205,7 +205,8 @@ def combos(network, extra_only=False, parallel_only=False):
     parallel = [(b0, o, s, None, None, x) for o, s, x in dist_variants] if network in SCALING_NETWORKS else []
     if parallel_only:
         return parallel
-    plain = [] if extra_only else [(b, o, s, None, None, ()) for b in net.batches for o in OPTIMIZERS for s in MODES]
+    plain = [] if extra_only else [(b, o, s, None, None, ()) for b in net.batches for o in net.optimizers or OPTIMIZERS
+                                   for s in MODES]
     if VERSION == "1.13":
         amp = [(b0, o, True, "bfloat16", None, ()) for o in AMP_OPTIMIZERS] if network in AMP_NETWORKS else []
         variants = [(b0, o, True, None, "foreach", ()) for o in FOREACH_OPTIMIZERS] + \

@@ -53,6 +53,10 @@ struct Parameter {
   int owner = -1;              // the node that declared it
   bool trainable = true;       // the owner is not frozen
   int uses = 0;                // nodes that use it
+  std::int64_t sparse_rows = 0;  // > 0: a sparse gradient of this many rows (ParamDecl::sparse_rows)
+
+  /// The bytes of its .grad's storages: its own size, or a sparse gradient's int64 indices and values.
+  std::int64_t grad_bytes() const;
 };
 
 struct Storage {

@@ -207,6 +207,10 @@ struct ParamDecl {
   /// channels-last input gets a channels-last gradient): AccumulateGrad, which keeps a new
   /// gradient as .grad only when its strides are the parameter's, copies it when .grad is None.
   bool grad_restrided = false;
+  /// > 0: a sparse gradient (Embedding's `sparse: true`), a COO tensor of this many rows — the
+  /// ids looked up, repeats included, not coalesced: int64 indices [1, rows] viewing the ids and
+  /// values [rows, *shape[1:]], which are the output's gradient itself (AccumulateGrad keeps it).
+  std::int64_t sparse_rows = 0;
 };
 
 /// One event of a backward PyTorch runs as several autograd nodes — a recurrent layer's layers,

@@ -41,10 +41,11 @@ struct TorchProfile {
   // through saved_tensors_hooks in 1.13; 2.x saves it without them. Either way it is kept: this
   // decides only whether it counts as "saved" (what the hooks see).
   bool hooks_see_wrapped_numbers = false;
-  // Global average pooling (AdaptiveAvgPool*d to size 1): both run input.mean(spatial dims);
-  // 1.13's MeanBackward1 keeps the input (`_saved_self`), 2.13's only sizes. Other output
-  // sizes keep the input in both (validation/ops_saved_zoo.md).
-  bool global_avg_pool_keeps_input = false;
+  // x.mean(dims): 1.13's MeanBackward1 keeps the input (`_saved_self`), 2.13's only sizes. So
+  // do the Mean layer and global average pooling (AdaptiveAvgPool*d to size 1, which runs
+  // input.mean(spatial dims); other output sizes keep the input in both): validation/
+  // ops_saved_zoo.md, fixtures/torch-1.13/bow_sparse.json.
+  bool mean_keeps_input = false;
   // Unfold (im2col): 1.13's Im2ColBackward0 keeps its input (`_saved_self`); 2.13's keeps
   // only sizes (validation/ops_saved_zoo.md).
   bool im2col_keeps_input = false;

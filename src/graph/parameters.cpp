@@ -83,7 +83,7 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
       } catch (const OverflowError& e) {
         throw SizeError(layer.loc, title(layer) + ": its parameters do not fit in 64 bits (" + e.what() + ")");
       }
-      graph.parameters.push_back({layer.name + "." + p.name, {p.shape, p.dtype}, node_index, node.trainable, 0});
+      graph.parameters.push_back({layer.name + "." + p.name, {p.shape, p.dtype}, node_index, node.trainable, 0, p.sparse_rows});
       node.params[k] = static_cast<int>(graph.parameters.size()) - 1;
     }
     ++graph.parameters[static_cast<std::size_t>(node.params[k])].uses;
@@ -231,3 +231,13 @@ void order_parameters(Graph& graph) {
 }
 
 }  // namespace nnmem::detail
+
+namespace nnmem {
+
+std::int64_t Parameter::grad_bytes() const {
+  if (sparse_rows == 0) return type.bytes();
+  const std::int64_t row = type.shape.empty() ? 1 : type.numel() / type.shape.front();
+  return checked_mul(sparse_rows, checked_add(dtype_size(DType::Int64), checked_mul(row, dtype_size(type.dtype))));
+}
+
+}  // namespace nnmem

@@ -92,6 +92,10 @@ bool batch_independent(MemoryKind kind, Phase phase) {
 }  // namespace
 
 std::optional<BatchCurve> BatchCurve::probe(Graph small, const StepOptions& step) {
+  // A sparse gradient (Embedding's `sparse: true`) holds a row per id looked up: the model's
+  // state that batch_independent takes for constant grows with the batch. Estimated in full.
+  for (const Parameter& param : small.parameters)
+    if (param.sparse_rows > 0) return std::nullopt;
   std::int64_t p = std::max<std::int64_t>(largest_dimension(small), 64) + 1;
   while (!is_prime(p)) ++p;
   GraphOptions at_p = small.options;

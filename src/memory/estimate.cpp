@@ -171,6 +171,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     for (const detail::Segment& s : checkpoints.segments) e.checkpointed.push_back(s.name);
     std::set<int> kept_storages;
     std::vector<TensorType> trainable_params;
+    std::int64_t kept_grads = 0;  // zero_grad(set_to_none=False) keeps them: a sparse one it empties
     const auto keep = [&](LayerEstimate& l, int v) {
       const int storage = graph.values[static_cast<std::size_t>(v)].storage;
       if (kept_storages.insert(storage).second)
@@ -224,6 +225,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
       for (const Parameter& p : graph.parameters)
         if (p.trainable) trainable_params.push_back(p.type);
     if (training) check_implementation(options, *graph.options.torch, graph.options.device, graph.spec.loc);
+    if (training) detail::check_sparse_gradients(graph, options);
     for (int v : graph.inputs) {
       const TensorValue& in = graph.values[static_cast<std::size_t>(v)];
       e.inputs.push_back({in.name, in.type});
@@ -252,12 +254,16 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
         if (e.losses[k].weight && wrapped_saved) t.saved_bytes = sum(t.saved_bytes, detail::kWrappedNumberBytes);
       }
       if (options.grad_accum > 1 && wrapped_saved) t.saved_bytes = sum(t.saved_bytes, detail::kWrappedNumberBytes);
-      t.grad_bytes = t.trainable_param_bytes;
+      for (const Parameter& p : graph.parameters)
+        if (p.trainable) {
+          t.grad_bytes = sum(t.grad_bytes, p.grad_bytes());
+          if (p.sparse_rows == 0) kept_grads = sum(kept_grads, p.grad_bytes());
+        }
       e.optimizer_slots = detail::optimizer_slots(options, graph.options.device, trainable_params);
       for (const auto& s : e.optimizer_slots) t.optimizer_state_bytes = sum(t.optimizer_state_bytes, s.bytes);
     }
     t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
-    if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, t.grad_bytes);
+    if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, kept_grads);
 
     const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, trainable_params);
     if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);

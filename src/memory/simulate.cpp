@@ -241,7 +241,17 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
     // tensor read as the parameter itself (Alias::Parameter): the output's gradient is .grad.
     const bool read_as_is = node.trainable && node.result.alias == Alias::Parameter;
     std::vector<int> param_grads(node.trainable ? node.result.params.size() : 0, -1);
+    // A sparse gradient (Embedding's `sparse: true`): its values are the output's gradient and
+    // its indices view the ids (a model input): AccumulateGrad keeps both as .grad, no copy.
+    const auto sparse = [&](std::size_t k) -> const Parameter* {
+      const Parameter& p = graph_.parameters[static_cast<std::size_t>(node.params[k])];
+      return p.sparse_rows > 0 ? &p : nullptr;
+    };
     const auto param_grad = [&](std::size_t k) {
+      if (sparse(k)) {
+        memory_.hold(param_grads[k] = grad_out);
+        return;
+      }
       const int copy = node.param_casts[k];
       const ParamDecl& p = node.result.params[k];
       const TensorType type = copy >= 0 ? value(copy).type : TensorType{p.shape, p.dtype};
@@ -261,6 +271,13 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
         // --keep-grads, have AccumulateGrad add into it and free the new gradient.
         int complete = param_gradient(node.params[k], param_grads[k]);
         if (complete < 0) continue;  // a shared parameter's sum waits for its other uses
+        if (const Parameter* s = sparse(k); s && options_.keep_grads) {
+          // zero_grad(set_to_none=False) emptied .grad: adding into it makes new indices and values
+          const int added = memory_.alloc(MemoryKind::Gradients, s->grad_bytes(), "grad of " + s->name + " (sparse: indices and values)");
+          memory_.release(complete);
+          memory_.mark(added, Carry::Grad);
+          continue;
+        }
         // AccumulateGrad's copy into the parameter's strides, made where it would keep the gradient itself
         if (node.result.params[k].grad_restrided && micro_ == 1 && !options_.keep_grads)
           complete = cast_back(complete, memory_.bytes(complete), {"grad of ", name, ".", node.result.params[k].name,

@@ -140,12 +140,23 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
       if (u.grad_bytes > 0)
         grads.push_back(persist(MemoryKind::Gradients, u.grad_bytes, {"grad shards of ", u.name, " (from the previous step)"}, Carry::LastGrad));
     }
-  else
-    for (std::size_t k = 0; k < params.size(); ++k)
-      grads.push_back(persist(MemoryKind::Gradients, sharding.gradients ? shard_bytes(sharding, params[k]) : params[k].bytes(),
-                              {"grad of ", names.at(k), " (from the previous step)"}, Carry::LastGrad));
-  if (!options_.keep_grads)
-    for (int g : grads) memory_.release(g);
+  // zero_grad(set_to_none=False) empties a sparse gradient (sparse_resize_and_clear_) as it zeroes the dense ones
+  std::vector<int> emptied;
+  if (!sharding.gradients)
+    for (std::size_t k = 0, t = 0; k < graph_.parameters.size(); ++k) {
+      const Parameter& p = graph_.parameters[k];
+      if (!p.trainable) continue;
+      if (p.sparse_rows == 0) {
+        grads.push_back(persist(MemoryKind::Gradients, params[t].bytes(), {"grad of ", names.at(t), " (from the previous step)"}, Carry::LastGrad));
+      } else {  // its values, its indices viewing the ids; set_to_none=False: the copy AccumulateGrad made of both
+        const std::int64_t values = p.grad_bytes() - checked_mul(p.sparse_rows, dtype_size(DType::Int64));
+        grads.push_back(persist(MemoryKind::Gradients, options_.keep_grads ? p.grad_bytes() : values,
+                                {"grad of ", names.at(t), " (sparse, from the previous step)"}, Carry::LastGrad));
+        emptied.push_back(grads.back());
+      }
+      ++t;
+    }
+  for (int g : options_.keep_grads ? emptied : grads) memory_.release(g);
 }
 
 // The next micro-step of gradient accumulation starts where the last one left off: with its

@@ -30,6 +30,10 @@ struct StateTensor {
 std::vector<StateTensor> optimizer_state_tensors(const StepOptions& options, Device device,
                                                  const std::vector<TensorType>& params);
 
+/// Throws Error (at the Embedding) when a sparse gradient meets what nnmem does not model with
+/// one: an optimizer that refuses it or whose step depends on the ids, several uses, accumulation.
+void check_sparse_gradients(const Graph& graph, const StepOptions& options);
+
 /// Simulates optimizer.step(): the temporaries of the single-tensor (one parameter at a time)
 /// or the foreach (all parameters at once) implementation. State and grads are already live.
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,

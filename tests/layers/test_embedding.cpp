@@ -20,9 +20,19 @@ TEST_CASE("Embedding: int64 ids in, rows out; keeps the ids") {
   CHECK(rule_error("{type: Embedding, num_embeddings: 100, embedding_dim: 64, padding_idx: 100}",
                    {tensor({2, 8}, false, DType::Int64)}) ==
         "padding_idx must be in [-100, 99] for num_embeddings 100, found 100");
-  CHECK_HAS(rule_error("{type: Embedding, num_embeddings: 100, embedding_dim: 64, sparse: true}",
+  // sparse: true (validation/probe_sparse_embedding.py): a row per id looked up, repeats included —
+  // 16 here, whatever the table's 100 rows; a padding_idx would make it depend on the ids.
+  const auto sparse = run_rule("{type: Embedding, num_embeddings: 100, embedding_dim: 64, sparse: true}",
+                               {tensor({2, 8}, false, DType::Int64)});
+  CHECK(sparse.params[0].sparse_rows == 16);
+  CHECK(r.params[0].sparse_rows == 0);
+  Parameter table{"embed.weight", {{100, 64}, DType::Float32}, 0, true, 1, 16};
+  CHECK(table.grad_bytes() == 16 * 8 + 16 * 64 * 4);  // int64 indices [1, 16], float32 values [16, 64]
+  table.sparse_rows = 0;
+  CHECK(table.grad_bytes() == 100 * 64 * 4);
+  CHECK_HAS(rule_error("{type: Embedding, num_embeddings: 100, embedding_dim: 64, sparse: true, padding_idx: 0}",
                        {tensor({2, 8}, false, DType::Int64)}),
-            "sparse: true (a sparse gradient of the rows looked up) is not modelled yet");
+            "expected no padding_idx with sparse: true, found padding_idx 0");
 }
 
 TEST_CASE("Parameter and Constant read nothing") {
