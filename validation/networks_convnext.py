@@ -17,6 +17,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+from networks_efficientnet import StochasticDepth  # torchvision.ops.StochasticDepth
+
+
 class LayerNorm2d(nn.LayerNorm):
     """torchvision.models.convnext.LayerNorm2d: layer_norm over the channels, permuted last and back."""
 
@@ -48,7 +51,6 @@ class Conv2dNormActivation(nn.Sequential):
 class CNBlock(nn.Module):
     def __init__(self, dim, layer_scale, stochastic_depth_prob):
         super().__init__()
-        from networks import StochasticDepth  # torchvision.ops.StochasticDepth (networks imports this file)
         self.block = nn.Sequential(
             nn.Conv2d(dim, dim, kernel_size=7, padding=3, groups=dim, bias=True),
             Permute([0, 2, 3, 1]),
