@@ -30,6 +30,12 @@ inline std::string scratch_of(const std::vector<Scratch>& list) {
   return s;
 }
 
+/// One layer's rule on one float32 CPU input in training: whether the input needs a gradient,
+/// whether the layer trains.
+inline LayerResult run_one(const std::string& yaml, const Shape& in, bool input_grad = true, bool trainable = true) {
+  return run_rule(yaml, {tensor(in, input_grad)}, kCpu, trainable);
+}
+
 /// The message of the LayerError (or Error) run_rule raises in `ctx`, "" if none.
 inline std::string rule_error_in(const Context& ctx, const std::string& layer_yaml, const std::vector<InputTensor>& inputs) {
   try {

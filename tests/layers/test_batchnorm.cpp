@@ -11,9 +11,6 @@ using namespace nnmem;
 using namespace nnmem::test;
 
 namespace {
-LayerResult bn(const std::string& yaml, const Shape& in, bool input_grad = true, bool trainable = true) {
-  return run_rule(yaml, {tensor(in, input_grad)}, kCpu, trainable);
-}
 const char* const kStats = "input0 extra[16]:float32 extra[16]:float32";
 // The LayerError a rule raises in context `ctx`, "" if none.
 std::string rule_error_in(const std::string& yaml, const Shape& in, const Context& ctx) {
@@ -29,7 +26,7 @@ std::string rule_error_in(const std::string& yaml, const Shape& in, const Contex
 TEST_CASE("BatchNorm2d: parameters; buffers; MACs and what backward keeps") {
   // BatchNorm2d(16) on [4, 16, 8, 8]: 32 params; buffers running_mean, running_var (float32 [16])
   // and num_batches_tracked (int64 scalar)
-  const auto r = bn("{type: BatchNorm2d}", {4, 16, 8, 8});
+  const auto r = run_one("{type: BatchNorm2d}", {4, 16, 8, 8});
   CHECK(out_shape(r) == "[4, 16, 8, 8]");
   CHECK(r.outputs[0].dtype == DType::Float32);
   CHECK(params_of(r) == "weight[16] bias[16]");
@@ -42,24 +39,24 @@ TEST_CASE("BatchNorm2d: parameters; buffers; MACs and what backward keeps") {
   CHECK(r.saved[1].what == "save_mean");
   CHECK(r.saved[2].what == "save_invstd");
   // num_features given and matching
-  CHECK(param_count(bn("{type: BatchNorm2d, num_features: 16}", {4, 16, 8, 8})) == 32);
+  CHECK(param_count(run_one("{type: BatchNorm2d, num_features: 16}", {4, 16, 8, 8})) == 32);
 }
 
 TEST_CASE("BatchNorm2d: affine and track_running_stats") {
   SUBCASE("affine: false") {  // BatchNorm2d(16, affine=False): 0 params, the same 3 buffers
-    const auto r = bn("{type: BatchNorm2d, affine: false}", {4, 16, 8, 8});
+    const auto r = run_one("{type: BatchNorm2d, affine: false}", {4, 16, 8, 8});
     CHECK(r.params.empty());
     CHECK(buffers_of(r) == "running_mean[16]:float32 running_var[16]:float32 num_batches_tracked[]:int64");
     CHECK(saved_of(r) == kStats);
   }
   SUBCASE("track_running_stats: false") {  // 32 params, no buffers
-    const auto r = bn("{type: BatchNorm2d, track_running_stats: false}", {4, 16, 8, 8});
+    const auto r = run_one("{type: BatchNorm2d, track_running_stats: false}", {4, 16, 8, 8});
     CHECK(param_count(r) == 32);
     CHECK(r.buffers.empty());
     CHECK(saved_of(r) == kStats);
   }
   SUBCASE("both false") {
-    const auto r = bn("{type: BatchNorm2d, affine: false, track_running_stats: false}", {4, 16, 8, 8});
+    const auto r = run_one("{type: BatchNorm2d, affine: false, track_running_stats: false}", {4, 16, 8, 8});
     CHECK(r.params.empty());
     CHECK(r.buffers.empty());
     CHECK(out_shape(r) == "[4, 16, 8, 8]");
@@ -71,18 +68,18 @@ TEST_CASE("BatchNorm: what backward keeps depends on who needs a gradient") {
   // PyTorch 1.13 (hooks), affine: the node exists (and keeps input + stats) unless neither the
   // input nor the weight needs a gradient.
   const std::string affine = "{type: BatchNorm2d}";
-  CHECK(saved_of(bn(affine, {4, 16, 8, 8}, true, true)) == kStats);
-  CHECK(saved_of(bn(affine, {4, 16, 8, 8}, false, true)) == kStats);
-  CHECK(saved_of(bn(affine, {4, 16, 8, 8}, true, false)) == kStats);
-  CHECK(saved_of(bn(affine, {4, 16, 8, 8}, false, false)).empty());
+  CHECK(saved_of(run_one(affine, {4, 16, 8, 8}, true, true)) == kStats);
+  CHECK(saved_of(run_one(affine, {4, 16, 8, 8}, false, true)) == kStats);
+  CHECK(saved_of(run_one(affine, {4, 16, 8, 8}, true, false)) == kStats);
+  CHECK(saved_of(run_one(affine, {4, 16, 8, 8}, false, false)).empty());
   // affine=False: only the input's gradient can need the node
   const std::string plain = "{type: BatchNorm2d, affine: false}";
-  CHECK(saved_of(bn(plain, {4, 16, 8, 8}, true, true)) == kStats);
-  CHECK(saved_of(bn(plain, {4, 16, 8, 8}, false, true)).empty());
-  CHECK(saved_of(bn(plain, {4, 16, 8, 8}, true, false)) == kStats);
-  CHECK(saved_of(bn(plain, {4, 16, 8, 8}, false, false)).empty());
+  CHECK(saved_of(run_one(plain, {4, 16, 8, 8}, true, true)) == kStats);
+  CHECK(saved_of(run_one(plain, {4, 16, 8, 8}, false, true)).empty());
+  CHECK(saved_of(run_one(plain, {4, 16, 8, 8}, true, false)) == kStats);
+  CHECK(saved_of(run_one(plain, {4, 16, 8, 8}, false, false)).empty());
   // track_running_stats=False keeps the same (input + save_mean + save_invstd)
-  CHECK(saved_of(bn("{type: BatchNorm2d, track_running_stats: false}", {4, 16, 8, 8}, false, true)) == kStats);
+  CHECK(saved_of(run_one("{type: BatchNorm2d, track_running_stats: false}", {4, 16, 8, 8}, false, true)) == kStats);
   // evaluation: no backward
   CHECK(saved_of(run_rule(affine, {tensor({4, 16, 8, 8})}, kEval)).empty());
 }
@@ -109,15 +106,15 @@ TEST_CASE("BatchNorm: the statistics' dtype") {
 
 TEST_CASE("BatchNorm1d and BatchNorm3d") {
   // BatchNorm1d(10) on [8, 10] and on [8, 10, 5]: 20 params, output = input shape
-  auto r = bn("{type: BatchNorm1d}", {8, 10});
+  auto r = run_one("{type: BatchNorm1d}", {8, 10});
   CHECK(out_shape(r) == "[8, 10]");
   CHECK(param_count(r) == 20);
   CHECK(saved_of(r) == "input0 extra[10]:float32 extra[10]:float32");
-  r = bn("{type: BatchNorm1d}", {8, 10, 5});
+  r = run_one("{type: BatchNorm1d}", {8, 10, 5});
   CHECK(out_shape(r) == "[8, 10, 5]");
   CHECK(r.macs == 8 * 10 * 5);
   // BatchNorm3d(4) on [2, 4, 3, 5, 6]: 8 params
-  r = bn("{type: BatchNorm3d}", {2, 4, 3, 5, 6});
+  r = run_one("{type: BatchNorm3d}", {2, 4, 3, 5, 6});
   CHECK(out_shape(r) == "[2, 4, 3, 5, 6]");
   CHECK(param_count(r) == 8);
   CHECK(buffers_of(r) == "running_mean[4]:float32 running_var[4]:float32 num_batches_tracked[]:int64");
@@ -161,7 +158,7 @@ TEST_CASE("BatchNorm: momentum null is accepted") {
   CHECK(one_layer_error("{type: BatchNorm2d, momentum: null}", {4, 3, 3}) == "");
   // momentum=None changes only how running statistics are averaged: the same buffers and saves
   // (PyTorch 1.13, hooks: input + 2 x [4] on [2, 4, 3, 3])
-  const auto r = bn("{type: BatchNorm2d, momentum: null}", {2, 4, 3, 3});
+  const auto r = run_one("{type: BatchNorm2d, momentum: null}", {2, 4, 3, 3});
   CHECK(buffers_of(r) == "running_mean[4]:float32 running_var[4]:float32 num_batches_tracked[]:int64");
   CHECK(saved_of(r) == "input0 extra[4]:float32 extra[4]:float32");
   // still a number in [0, 1] when given

@@ -7,15 +7,9 @@
 using namespace nnmem;
 using namespace nnmem::test;
 
-namespace {
-LayerResult conv(const std::string& yaml, const Shape& in, bool input_grad = true, bool trainable = true) {
-  return run_rule(yaml, {tensor(in, input_grad)}, kCpu, trainable);
-}
-}  // namespace
-
 TEST_CASE("Conv2d: shapes; parameters and MACs") {
   SUBCASE("plain 3x3") {  // Conv2d(3, 8, 3) on [2, 3, 32, 32] -> [2, 8, 30, 30], 224 params
-    const auto r = conv("{type: Conv2d, out_channels: 8, kernel_size: 3}", {2, 3, 32, 32});
+    const auto r = run_one("{type: Conv2d, out_channels: 8, kernel_size: 3}", {2, 3, 32, 32});
     CHECK(out_shape(r) == "[2, 8, 30, 30]");
     CHECK(params_of(r) == "weight[8, 3, 3, 3] bias[8]");
     CHECK(param_count(r) == 224);
@@ -26,234 +20,74 @@ TEST_CASE("Conv2d: shapes; parameters and MACs") {
     CHECK(r.outputs[0].dtype == DType::Float32);
   }
   SUBCASE("stride 2, padding 1") {  // Conv2d(3, 8, 3, stride=2, padding=1) -> [2, 8, 16, 16]
-    const auto r = conv("{type: Conv2d, out_channels: 8, kernel_size: 3, stride: 2, padding: 1}", {2, 3, 32, 32});
+    const auto r = run_one("{type: Conv2d, out_channels: 8, kernel_size: 3, stride: 2, padding: 1}", {2, 3, 32, 32});
     CHECK(out_shape(r) == "[2, 8, 16, 16]");
     CHECK(r.macs == 2 * 8 * 16 * 16 * 27);
   }
   SUBCASE("groups 4, no bias") {  // Conv2d(8, 16, 3, groups=4, padding=1, bias=False) -> [1, 16, 10, 10], 288
-    const auto r = conv("{type: Conv2d, out_channels: 16, kernel_size: 3, groups: 4, padding: 1, bias: false}", {1, 8, 10, 10});
+    const auto r = run_one("{type: Conv2d, out_channels: 16, kernel_size: 3, groups: 4, padding: 1, bias: false}", {1, 8, 10, 10});
     CHECK(out_shape(r) == "[1, 16, 10, 10]");
     CHECK(params_of(r) == "weight[16, 2, 3, 3]");
     CHECK(param_count(r) == 288);
     CHECK(r.macs == 16 * 10 * 10 * (2 * 9));
   }
   SUBCASE("depthwise") {  // Conv2d(32, 32, 3, groups=32, padding=1) -> [1, 32, 14, 14], 320
-    const auto r = conv("{type: Conv2d, out_channels: 32, kernel_size: 3, groups: 32, padding: 1}", {1, 32, 14, 14});
+    const auto r = run_one("{type: Conv2d, out_channels: 32, kernel_size: 3, groups: 32, padding: 1}", {1, 32, 14, 14});
     CHECK(out_shape(r) == "[1, 32, 14, 14]");
     CHECK(params_of(r) == "weight[32, 1, 3, 3] bias[32]");
     CHECK(param_count(r) == 320);
     CHECK(r.macs == 32 * 14 * 14 * 9);
   }
   SUBCASE("depthwise with multiplier 2") {  // Conv2d(16, 32, 5, groups=16, stride=2) on 15x15 -> [1, 32, 6, 6], 832
-    const auto r = conv("{type: Conv2d, out_channels: 32, kernel_size: 5, groups: 16, stride: 2}", {1, 16, 15, 15});
+    const auto r = run_one("{type: Conv2d, out_channels: 32, kernel_size: 5, groups: 16, stride: 2}", {1, 16, 15, 15});
     CHECK(out_shape(r) == "[1, 32, 6, 6]");
     CHECK(param_count(r) == 832);
   }
   SUBCASE("dilation 2") {  // Conv2d(4, 4, 3, dilation=2) on 9x9 -> [1, 4, 5, 5], 148
-    const auto r = conv("{type: Conv2d, out_channels: 4, kernel_size: 3, dilation: 2}", {1, 4, 9, 9});
+    const auto r = run_one("{type: Conv2d, out_channels: 4, kernel_size: 3, dilation: 2}", {1, 4, 9, 9});
     CHECK(out_shape(r) == "[1, 4, 5, 5]");
     CHECK(param_count(r) == 148);
   }
   SUBCASE("dilation [2, 1]") {  // Conv2d(4, 6, 3, dilation=(2, 1)) on 9x9 -> [1, 6, 5, 7], 222
-    const auto r = conv("{type: Conv2d, out_channels: 6, kernel_size: 3, dilation: [2, 1]}", {1, 4, 9, 9});
+    const auto r = run_one("{type: Conv2d, out_channels: 6, kernel_size: 3, dilation: [2, 1]}", {1, 4, 9, 9});
     CHECK(out_shape(r) == "[1, 6, 5, 7]");
     CHECK(param_count(r) == 222);
   }
   SUBCASE("kernel [3, 5], padding [1, 2]") {  // Conv2d(3, 4, (3, 5), padding=(1, 2)) on 7x11 -> [1, 4, 7, 11], 184
-    const auto r = conv("{type: Conv2d, out_channels: 4, kernel_size: [3, 5], padding: [1, 2]}", {1, 3, 7, 11});
+    const auto r = run_one("{type: Conv2d, out_channels: 4, kernel_size: [3, 5], padding: [1, 2]}", {1, 3, 7, 11});
     CHECK(out_shape(r) == "[1, 4, 7, 11]");
     CHECK(params_of(r) == "weight[4, 3, 3, 5] bias[4]");
     CHECK(param_count(r) == 184);
   }
   SUBCASE("kernel [40, 1]") {  // Conv2d(1, 8, (40, 1)) on [1, 1, 128, 9] -> [1, 8, 89, 9], 328
-    const auto r = conv("{type: Conv2d, out_channels: 8, kernel_size: [40, 1]}", {1, 1, 128, 9});
+    const auto r = run_one("{type: Conv2d, out_channels: 8, kernel_size: [40, 1]}", {1, 1, 128, 9});
     CHECK(out_shape(r) == "[1, 8, 89, 9]");
     CHECK(params_of(r) == "weight[8, 1, 40, 1] bias[8]");
     CHECK(param_count(r) == 328);
     CHECK(r.macs == 8 * 89 * 9 * 40);  // profiler: 512,640 FLOPs
     // Conv2d(1, 8, (40, 1), stride=(2, 1)) -> [1, 8, 45, 9]
-    CHECK(out_shape(conv("{type: Conv2d, out_channels: 8, kernel_size: [40, 1], stride: [2, 1]}", {1, 1, 128, 9})) ==
+    CHECK(out_shape(run_one("{type: Conv2d, out_channels: 8, kernel_size: [40, 1], stride: [2, 1]}", {1, 1, 128, 9})) ==
           "[1, 8, 45, 9]");
   }
   SUBCASE("in_channels given and matching") {
-    CHECK(out_shape(conv("{type: Conv2d, in_channels: 3, out_channels: 8, kernel_size: 3}", {2, 3, 32, 32})) ==
+    CHECK(out_shape(run_one("{type: Conv2d, in_channels: 3, out_channels: 8, kernel_size: 3}", {2, 3, 32, 32})) ==
           "[2, 8, 30, 30]");
   }
-}
-
-TEST_CASE("Conv2d: padding 'same' and 'valid'") {
-  // Conv2d(3, 6, 4, padding='same', dilation=2) on 11x13 -> [1, 6, 11, 13], 294
-  auto r = conv("{type: Conv2d, out_channels: 6, kernel_size: 4, padding: same, dilation: 2}", {1, 3, 11, 13});
-  CHECK(out_shape(r) == "[1, 6, 11, 13]");
-  CHECK(param_count(r) == 294);
-  CHECK(saved_of(r) == "input0");  // the extent 7 pads 3 on each side: symmetric, no copy
-  // Conv2d(3, 6, (3, 5), padding='same') -> [1, 6, 11, 13], 276
-  r = conv("{type: Conv2d, out_channels: 6, kernel_size: [3, 5], padding: same}", {1, 3, 11, 13});
-  CHECK(out_shape(r) == "[1, 6, 11, 13]");
-  CHECK(param_count(r) == 276);
-  // Conv2d(3, 6, 3, padding='valid') -> [1, 6, 9, 11], 168
-  r = conv("{type: Conv2d, out_channels: 6, kernel_size: 3, padding: valid}", {1, 3, 11, 13});
-  CHECK(out_shape(r) == "[1, 6, 9, 11]");
-  CHECK(param_count(r) == 168);
-  // PyTorch: "padding='same' is not supported for strided convolutions"
-  const auto msg = rule_error("{type: Conv2d, out_channels: 6, kernel_size: 3, padding: same, stride: 2}", {tensor({1, 3, 11, 13})});
-  CHECK_HAS(msg, "padding 'same' needs stride 1");
-  CHECK_HAS(msg, "found stride 2");
-}
-
-// PyTorch 1.13, 'same' with an even extent (kernel 4): F.conv2d pads the extra row and column
-// with constant_pad_nd, and the convolution keeps that padded copy, [1, 3, 9, 9], not the input.
-TEST_CASE("Conv2d: padding 'same' with an even kernel keeps a padded copy") {
-  const auto r = conv("{type: Conv2d, out_channels: 4, kernel_size: 4, padding: same}", {1, 3, 8, 8});
-  CHECK(out_shape(r) == "[1, 4, 8, 8]");
-  CHECK(param_count(r) == 196);
-  CHECK(saved_of(r) == "extra[1, 3, 9, 9]:float32");
-}
-
-TEST_CASE("Conv2d: padding_mode reflect / replicate / circular") {
-  const std::string reflect = "{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 2, padding_mode: reflect}";
-  // Conv2d(3, 4, 3, padding=2, padding_mode='reflect') on 8x8 -> [1, 4, 10, 10]; F.pad keeps the input,
-  // the convolution keeps the padded copy [1, 3, 12, 12].
-  auto r = conv(reflect, {1, 3, 8, 8});
-  CHECK(out_shape(r) == "[1, 4, 10, 10]");
-  CHECK(param_count(r) == 112);
-  CHECK(saved_of(r) == "extra[1, 3, 12, 12]:float32 input0");
-  CHECK(saved_of(conv(reflect, {1, 3, 8, 8}, false)) == "extra[1, 3, 12, 12]:float32");        // input needs no grad
-  CHECK(saved_of(conv(reflect, {1, 3, 8, 8}, true, false)) == "extra[1, 3, 12, 12]:float32 input0");  // frozen
-  CHECK(saved_of(conv(reflect, {1, 3, 8, 8}, false, false)).empty());
-  // reflect padding 7 on 8 is allowed -> [1, 4, 20, 20]; 8 is not ("Padding size should be less than …")
-  CHECK(out_shape(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 7, padding_mode: reflect}", {1, 3, 8, 8})) ==
-        "[1, 4, 20, 20]");
-  auto msg = rule_error("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 8, padding_mode: reflect}", {tensor({1, 3, 8, 8})});
-  CHECK_HAS(msg, "reflect padding 8 must be smaller than the input height 8");
-  msg = rule_error("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: [1, 3], padding_mode: reflect}", {tensor({1, 3, 5, 3})});
-  CHECK_HAS(msg, "reflect padding 3 must be smaller than the input width 3");
-
-  // replicate: same bookkeeping; padding 10 on 8 is fine -> [1, 4, 26, 26]
-  const std::string replicate = "{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 1, padding_mode: replicate}";
-  CHECK(out_shape(conv(replicate, {1, 3, 8, 8})) == "[1, 4, 8, 8]");
-  CHECK(saved_of(conv(replicate, {1, 3, 8, 8})) == "extra[1, 3, 10, 10]:float32 input0");
-  CHECK(saved_of(conv(replicate, {1, 3, 8, 8}, false)) == "extra[1, 3, 10, 10]:float32");
-  CHECK(out_shape(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 10, padding_mode: replicate}", {1, 3, 8, 8})) ==
-        "[1, 4, 26, 26]");
-
-  // circular: the padding is built with cat/slices, which keep nothing; only the padded copy is kept
-  const std::string circular = "{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 1, padding_mode: circular}";
-  CHECK(out_shape(conv(circular, {1, 3, 8, 8})) == "[1, 4, 8, 8]");
-  CHECK(saved_of(conv(circular, {1, 3, 8, 8})) == "extra[1, 3, 10, 10]:float32");
-  // circular padding 8 on 8 wraps exactly once -> [1, 4, 22, 22]
-  CHECK(out_shape(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 8, padding_mode: circular}", {1, 3, 8, 8})) ==
-        "[1, 4, 22, 22]");
-
-  // per-dimension padding and other ranks: reflect (0, 1) -> padded [1, 3, 8, 10]; Conv1d reflect 2 ->
-  // [1, 3, 12]; Conv3d replicate 1 on [1, 2, 4, 5, 6] -> [1, 2, 6, 7, 8]
-  r = conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: [0, 1], padding_mode: reflect}", {1, 3, 8, 8});
-  CHECK(out_shape(r) == "[1, 4, 6, 8]");
-  CHECK(saved_of(r) == "extra[1, 3, 8, 10]:float32 input0");
-  r = conv("{type: Conv1d, out_channels: 4, kernel_size: 3, padding: 2, padding_mode: reflect}", {1, 3, 8});
-  CHECK(out_shape(r) == "[1, 4, 10]");
-  CHECK(saved_of(r) == "extra[1, 3, 12]:float32 input0");
-  r = conv("{type: Conv3d, out_channels: 4, kernel_size: 3, padding: 1, padding_mode: replicate}", {1, 2, 4, 5, 6});
-  CHECK(out_shape(r) == "[1, 4, 4, 5, 6]");
-  CHECK(saved_of(r) == "extra[1, 2, 6, 7, 8]:float32 input0");
-
-  // zeros (the default) keeps the input itself
-  CHECK(saved_of(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 1, padding_mode: zeros}", {1, 3, 8, 8})) == "input0");
-}
-
-// PyTorch 1.13: "Padding value causes wrapping around more than once." (padding 9 on 8; 3 on 2)
-TEST_CASE("Conv2d: circular padding larger than the input is an error") {
-  auto msg = rule_error("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 9, padding_mode: circular}", {tensor({1, 3, 8, 8})});
-  CHECK_HAS(msg, "9");
-  CHECK_HAS(msg, "8");
-  msg = rule_error("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 3, padding_mode: circular}", {tensor({1, 3, 2, 2})});
-  CHECK_HAS(msg, "3");
-  CHECK_HAS(msg, "2");
-}
-
-// PyTorch 1.13 always runs F.pad for a non-zeros padding_mode, even with padding 0, 'valid' or
-// 'same': reflect/replicate + padding 0 or 'valid' keep the input and an unpadded copy [1, 3, 8, 8]
-// (circular: the copy only); reflect + 'same' (kernel 3) keeps the input and [1, 3, 10, 10];
-// circular + 'same' (kernel 4) keeps [1, 3, 11, 11].
-TEST_CASE("Conv2d: non-zeros padding_mode with padding 0 or 'same' keeps a padded copy") {
-  auto r = conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 0, padding_mode: reflect}", {1, 3, 8, 8});
-  CHECK(out_shape(r) == "[1, 4, 6, 6]");
-  CHECK(saved_of(r) == "extra[1, 3, 8, 8]:float32 input0");
-  CHECK(saved_of(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: valid, padding_mode: replicate}", {1, 3, 8, 8})) ==
-        "extra[1, 3, 8, 8]:float32 input0");
-  CHECK(saved_of(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 0, padding_mode: circular}", {1, 3, 8, 8})) ==
-        "extra[1, 3, 8, 8]:float32");
-  r = conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: same, padding_mode: reflect}", {1, 3, 8, 8});
-  CHECK(out_shape(r) == "[1, 4, 8, 8]");
-  CHECK(saved_of(r) == "extra[1, 3, 10, 10]:float32 input0");
-  CHECK(saved_of(conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: same, padding_mode: reflect}", {1, 3, 8, 8}, false)) ==
-        "extra[1, 3, 10, 10]:float32");
-  r = conv("{type: Conv2d, out_channels: 4, kernel_size: 4, padding: same, padding_mode: circular}", {1, 3, 8, 8});
-  CHECK(out_shape(r) == "[1, 4, 8, 8]");
-  CHECK(saved_of(r) == "extra[1, 3, 11, 11]:float32");
-}
-
-// PyTorch 1.13 (hooks) for the odd-total 'same' copy: it is padded only where the total is odd
-// (kernel (4, 3) -> [1, 3, 9, 8]; Conv1d kernel 2 -> [1, 3, 9]); a dilated even kernel with an even
-// total needs no copy (kernel 4, dilation 2: see above); the copy is kept whenever the node
-// exists, like the input it replaces.
-TEST_CASE("Conv: padding 'same' with an odd total, in detail") {
-  CHECK(saved_of(conv("{type: Conv2d, out_channels: 4, kernel_size: [4, 3], padding: same}", {1, 3, 8, 8})) ==
-        "extra[1, 3, 9, 8]:float32");
-  const auto r = conv("{type: Conv1d, out_channels: 4, kernel_size: 2, padding: same}", {1, 3, 8});
-  CHECK(out_shape(r) == "[1, 4, 8]");
-  CHECK(saved_of(r) == "extra[1, 3, 9]:float32");
-  const std::string even = "{type: Conv2d, out_channels: 4, kernel_size: 4, padding: same}";
-  CHECK(saved_of(conv(even, {1, 3, 8, 8}, false, true)) == "extra[1, 3, 9, 9]:float32");  // only the weight needs a grad
-  CHECK(saved_of(conv(even, {1, 3, 8, 8}, true, false)) == "extra[1, 3, 9, 9]:float32");  // frozen
-  CHECK(saved_of(conv(even, {1, 3, 8, 8}, false, false)).empty());
-}
-
-// PyTorch 1.13: for a non-zeros padding_mode, 'same' is split as (total // 2, total - total // 2)
-// and F.pad checks each side: reflect + 'same', kernel 4 (padding (1, 2)) on 8x8 keeps the input
-// and [1, 3, 11, 11]; on 2x2 "Padding size should be less than the corresponding input dimension,
-// but got: padding (1, 2)"; reflect + 'same', kernel 5 on 2x2 likewise. Circular + 'same', kernel 5
-// (2 each side) on 2x2 runs, keeping [1, 3, 6, 6]; kernel 7 (3 each side) wraps around more than
-// once, as does circular padding (1, 4) on [1, 3, 5, 3] and Conv1d circular 5 on length 4.
-TEST_CASE("Conv: padding_mode limits, per side") {
-  auto r = conv("{type: Conv2d, out_channels: 4, kernel_size: 4, padding: same, padding_mode: reflect}", {1, 3, 8, 8});
-  CHECK(out_shape(r) == "[1, 4, 8, 8]");
-  CHECK(saved_of(r) == "extra[1, 3, 11, 11]:float32 input0");
-  for (const std::string k : {"4", "5"})
-    CHECK(rule_error("{type: Conv2d, out_channels: 4, kernel_size: " + k + ", padding: same, padding_mode: reflect}",
-                     {tensor({1, 3, 2, 2})}) == "reflect padding 2 must be smaller than the input height 2");
-  r = conv("{type: Conv2d, out_channels: 4, kernel_size: 5, padding: same, padding_mode: circular}", {1, 3, 2, 2});
-  CHECK(out_shape(r) == "[1, 4, 2, 2]");
-  CHECK(saved_of(r) == "extra[1, 3, 6, 6]:float32");
-  auto msg = rule_error("{type: Conv2d, out_channels: 4, kernel_size: 7, padding: same, padding_mode: circular}", {tensor({1, 3, 2, 2})});
-  CHECK(msg == "circular padding 3 must be at most the input height 2 (it would wrap around more than once)");
-  // circular padding equal to the size wraps exactly once: (1, 3) on [1, 3, 5, 3] -> [1, 4, 5, 7], copy [1, 3, 7, 9]
-  r = conv("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: [1, 3], padding_mode: circular}", {1, 3, 5, 3});
-  CHECK(out_shape(r) == "[1, 4, 5, 7]");
-  CHECK(saved_of(r) == "extra[1, 3, 7, 9]:float32");
-  msg = rule_error("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: [1, 4], padding_mode: circular}", {tensor({1, 3, 5, 3})});
-  CHECK(msg == "circular padding 4 must be at most the input width 3 (it would wrap around more than once)");
-  msg = rule_error("{type: Conv1d, out_channels: 4, kernel_size: 3, padding: 5, padding_mode: circular}", {tensor({1, 3, 4})});
-  CHECK(msg == "circular padding 5 must be at most the input length 4 (it would wrap around more than once)");
-  // the error points at padding in a spec
-  CHECK(one_layer_error("{type: Conv2d, out_channels: 4, kernel_size: 3, padding: 9, padding_mode: circular}", {3, 8, 8}) ==
-        "test.yaml:4:62: error: Conv2d '0': circular padding 9 must be at most the input height 8 (it would wrap around "
-        "more than once)");
 }
 
 TEST_CASE("Conv: what backward keeps depends on who needs a gradient") {
   const std::string yaml = "{type: Conv2d, out_channels: 8, kernel_size: 3}";
   // convolution_backward needs input and weight for any of the grads: the input is kept when the
   // input or the weight needs a gradient (PyTorch: saved input + weight in all three cases).
-  CHECK(saved_of(conv(yaml, {2, 3, 32, 32}, true, true)) == "input0");
-  CHECK(saved_of(conv(yaml, {2, 3, 32, 32}, false, true)) == "input0");
-  CHECK(saved_of(conv(yaml, {2, 3, 32, 32}, true, false)) == "input0");
-  CHECK(saved_of(conv(yaml, {2, 3, 32, 32}, false, false)).empty());  // no autograd node at all
+  CHECK(saved_of(run_one(yaml, {2, 3, 32, 32}, true, true)) == "input0");
+  CHECK(saved_of(run_one(yaml, {2, 3, 32, 32}, false, true)) == "input0");
+  CHECK(saved_of(run_one(yaml, {2, 3, 32, 32}, true, false)) == "input0");
+  CHECK(saved_of(run_one(yaml, {2, 3, 32, 32}, false, false)).empty());  // no autograd node at all
   // ...and the weight with it (free in float32; under autocast its low-precision copy).
-  CHECK(kept_params(conv(yaml, {2, 3, 32, 32}, true, true)) == "param0");
-  CHECK(kept_params(conv(yaml, {2, 3, 32, 32}, false, true)) == "param0");
-  CHECK(kept_params(conv(yaml, {2, 3, 32, 32}, true, false)) == "param0");
-  CHECK(kept_params(conv(yaml, {2, 3, 32, 32}, false, false)).empty());
+  CHECK(kept_params(run_one(yaml, {2, 3, 32, 32}, true, true)) == "param0");
+  CHECK(kept_params(run_one(yaml, {2, 3, 32, 32}, false, true)) == "param0");
+  CHECK(kept_params(run_one(yaml, {2, 3, 32, 32}, true, false)) == "param0");
+  CHECK(kept_params(run_one(yaml, {2, 3, 32, 32}, false, false)).empty());
   // Evaluation keeps nothing, and the shapes do not change.
   const auto eval = run_rule(yaml, {tensor({2, 3, 32, 32})}, kEval);
   CHECK(saved_of(eval).empty());
@@ -261,68 +95,68 @@ TEST_CASE("Conv: what backward keeps depends on who needs a gradient") {
   CHECK(param_count(eval) == 224);
   // ConvTranspose2d: the same rule
   const std::string t = "{type: ConvTranspose2d, out_channels: 33, kernel_size: 3, stride: 2}";
-  CHECK(saved_of(conv(t, {1, 16, 12, 12}, true, false)) == "input0");
-  CHECK(saved_of(conv(t, {1, 16, 12, 12}, false, false)).empty());
+  CHECK(saved_of(run_one(t, {1, 16, 12, 12}, true, false)) == "input0");
+  CHECK(saved_of(run_one(t, {1, 16, 12, 12}, false, false)).empty());
 }
 
 TEST_CASE("Conv1d and Conv3d") {
   // Conv1d(16, 33, 3, stride=2) on [20, 16, 50] -> [20, 33, 24], 1,617
-  auto r = conv("{type: Conv1d, out_channels: 33, kernel_size: 3, stride: 2}", {20, 16, 50});
+  auto r = run_one("{type: Conv1d, out_channels: 33, kernel_size: 3, stride: 2}", {20, 16, 50});
   CHECK(out_shape(r) == "[20, 33, 24]");
   CHECK(params_of(r) == "weight[33, 16, 3] bias[33]");
   CHECK(param_count(r) == 1617);
   CHECK(r.macs == 20 * 33 * 24 * 16 * 3);
   // Conv1d(4, 6, 7, padding=3, dilation=2, groups=2) on [2, 4, 30] -> [2, 6, 24], 90
-  r = conv("{type: Conv1d, out_channels: 6, kernel_size: 7, padding: 3, dilation: 2, groups: 2}", {2, 4, 30});
+  r = run_one("{type: Conv1d, out_channels: 6, kernel_size: 7, padding: 3, dilation: 2, groups: 2}", {2, 4, 30});
   CHECK(out_shape(r) == "[2, 6, 24]");
   CHECK(param_count(r) == 90);
   // Conv3d(16, 33, (3, 5, 2), stride=(2, 1, 1), padding=(4, 2, 0)) on [2, 16, 10, 50, 100] -> [2, 33, 8, 50, 99], 15,873
-  r = conv("{type: Conv3d, out_channels: 33, kernel_size: [3, 5, 2], stride: [2, 1, 1], padding: [4, 2, 0]}", {2, 16, 10, 50, 100});
+  r = run_one("{type: Conv3d, out_channels: 33, kernel_size: [3, 5, 2], stride: [2, 1, 1], padding: [4, 2, 0]}", {2, 16, 10, 50, 100});
   CHECK(out_shape(r) == "[2, 33, 8, 50, 99]");
   CHECK(params_of(r) == "weight[33, 16, 3, 5, 2] bias[33]");
   CHECK(param_count(r) == 15873);
   CHECK(r.macs == std::int64_t{2} * 33 * 8 * 50 * 99 * (16 * 30));
   // Conv3d(2, 4, 3, padding='same') on [1, 2, 5, 6, 7] -> [1, 4, 5, 6, 7], 220
-  r = conv("{type: Conv3d, out_channels: 4, kernel_size: 3, padding: same}", {1, 2, 5, 6, 7});
+  r = run_one("{type: Conv3d, out_channels: 4, kernel_size: 3, padding: same}", {1, 2, 5, 6, 7});
   CHECK(out_shape(r) == "[1, 4, 5, 6, 7]");
   CHECK(param_count(r) == 220);
 }
 
 TEST_CASE("ConvTranspose: shapes; output_padding; groups") {
   // ConvTranspose2d(16, 33, 3, stride=2) on [1, 16, 12, 12] -> [1, 33, 25, 25], 4,785
-  auto r = conv("{type: ConvTranspose2d, out_channels: 33, kernel_size: 3, stride: 2}", {1, 16, 12, 12});
+  auto r = run_one("{type: ConvTranspose2d, out_channels: 33, kernel_size: 3, stride: 2}", {1, 16, 12, 12});
   CHECK(out_shape(r) == "[1, 33, 25, 25]");
   CHECK(params_of(r) == "weight[16, 33, 3, 3] bias[33]");
   CHECK(param_count(r) == 4785);
   CHECK(r.macs == 16 * 12 * 12 * 33 * 9);  // each input element × out/groups × kernel
   CHECK(saved_of(r) == "input0");
   // output_padding=1 -> [1, 33, 26, 26]; padding=1, output_padding=1 -> [1, 33, 24, 24]
-  CHECK(out_shape(conv("{type: ConvTranspose2d, out_channels: 33, kernel_size: 3, stride: 2, output_padding: 1}", {1, 16, 12, 12})) ==
+  CHECK(out_shape(run_one("{type: ConvTranspose2d, out_channels: 33, kernel_size: 3, stride: 2, output_padding: 1}", {1, 16, 12, 12})) ==
         "[1, 33, 26, 26]");
-  CHECK(out_shape(conv("{type: ConvTranspose2d, out_channels: 33, kernel_size: 3, stride: 2, padding: 1, output_padding: 1}",
+  CHECK(out_shape(run_one("{type: ConvTranspose2d, out_channels: 33, kernel_size: 3, stride: 2, padding: 1, output_padding: 1}",
                        {1, 16, 12, 12})) == "[1, 33, 24, 24]");
   // ConvTranspose2d(8, 4, 3, groups=2) on 5x5 -> [1, 4, 7, 7], weight [8, 2, 3, 3], 148
-  r = conv("{type: ConvTranspose2d, out_channels: 4, kernel_size: 3, groups: 2}", {1, 8, 5, 5});
+  r = run_one("{type: ConvTranspose2d, out_channels: 4, kernel_size: 3, groups: 2}", {1, 8, 5, 5});
   CHECK(out_shape(r) == "[1, 4, 7, 7]");
   CHECK(params_of(r) == "weight[8, 2, 3, 3] bias[4]");
   CHECK(param_count(r) == 148);
   // ConvTranspose2d(8, 6, (3, 5), stride=(2, 1), padding=(1, 2), output_padding=(1, 0), dilation=(1, 2))
   // on [2, 8, 7, 9] -> [2, 6, 14, 13], 726
-  r = conv("{type: ConvTranspose2d, out_channels: 6, kernel_size: [3, 5], stride: [2, 1], padding: [1, 2], "
+  r = run_one("{type: ConvTranspose2d, out_channels: 6, kernel_size: [3, 5], stride: [2, 1], padding: [1, 2], "
            "output_padding: [1, 0], dilation: [1, 2]}", {2, 8, 7, 9});
   CHECK(out_shape(r) == "[2, 6, 14, 13]");
   CHECK(param_count(r) == 726);
   // output_padding may reach dilation - 1: ConvTranspose2d(4, 4, 3, dilation=2, output_padding=1) -> [1, 4, 10, 10]
-  CHECK(out_shape(conv("{type: ConvTranspose2d, out_channels: 4, kernel_size: 3, dilation: 2, output_padding: 1}", {1, 4, 5, 5})) ==
+  CHECK(out_shape(run_one("{type: ConvTranspose2d, out_channels: 4, kernel_size: 3, dilation: 2, output_padding: 1}", {1, 4, 5, 5})) ==
         "[1, 4, 10, 10]");
   // ConvTranspose2d(1, 1, 3, padding=1) on 1x1 -> [1, 1, 1, 1]
-  CHECK(out_shape(conv("{type: ConvTranspose2d, out_channels: 1, kernel_size: 3, padding: 1}", {1, 1, 1, 1})) == "[1, 1, 1, 1]");
+  CHECK(out_shape(run_one("{type: ConvTranspose2d, out_channels: 1, kernel_size: 3, padding: 1}", {1, 1, 1, 1})) == "[1, 1, 1, 1]");
   // ConvTranspose1d(4, 2, 4, stride=2, padding=1) on [3, 4, 10] -> [3, 2, 20], 34
-  r = conv("{type: ConvTranspose1d, out_channels: 2, kernel_size: 4, stride: 2, padding: 1}", {3, 4, 10});
+  r = run_one("{type: ConvTranspose1d, out_channels: 2, kernel_size: 4, stride: 2, padding: 1}", {3, 4, 10});
   CHECK(out_shape(r) == "[3, 2, 20]");
   CHECK(param_count(r) == 34);
   // ConvTranspose3d(4, 2, 2, stride=2) on [1, 4, 3, 4, 5] -> [1, 2, 6, 8, 10], 66
-  r = conv("{type: ConvTranspose3d, out_channels: 2, kernel_size: 2, stride: 2}", {1, 4, 3, 4, 5});
+  r = run_one("{type: ConvTranspose3d, out_channels: 2, kernel_size: 2, stride: 2}", {1, 4, 3, 4, 5});
   CHECK(out_shape(r) == "[1, 2, 6, 8, 10]");
   CHECK(param_count(r) == 66);
 }
@@ -342,7 +176,7 @@ TEST_CASE("Conv: errors name the expected and the actual value") {
   msg = rule_error("{type: Conv2d, out_channels: 8, kernel_size: 5}", {tensor({1, 3, 4, 4})});
   CHECK_HAS(msg, "the input height is 4 (4 with padding), smaller than the kernel's extent 5");
   // ... but padding 1 makes it fit: Conv2d(3, 8, 5, padding=1) on 3x3 -> [1, 8, 1, 1]
-  CHECK(out_shape(conv("{type: Conv2d, out_channels: 8, kernel_size: 5, padding: 1}", {1, 3, 3, 3})) == "[1, 8, 1, 1]");
+  CHECK(out_shape(run_one("{type: Conv2d, out_channels: 8, kernel_size: 5, padding: 1}", {1, 3, 3, 3})) == "[1, 8, 1, 1]");
   // dilation 3 makes a 3-kernel span 7 > 6 (PyTorch: "Kernel size: (7 x 7)")
   msg = rule_error("{type: Conv2d, out_channels: 8, kernel_size: 3, dilation: 3}", {tensor({1, 3, 6, 6})});
   CHECK_HAS(msg, "is 6 (6 with padding), smaller than the kernel's extent 7");

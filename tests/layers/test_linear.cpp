@@ -8,15 +8,9 @@
 using namespace nnmem;
 using namespace nnmem::test;
 
-namespace {
-LayerResult linear(const std::string& yaml, const Shape& in, bool input_grad = true, bool trainable = true) {
-  return run_rule(yaml, {tensor(in, input_grad)}, kCpu, trainable);
-}
-}  // namespace
-
 TEST_CASE("Linear: shapes; parameters and MACs") {
   SUBCASE("2-D input") {  // Linear(20, 30) on [128, 20] -> [128, 30], 630 params
-    const auto r = linear("{type: Linear, out_features: 30}", {128, 20});
+    const auto r = run_one("{type: Linear, out_features: 30}", {128, 20});
     CHECK(out_shape(r) == "[128, 30]");
     CHECK(params_of(r) == "weight[30, 20] bias[30]");
     CHECK(param_count(r) == 630);
@@ -26,19 +20,19 @@ TEST_CASE("Linear: shapes; parameters and MACs") {
     CHECK_FALSE(r.grad_passthrough);
   }
   SUBCASE("no bias") {  // Linear(20, 30, bias=False) -> 600 params
-    const auto r = linear("{type: Linear, out_features: 30, bias: false}", {128, 20});
+    const auto r = run_one("{type: Linear, out_features: 30, bias: false}", {128, 20});
     CHECK(params_of(r) == "weight[30, 20]");
     CHECK(param_count(r) == 600);
     CHECK(r.macs == 128 * 20 * 30);
   }
   SUBCASE("3-D input: over the last dimension") {  // Linear(64, 10) on [4, 16, 64] -> [4, 16, 10], 650
-    const auto r = linear("{type: Linear, in_features: 64, out_features: 10}", {4, 16, 64});
+    const auto r = run_one("{type: Linear, in_features: 64, out_features: 10}", {4, 16, 64});
     CHECK(out_shape(r) == "[4, 16, 10]");
     CHECK(param_count(r) == 650);
     CHECK(r.macs == 4 * 16 * 64 * 10);  // torch.profiler(with_flops=True): addmm 81,920 FLOPs = 2 × MACs
   }
   SUBCASE("4-D input") {  // Linear(8, 3) on [2, 3, 4, 8] -> [2, 3, 4, 3], 27
-    const auto r = linear("{type: Linear, out_features: 3}", {2, 3, 4, 8});
+    const auto r = run_one("{type: Linear, out_features: 3}", {2, 3, 4, 8});
     CHECK(out_shape(r) == "[2, 3, 4, 3]");
     CHECK(param_count(r) == 27);
     CHECK(r.macs == 2 * 3 * 4 * 8 * 3);
@@ -48,7 +42,7 @@ TEST_CASE("Linear: shapes; parameters and MACs") {
     CHECK(r.outputs[0].dtype == DType::Float16);
   }
   SUBCASE("a large layer") {  // Linear(3136, 1000): 3,137,000 params (VGG-like classifier head)
-    const auto r = linear("{type: Linear, out_features: 1000}", {2, 3136});
+    const auto r = run_one("{type: Linear, out_features: 1000}", {2, 3136});
     CHECK(param_count(r) == 3137000);
     CHECK(r.macs == std::int64_t{2} * 3136 * 1000);
   }
@@ -58,24 +52,24 @@ TEST_CASE("Linear: what backward keeps") {
   const std::string yaml = "{type: Linear, out_features: 30}";
   // addmm keeps mat1 (the input) when the weight needs a grad, mat2 (the weight, a parameter)
   // when the input does. PyTorch 1.13: [weight, input] / [input] / [weight] / [].
-  CHECK(saved_of(linear(yaml, {128, 20}, true, true)) == "input0");
-  CHECK(saved_of(linear(yaml, {128, 20}, false, true)) == "input0");
-  CHECK(saved_of(linear(yaml, {128, 20}, true, false)).empty());   // frozen: only the weight
-  CHECK(saved_of(linear(yaml, {128, 20}, false, false)).empty());
+  CHECK(saved_of(run_one(yaml, {128, 20}, true, true)) == "input0");
+  CHECK(saved_of(run_one(yaml, {128, 20}, false, true)) == "input0");
+  CHECK(saved_of(run_one(yaml, {128, 20}, true, false)).empty());   // frozen: only the weight
+  CHECK(saved_of(run_one(yaml, {128, 20}, false, false)).empty());
   // Without bias (mm) and for 3-D/4-D inputs (a view of the input as [rows, in]): the same.
-  CHECK(saved_of(linear("{type: Linear, out_features: 30, bias: false}", {128, 20})) == "input0");
-  CHECK(saved_of(linear("{type: Linear, out_features: 30, bias: false}", {128, 20}, true, false)).empty());
-  CHECK(saved_of(linear("{type: Linear, out_features: 10}", {4, 16, 64})) == "input0");
-  CHECK(saved_of(linear("{type: Linear, out_features: 10}", {4, 16, 64}, true, false)).empty());
-  CHECK(saved_of(linear("{type: Linear, out_features: 3}", {2, 3, 4, 8})) == "input0");
+  CHECK(saved_of(run_one("{type: Linear, out_features: 30, bias: false}", {128, 20})) == "input0");
+  CHECK(saved_of(run_one("{type: Linear, out_features: 30, bias: false}", {128, 20}, true, false)).empty());
+  CHECK(saved_of(run_one("{type: Linear, out_features: 10}", {4, 16, 64})) == "input0");
+  CHECK(saved_of(run_one("{type: Linear, out_features: 10}", {4, 16, 64}, true, false)).empty());
+  CHECK(saved_of(run_one("{type: Linear, out_features: 3}", {2, 3, 4, 8})) == "input0");
   // Evaluation keeps nothing.
   CHECK(saved_of(run_rule(yaml, {tensor({128, 20})}, kEval)).empty());
   // The weight (mat2 = weight.t()) is kept when the input needs a grad: free in float32, but
   // under autocast it is the weight's low-precision copy (tf_mnist_cnn's fixture: fc1 keeps a
   // bfloat16 [3136, 1024] mat2).
-  CHECK(kept_params(linear(yaml, {128, 20}, true, true)) == "param0");
-  CHECK(kept_params(linear(yaml, {128, 20}, true, false)) == "param0");
-  CHECK(kept_params(linear(yaml, {128, 20}, false, true)).empty());
+  CHECK(kept_params(run_one(yaml, {128, 20}, true, true)) == "param0");
+  CHECK(kept_params(run_one(yaml, {128, 20}, true, false)) == "param0");
+  CHECK(kept_params(run_one(yaml, {128, 20}, false, true)).empty());
 }
 
 TEST_CASE("Linear on a transposed input: its bias's gradient handed over first (AddBackward0 before MmBackward0)") {
@@ -147,24 +141,24 @@ TEST_CASE("Linear: one-layer estimate through the graph") {
 // where Megatron's tensors are [s, N, h].
 TEST_CASE("ColumnParallelLinear, RowParallelLinear, ScatterToSequenceParallelRegion: a sequence shard in, gathered, scattered") {
   SUBCASE("column-parallel: the shard all-gathered, the shard kept, not the gathered input") {
-    const auto r = linear("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4}", {2, 8, 64});
+    const auto r = run_one("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4}", {2, 8, 64});
     CHECK(out_shape(r) == "[2, 32, 48]");
     CHECK(params_of(r) == "weight[48, 64] bias[48]");
     CHECK(r.macs == 2 * 32 * 64 * 48);
     CHECK(saved_of(r) == "input0");  // save_for_backward(input, weight): the rank's [s/t, b, h]
     CHECK(scratch_of(r.forward_scratch) == "[2, 32, 64]:float32");
     CHECK(scratch_of(r.backward_scratch) == "[2, 32, 64]:float32 [2, 32, 64]:float32");  // gathered again; the whole dgrad
-    CHECK(scratch_of(linear("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4}", {2, 8, 64}, false).backward_scratch) ==
+    CHECK(scratch_of(run_one("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4}", {2, 8, 64}, false).backward_scratch) ==
           "[2, 32, 64]:float32");
     // Gathered into the rank's global memory buffer: no gather of its own, forward or backward;
     // the whole input gradient it reduce-scatters is still a fresh tensor.
-    const auto shared = linear("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4, global_buffer: true}", {2, 8, 64});
+    const auto shared = run_one("{type: ColumnParallelLinear, out_features: 48, sequence_parallel: 4, global_buffer: true}", {2, 8, 64});
     CHECK(shared.forward_scratch.empty());
     CHECK(scratch_of(shared.backward_scratch) == "[2, 32, 64]:float32");
     CHECK(saved_of(shared) == "input0");
   }
   SUBCASE("row-parallel: the whole partial output reduce-scattered to the shard") {
-    const auto r = linear("{type: RowParallelLinear, out_features: 64, sequence_parallel: 4}", {2, 32, 12});
+    const auto r = run_one("{type: RowParallelLinear, out_features: 64, sequence_parallel: 4}", {2, 32, 12});
     CHECK(out_shape(r) == "[2, 8, 64]");
     CHECK(params_of(r) == "weight[64, 12] bias[64]");
     CHECK(saved_of(r) == "input0");
@@ -172,7 +166,7 @@ TEST_CASE("ColumnParallelLinear, RowParallelLinear, ScatterToSequenceParallelReg
     CHECK(scratch_of(r.backward_scratch) == "[2, 32, 64]:float32");  // the output's gradient all-gathered
   }
   SUBCASE("without sequence parallelism they are Linear") {
-    const auto r = linear("{type: RowParallelLinear, out_features: 64}", {2, 32, 12});
+    const auto r = run_one("{type: RowParallelLinear, out_features: 64}", {2, 32, 12});
     CHECK(out_shape(r) == "[2, 32, 64]");
     CHECK(r.forward_scratch.empty());
   }
@@ -191,7 +185,7 @@ TEST_CASE("ColumnParallelLinear, RowParallelLinear, ScatterToSequenceParallelReg
   SUBCASE("a sequence that does not divide") {
     CHECK_THROWS_WITH(run_rule("{type: ScatterToSequenceParallelRegion, sequence_parallel: 4}", {tensor({2, 30, 64}, true)}),
                       "splits the sequence over 4 ranks: expected its length (dimension 1) to divide by 4, found 30");
-    CHECK_THROWS_WITH(linear("{type: RowParallelLinear, out_features: 64, sequence_parallel: 4}", {2, 30, 12}),
+    CHECK_THROWS_WITH(run_one("{type: RowParallelLinear, out_features: 64, sequence_parallel: 4}", {2, 30, 12}),
                       "reduce-scatters its output's sequence over 4 ranks: expected its length (dimension 1) to divide by 4, found 30");
   }
 }
@@ -202,18 +196,18 @@ TEST_CASE("ColumnParallelLinear, RowParallelLinear, ScatterToSequenceParallelReg
 // saved_tensors_hooks (validation/probe_transformer_ops.py linear hf_conv1d linear_autocast
 // hf_conv1d_autocast, torch 2.13 and 1.13): Linear's, the input's rows [16, 64] and the weight.
 TEST_CASE("Conv1D: Linear with its weight stored [nx, nf]") {
-  const auto r = linear("{type: Conv1D, nf: 192}", {2, 8, 64});
+  const auto r = run_one("{type: Conv1D, nf: 192}", {2, 8, 64});
   CHECK(out_shape(r) == "[2, 8, 192]");
   CHECK(params_of(r) == "weight[64, 192] bias[192]");
   CHECK(param_count(r) == 64 * 192 + 192);
   CHECK(r.macs == 2 * 8 * 64 * 192);
   CHECK(saved_of(r) == "input0");
   CHECK(kept_params(r) == "param0");
-  CHECK(saved_of(linear("{type: Conv1D, nf: 192}", {2, 8, 64}, true, false)).empty());  // frozen: only the weight
-  CHECK(kept_params(linear("{type: Conv1D, nf: 192}", {2, 8, 64}, false, true)).empty());
+  CHECK(saved_of(run_one("{type: Conv1D, nf: 192}", {2, 8, 64}, true, false)).empty());  // frozen: only the weight
+  CHECK(kept_params(run_one("{type: Conv1D, nf: 192}", {2, 8, 64}, false, true)).empty());
   CHECK(saved_of(run_rule("{type: Conv1D, nf: 192}", {tensor({2, 8, 64})}, kEval)).empty());
   // As nn.Linear, the same memory: the parameters' numbers and bytes, the outputs, what is kept.
-  const auto l = linear("{type: Linear, out_features: 192}", {2, 8, 64});
+  const auto l = run_one("{type: Linear, out_features: 192}", {2, 8, 64});
   CHECK(param_count(l) == param_count(r));
   CHECK(l.macs == r.macs);
   CHECK(saved_of(l) == saved_of(r));

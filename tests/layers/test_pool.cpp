@@ -10,15 +10,12 @@ using namespace nnmem;
 using namespace nnmem::test;
 
 namespace {
-LayerResult pool(const std::string& yaml, const Shape& in, bool input_grad = true) {
-  return run_rule(yaml, {tensor(in, input_grad)});
-}
-std::string pooled(const std::string& yaml, const Shape& in) { return out_shape(pool(yaml, in)); }
+std::string pooled(const std::string& yaml, const Shape& in) { return out_shape(run_one(yaml, in)); }
 }  // namespace
 
 TEST_CASE("MaxPool2d: shapes; stride defaulting to kernel_size; what backward keeps") {
   // MaxPool2d(2) on [1, 8, 7, 7] -> [1, 8, 3, 3]: stride defaults to the kernel size
-  auto r = pool("{type: MaxPool2d, kernel_size: 2}", {1, 8, 7, 7});
+  auto r = run_one("{type: MaxPool2d, kernel_size: 2}", {1, 8, 7, 7});
   CHECK(out_shape(r) == "[1, 8, 3, 3]");
   CHECK(r.params.empty());
   CHECK(r.buffers.empty());
@@ -28,10 +25,10 @@ TEST_CASE("MaxPool2d: shapes; stride defaulting to kernel_size; what backward ke
   CHECK(saved_of(r) == "input0 extra[1, 8, 3, 3]:int64");
   REQUIRE(r.saved.size() == 2);
   CHECK(r.saved[1].what == "indices");
-  CHECK(saved_of(pool("{type: MaxPool2d, kernel_size: 2}", {1, 8, 7, 7}, false)).empty());  // no grad: no node
+  CHECK(saved_of(run_one("{type: MaxPool2d, kernel_size: 2}", {1, 8, 7, 7}, false)).empty());  // no grad: no node
   CHECK(saved_of(run_rule("{type: MaxPool2d, kernel_size: 2}", {tensor({1, 8, 7, 7})}, kEval)).empty());
   // ResNet stem: MaxPool2d(3, 2, 1) on [2, 64, 112, 112] -> [2, 64, 56, 56]
-  r = pool("{type: MaxPool2d, kernel_size: 3, stride: 2, padding: 1}", {2, 64, 112, 112});
+  r = run_one("{type: MaxPool2d, kernel_size: 3, stride: 2, padding: 1}", {2, 64, 112, 112});
   CHECK(out_shape(r) == "[2, 64, 56, 56]");
   CHECK(saved_of(r) == "input0 extra[2, 64, 56, 56]:int64");
   // dilation: MaxPool2d(3, 2, dilation=2) on 9x9 -> [1, 2, 3, 3]; dilation (2, 1), stride 1 -> [1, 2, 5, 7]
@@ -85,7 +82,7 @@ TEST_CASE("Pooling: ceil_mode accepts a window larger than the input") {
 // an ordinary output (kept: the input and [1, 1, 1, 1] indices); too large a kernel still fails
 // when even the ceiling cannot reach 1.
 TEST_CASE("Pooling: ceil_mode at the edge") {
-  auto r = pool("{type: MaxPool2d, kernel_size: 3, stride: 2, ceil_mode: true}", {1, 1, 2, 2});
+  auto r = run_one("{type: MaxPool2d, kernel_size: 3, stride: 2, ceil_mode: true}", {1, 1, 2, 2});
   CHECK(out_shape(r) == "[1, 1, 1, 1]");
   CHECK(saved_of(r) == "input0 extra[1, 1, 1, 1]:int64");
   // MaxPool2d(5, 4, ceil_mode=True) on 2x2 -> 1x1; MaxPool2d(4, 3, 1, ceil_mode=True) on 1x1 -> 1x1;
@@ -153,15 +150,15 @@ TEST_CASE("AvgPool3d: the input must hold a whole kernel") {
 
 TEST_CASE("AvgPool: shapes and what backward keeps") {
   // AvgPool2d(2) on [1, 8, 7, 7] -> [1, 8, 3, 3]; avg_pool2d keeps its input (no indices)
-  auto r = pool("{type: AvgPool2d, kernel_size: 2}", {1, 8, 7, 7});
+  auto r = run_one("{type: AvgPool2d, kernel_size: 2}", {1, 8, 7, 7});
   CHECK(out_shape(r) == "[1, 8, 3, 3]");
   CHECK(saved_of(r) == "input0");
-  CHECK(saved_of(pool("{type: AvgPool2d, kernel_size: 2}", {1, 8, 7, 7}, false)).empty());
+  CHECK(saved_of(run_one("{type: AvgPool2d, kernel_size: 2}", {1, 8, 7, 7}, false)).empty());
   // AvgPool2d(3, padding=1, count_include_pad=False, divisor_override=2) on 6x6 -> [1, 2, 2, 2]
   CHECK(pooled("{type: AvgPool2d, kernel_size: 3, padding: 1, count_include_pad: false, divisor_override: 2}", {1, 2, 6, 6}) ==
         "[1, 2, 2, 2]");
   // AvgPool1d(4, 3, 2) on [1, 3, 20] -> [1, 3, 7]
-  r = pool("{type: AvgPool1d, kernel_size: 4, stride: 3, padding: 2}", {1, 3, 20});
+  r = run_one("{type: AvgPool1d, kernel_size: 4, stride: 3, padding: 2}", {1, 3, 20});
   CHECK(out_shape(r) == "[1, 3, 7]");
   CHECK(saved_of(r) == "input0");
   // AvgPool3d((2, 3, 3), (1, 2, 2)) on [1, 2, 5, 6, 7] -> [1, 2, 4, 2, 3]
@@ -170,11 +167,11 @@ TEST_CASE("AvgPool: shapes and what backward keeps") {
 
 TEST_CASE("MaxPool1d and MaxPool3d") {
   // MaxPool1d(3, 2) on [2, 4, 11] -> [2, 4, 5], keeps the input and [2, 4, 5] indices
-  auto r = pool("{type: MaxPool1d, kernel_size: 3, stride: 2}", {2, 4, 11});
+  auto r = run_one("{type: MaxPool1d, kernel_size: 3, stride: 2}", {2, 4, 11});
   CHECK(out_shape(r) == "[2, 4, 5]");
   CHECK(saved_of(r) == "input0 extra[2, 4, 5]:int64");
   // MaxPool3d(2) on [1, 2, 5, 6, 7] -> [1, 2, 2, 3, 3]
-  r = pool("{type: MaxPool3d, kernel_size: 2}", {1, 2, 5, 6, 7});
+  r = run_one("{type: MaxPool3d, kernel_size: 2}", {1, 2, 5, 6, 7});
   CHECK(out_shape(r) == "[1, 2, 2, 3, 3]");
   CHECK(saved_of(r) == "input0 extra[1, 2, 2, 3, 3]:int64");
 }
@@ -240,12 +237,12 @@ TEST_CASE("Pooling: located errors in a spec") {
 
 TEST_CASE("Adaptive pooling: shapes and what backward keeps") {
   // AdaptiveAvgPool2d(3) on [2, 3, 10, 9] -> [2, 3, 3, 3], keeps the input
-  auto r = pool("{type: AdaptiveAvgPool2d, output_size: 3}", {2, 3, 10, 9});
+  auto r = run_one("{type: AdaptiveAvgPool2d, output_size: 3}", {2, 3, 10, 9});
   CHECK(out_shape(r) == "[2, 3, 3, 3]");
   CHECK(saved_of(r) == "input0");
   CHECK(r.params.empty());
   // AdaptiveAvgPool2d((1, 3)) -> [2, 3, 1, 3], keeps the input (not a global mean)
-  r = pool("{type: AdaptiveAvgPool2d, output_size: [1, 3]}", {2, 3, 10, 9});
+  r = run_one("{type: AdaptiveAvgPool2d, output_size: [1, 3]}", {2, 3, 10, 9});
   CHECK(out_shape(r) == "[2, 3, 1, 3]");
   CHECK(saved_of(r) == "input0");
   // VGG: AdaptiveAvgPool2d((7, 7)) on [1, 512, 14, 14] and on [1, 512, 7, 7] -> [1, 512, 7, 7]
@@ -255,23 +252,23 @@ TEST_CASE("Adaptive pooling: shapes and what backward keeps") {
   CHECK(pooled("{type: AdaptiveAvgPool2d, output_size: 16}", {2, 3, 10, 9}) == "[2, 3, 16, 16]");
   CHECK(pooled("{type: AdaptiveMaxPool1d, output_size: 16}", {1, 3, 10}) == "[1, 3, 16]");
   // AdaptiveMaxPool2d((2, 3)) on [1, 4, 8, 9] -> [1, 4, 2, 3], keeps the input and int64 indices
-  r = pool("{type: AdaptiveMaxPool2d, output_size: [2, 3]}", {1, 4, 8, 9});
+  r = run_one("{type: AdaptiveMaxPool2d, output_size: [2, 3]}", {1, 4, 8, 9});
   CHECK(out_shape(r) == "[1, 4, 2, 3]");
   CHECK(saved_of(r) == "input0 extra[1, 4, 2, 3]:int64");
   // adaptive max pooling keeps indices even for output 1
-  CHECK(saved_of(pool("{type: AdaptiveMaxPool2d, output_size: 1}", {2, 3, 10, 9})) == "input0 extra[2, 3, 1, 1]:int64");
-  CHECK(saved_of(pool("{type: AdaptiveMaxPool1d, output_size: 3}", {1, 3, 10})) == "input0 extra[1, 3, 3]:int64");
+  CHECK(saved_of(run_one("{type: AdaptiveMaxPool2d, output_size: 1}", {2, 3, 10, 9})) == "input0 extra[2, 3, 1, 1]:int64");
+  CHECK(saved_of(run_one("{type: AdaptiveMaxPool1d, output_size: 3}", {1, 3, 10})) == "input0 extra[1, 3, 3]:int64");
   // 3-D
   r = run_rule("{type: AdaptiveAvgPool3d, output_size: 1}", {tensor({1, 3, 6, 5, 4})}, kCpu113);
   CHECK(out_shape(r) == "[1, 3, 1, 1, 1]");
   CHECK(saved_of(r) == "input0");
-  r = pool("{type: AdaptiveMaxPool3d, output_size: 3}", {1, 3, 6, 5, 4});
+  r = run_one("{type: AdaptiveMaxPool3d, output_size: 3}", {1, 3, 6, 5, 4});
   CHECK(out_shape(r) == "[1, 3, 3, 3, 3]");
   CHECK(saved_of(r) == "input0 extra[1, 3, 3, 3, 3]:int64");
-  CHECK(out_shape(pool("{type: AdaptiveAvgPool1d, output_size: 3}", {1, 3, 10})) == "[1, 3, 3]");
+  CHECK(out_shape(run_one("{type: AdaptiveAvgPool1d, output_size: 3}", {1, 3, 10})) == "[1, 3, 3]");
   // nothing without a gradient or in evaluation
-  CHECK(saved_of(pool("{type: AdaptiveMaxPool2d, output_size: 1}", {2, 3, 10, 9}, false)).empty());
-  CHECK(saved_of(pool("{type: AdaptiveAvgPool3d, output_size: 3}", {1, 3, 6, 5, 4}, false)).empty());
+  CHECK(saved_of(run_one("{type: AdaptiveMaxPool2d, output_size: 1}", {2, 3, 10, 9}, false)).empty());
+  CHECK(saved_of(run_one("{type: AdaptiveAvgPool3d, output_size: 3}", {1, 3, 6, 5, 4}, false)).empty());
   CHECK(saved_of(run_rule("{type: AdaptiveAvgPool2d, output_size: 3}", {tensor({2, 3, 10, 9})}, kEval)).empty());
 }
 
@@ -291,13 +288,13 @@ TEST_CASE("Adaptive pooling: global average pooling keeps the input in 1.13, not
     CAPTURE(yaml);
     const Shape in = yaml.find("1d") != std::string::npos ? Shape{1, 3, 10}
                      : yaml.find("2d") != std::string::npos ? Shape{2, 3, 10, 9} : Shape{1, 3, 6, 5, 4};
-    CHECK(saved_of(pool(yaml, in)).empty());
+    CHECK(saved_of(run_one(yaml, in)).empty());
   }
   // not global: the input, in 2.13 too
-  CHECK(saved_of(pool("{type: AdaptiveAvgPool2d, output_size: [1, 2]}", {2, 3, 10, 9})) == "input0");
-  CHECK(saved_of(pool("{type: AdaptiveAvgPool1d, output_size: 4}", {1, 3, 10})) == "input0");
+  CHECK(saved_of(run_one("{type: AdaptiveAvgPool2d, output_size: [1, 2]}", {2, 3, 10, 9})) == "input0");
+  CHECK(saved_of(run_one("{type: AdaptiveAvgPool1d, output_size: 4}", {1, 3, 10})) == "input0");
   // max pooling keeps its indices and input at size 1 as well
-  CHECK(saved_of(pool("{type: AdaptiveMaxPool2d, output_size: 1}", {2, 3, 10, 9})) == "input0 extra[2, 3, 1, 1]:int64");
+  CHECK(saved_of(run_one("{type: AdaptiveMaxPool2d, output_size: 1}", {2, 3, 10, 9})) == "input0 extra[2, 3, 1, 1]:int64");
 }
 
 TEST_CASE("Adaptive pooling: errors") {
