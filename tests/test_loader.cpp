@@ -1,14 +1,10 @@
-// Loading a spec: the YAML reader (encodings, positions, YAML mistakes yaml-cpp words obscurely)
+// Loading a spec: the YAML reader (encodings, positions, YAML mistakes yaml-cpp words obscurely;
+// reading files and FIFOs: test_loader_files.cpp)
 // and the expansion (blocks, `repeat` with $index, `when: false`, names), with the located
 // errors both promise.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <regex>
 
 #include "helpers.hpp"
@@ -302,63 +298,6 @@ TEST_CASE("what the layers hold is bounded too: alias bombs, and repeat copying 
   CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {type: View, shape: " + list + ", repeat: 16}\n", options) ==
         "test.yaml:3:18: error: expanding this would create more than 1,600 attribute values and input references, the "
         "limit (16 per layer of --max-layers 100)");
-}
-
-TEST_CASE("files: read in chunks up to the limit, with the system's reason when they cannot be") {
-  const std::string dir = std::filesystem::temp_directory_path() / "nnmem_test_loader";
-  std::filesystem::create_directories(dir);
-  const std::string path = dir + "/spec.yaml";
-  std::ofstream(path) << kTail;
-  CHECK(load_spec_file(path).layers.size() == 1);
-  LoadOptions tiny;
-  tiny.max_file_bytes = 10;
-  try {
-    load_spec_file(path, tiny);
-    FAIL("a file over the limit must be refused");
-  } catch (const Error& e) {
-    CHECK(e.message() == "the file is 42 bytes; specs larger than 10 bytes are refused");
-  }
-  try {
-    load_spec_file(dir + "/missing.yaml");
-    FAIL("a missing file must be an error");
-  } catch (const Error& e) {
-    CHECK(e.message().rfind("cannot open the file: ", 0) == 0);
-  }
-  std::filesystem::remove_all(dir);
-}
-
-TEST_CASE("files: a FIFO is read without waiting for a writer") {
-  const std::string fifo = std::filesystem::temp_directory_path() / ("nnmem_test_fifo_" + std::to_string(::getpid()));
-  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  // Loads the FIFO in a thread; should that wait for a writer, a writer comes and goes after
-  // 10 s so that it ends, and the test fails.
-  const auto load_fifo = [&]() -> std::string {
-    auto loading = std::async(std::launch::async, [&] {
-      try {
-        return std::to_string(load_spec_file(fifo).layers.size()) + " layer(s)";
-      } catch (const Error& e) {
-        return e.message();
-      }
-    });
-    if (loading.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
-      ::close(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK));
-      FAIL_CHECK("loading the FIFO waited for a writer");
-    }
-    return loading.get();
-  };
-  // No program has it open for writing: an error at once.
-  CHECK(load_fifo() == "the pipe or FIFO gave no data: no program had it open for writing, or none wrote to it "
-                       "(nnmem does not wait for a writer to open it)");
-  // A writer wrote the spec and left; the data waits in the FIFO while a reader holds it open.
-  const int holder = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
-  const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-  REQUIRE(holder >= 0);
-  REQUIRE(writer >= 0);
-  CHECK(::write(writer, kTail.data(), kTail.size()) == static_cast<ssize_t>(kTail.size()));
-  ::close(writer);
-  CHECK(load_fifo() == "1 layer(s)");
-  ::close(holder);
-  std::filesystem::remove(fifo);
 }
 
 TEST_CASE("YAML tags mean what they say; an unknown tag is an error naming it") {
