@@ -2,9 +2,6 @@
 // reading files and FIFOs: test_loader_files.cpp)
 // and the expansion (blocks, `repeat` with $index, `when: false`, names), with the located
 // errors both promise.
-#include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <regex>
 
 #include "helpers.hpp"
