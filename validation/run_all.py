@@ -18,7 +18,6 @@ their version belongs.
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -83,6 +82,11 @@ HF_AMP_NETWORKS = ["hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_e
                    "hf_vit_sdpa", "hf_vit_eager", "hf_t5_sdpa", "hf_t5_eager", "hf_bert_pretraining", "hf_bert_pretraining_eager",
                    "hf_roberta_sdpa", "hf_mixtral_sdpa"]
 HF_VARIANTS_2 = [("adamw", None)]
+# Issues 11 and 13 ask their networks for the grid SGD and AdamW x both zero_grad modes x float32
+# and bfloat16 autocast (where the version runs them under autocast): the runs below complete it
+# (the plain grid has SGD both ways, the variants AdamW with set_to_none, autocast SGD and Adam with it).
+GRID_NETWORKS = HF_AMP_NETWORKS + ["efficientnet_b0", "convnext_valid", "unet_valid", "diffusion_unet", "lstm_lm",
+                                   "gru_tagger", "yolov8n", "yolo11n"]
 # Activation checkpointing and gradient accumulation, on the networks made for them
 # (networks_scaling.py), at their first batch, under both versions: (optimizer, set_to_none,
 # measure.py's arguments). Reentrant checkpointing only of the blocks: their inputs need a
@@ -219,14 +223,35 @@ def combos(network, extra_only=False, parallel_only=False):
     scaling = [(b0, o, s, None, None, x) for o, s, x in SCALING_VARIANTS] if network in SCALING_NETWORKS else []
     if VERSION != "1.13" and network in HF_SELECTIVE_NETWORKS:
         scaling += [(b0, o, s, None, None, x) for o, s, x in HF_SELECTIVE_VARIANTS]
-    return plain + amp + variants + scaling + parallel
+    runs = plain + amp + variants + scaling + parallel
+    if network in GRID_NETWORKS:
+        amp_ok = network in (AMP_NETWORKS if VERSION == "1.13" else AMP_NETWORKS_2 + HF_AMP_NETWORKS)
+        runs += [c for c in ((b0, o, s, a, None, ()) for o in ("sgd", "adamw") for s in MODES
+                             for a in ((None, "bfloat16") if amp_ok else (None,)))
+                 if c not in runs and (not extra_only or c[1] != "sgd" or c[3])]
+    return runs
 
 
-def run_network(network, jobs, extra_only=False, parallel_only=False):
+def run_key(r):
+    """A measured run as combos() names it (runs without measure.py arguments beyond the step's)."""
+    if any(r.get(k) for k in ("checkpoint", "grad_accum", "loop", "parallel")):
+        return None
+    return (r["batch"], r["optimizer"], r["set_to_none"], r.get("amp"),
+            "fused" if r.get("fused") else "foreach" if r.get("foreach") else None, ())
+
+
+def run_network(network, jobs, extra_only=False, parallel_only=False, missing_only=False):
     net = NETWORKS[network]
     t0 = time.time()
     runs, per_batch = [], {}
-    if parallel_only:  # keep every run of the existing fixture but the data-parallel ones
+    todo = combos(network, extra_only, parallel_only)
+    if missing_only:  # keep every run of the existing fixture, measure the combinations it lacks
+        with open(fixture_path(network)) as f:
+            old = json.load(f)
+        runs, per_batch = old["runs"], old["per_batch"]
+        measured = {run_key(r) for r in runs}
+        todo = [c for c in todo if not c[5] and c not in measured]
+    elif parallel_only:  # keep every run of the existing fixture but the data-parallel ones
         with open(fixture_path(network)) as f:
             old = json.load(f)
         runs = [r for r in old["runs"] if not r.get("parallel")]
@@ -239,7 +264,7 @@ def run_network(network, jobs, extra_only=False, parallel_only=False):
                 and r["optimizer"] in OPTIMIZERS]
         per_batch = old["per_batch"]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [(c, pool.submit(measure, network, *c)) for c in combos(network, extra_only, parallel_only)]
+        futures = [(c, pool.submit(measure, network, *c)) for c in todo]
         for (b, o, s, a, f, x), fut in futures:
             r, dt = fut.result()
             print(f"  {network:18s} batch {b:3d} {o:8s} set_to_none={s!s:5s} amp={a!s:8s} impl={f!s:7s} {' '.join(x)} "
@@ -294,6 +319,8 @@ def main():
                     help="redo only the variant runs (autocast, foreach, fused, adamw) of existing fixtures")
     ap.add_argument("--parallel-only", action="store_true",
                     help="redo only the data-parallel runs (measure_dist.py) of existing fixtures")
+    ap.add_argument("--missing-only", action="store_true",
+                    help="keep every run of existing fixtures, measure only the combinations they lack")
     ap.add_argument("--torch", choices=sorted(TORCH_PYTHON),
                     help="measure with this torch version's interpreter (default: the one running this)")
     ap.add_argument("--python", help="measure with this interpreter instead")
@@ -320,6 +347,9 @@ def main():
         if args.parallel_only:
             if combos(n, parallel_only=True):
                 run_network(n, args.jobs, parallel_only=True)
+            continue
+        if args.missing_only:
+            run_network(n, args.jobs, missing_only=True)
             continue
         if args.extra_only:
             if combos(n, extra_only=True):
