@@ -27,6 +27,15 @@ void hand_over_hidden(Program& p, int w_sum, int b_sum, int first_param, bool bi
   if (!low) p.params_done();
 }
 
+// Under autocast, a float32 gradient `grad` cast down to the gates' dtype `low` (and freed);
+// without, `grad` itself.
+int cast_down(Program& p, const AutocastCopies& c, const TensorType& low, int grad, const char* what) {
+  if (!c.low) return grad;
+  const int cast = p.temporary(low, what);
+  p.free(grad);
+  return cast;
+}
+
 }  // namespace
 
 // torch 1.13's generic LSTM (one direction, no dropout), as the engine runs it (measured,
@@ -50,13 +59,6 @@ std::vector<BackwardEvent> lstm_steps_backward(const Dims& d, DType dtype, bool 
   const TensorType nh{{d.n, d.hidden}, dtype}, nhg{{d.n, d.hidden}, g};
   const TensorType w_hh{{checked_mul(4, d.hidden), d.hidden}, g};
   const TensorType b{{checked_mul(4, d.hidden)}, g};
-  // Under autocast, a float32 gradient `grad` cast down to the gates' dtype (and freed).
-  const auto cast_down = [&](int grad, const char* what) {
-    if (!c.low) return grad;
-    const int low = p.temporary(nhg, what);
-    p.free(grad);
-    return low;
-  };
   int incoming = -1;  // the layer output's gradient; -1: the module output's
   const auto release_incoming = [&] { incoming < 0 ? p.release_grad_out(0) : p.free(incoming); };
   for (std::int64_t l = d.layers; l-- > 0;) {
@@ -69,7 +71,7 @@ std::vector<BackwardEvent> lstm_steps_backward(const Dims& d, DType dtype, bool 
       const LstmStep& s = steps[static_cast<std::size_t>(t)];
       const int go = p.temporary(nh, "grad of o");
       const int gtc = p.temporary(nh, "grad of tanh(c_t)");
-      std::vector<int> gs = {cast_down(go, "grad of o, cast")};
+      std::vector<int> gs = {cast_down(p, c, nhg, go, "grad of o, cast")};
       if (h_grad >= 0) p.free(h_grad);
       if (d.t == 1) release_incoming();
       int gc = p.temporary(nh, "grad of c_t through tanh");
@@ -88,7 +90,7 @@ std::vector<BackwardEvent> lstm_steps_backward(const Dims& d, DType dtype, bool 
         p.free(gc_low);
         const int gf = p.temporary(nh, "grad of f");
         c_carry = t > 0 ? p.temporary(nh, "grad of c_(t-1)") : -1;
-        gs.push_back(cast_down(gf, "grad of f, cast"));
+        gs.push_back(cast_down(p, c, nhg, gf, "grad of f, cast"));
       } else {
         gs.push_back(p.temporary(nh, "grad of f"));
         c_carry = t > 0 ? p.temporary(nh, "grad of c_(t-1)") : -1;
@@ -191,13 +193,6 @@ std::vector<BackwardEvent> gru_steps_backward(const Dims& d, DType dtype, bool b
   const TensorType nh{{d.n, d.hidden}, dtype}, nhg{{d.n, d.hidden}, g}, nh3{{d.n, checked_mul(3, d.hidden)}, g};
   const TensorType w_hh{{checked_mul(3, d.hidden), d.hidden}, g};
   const TensorType b{{checked_mul(3, d.hidden)}, g};
-  // Under autocast, a float32 gradient `grad` cast down to the gates' dtype (and freed).
-  const auto cast_down = [&](int grad, const char* what) {
-    if (!c.low) return grad;
-    const int low = p.temporary(nhg, what);
-    p.free(grad);
-    return low;
-  };
   int incoming = -1;  // the layer output's gradient; -1: the module output's
   for (std::int64_t l = d.layers; l-- > 0;) {
     const std::int64_t layer_in = l == 0 ? d.input : checked_mul(d.dirs, d.hidden);
@@ -213,10 +208,10 @@ std::vector<BackwardEvent> gru_steps_backward(const Dims& d, DType dtype, bool b
         const GruStep& s = steps[static_cast<std::size_t>(t)];
         const int gn_cast = c.low ? p.temporary(nhg, "grad of n (AddBackward0's cast)") : -1;
         const int gdiff = p.temporary(nh, "grad of h - n");
-        const int gz = cast_down(p.temporary(nh, "grad of z"), "grad of z, cast");
+        const int gz = cast_down(p, c, nhg, p.temporary(nh, "grad of z"), "grad of z, cast");
         p.release(s.diff);
         if (c.low && h_grad >= 0) p.free(std::exchange(h_grad, -1));
-        const int gneg = cast_down(p.temporary(nh, "grad of -n"), "grad of -n, cast");
+        const int gneg = cast_down(p, c, nhg, p.temporary(nh, "grad of -n"), "grad of -n, cast");
         int h_sum = -1;
         if (t > 0) {
           h_sum = p.temporary(nh, "grad of h_(t-1), the output's part");
