@@ -11,22 +11,12 @@
 #include <vector>
 
 #include "nnmem/estimate.hpp"
+#include "deep_spec.hpp"
 #include "nnmem/report.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A residual MLP of `blocks` blocks (4 layers each), written with `repeat`.
-std::string deep_spec(int blocks) {
-  return "name: deep_mlp\ninputs:\n  x: [1024]\nblocks:\n  Res:\n    layers:\n"
-         "      - {name: fc1, type: Linear, out_features: 1024}\n"
-         "      - {name: act, type: GELU}\n"
-         "      - {name: fc2, type: Linear, out_features: 1024}\n"
-         "      - {name: add, type: Add, inputs: [fc2, in]}\n"
-         "layers:\n  - {name: body, block: Res, repeat: " + std::to_string(blocks) + "}\n"
-         "  - {name: head, type: Linear, out_features: 10}\nloss: cross_entropy\n";
-}
 
 template <typename F>
 void time_it(const std::string& label, int repeats, F&& run) {
@@ -70,7 +60,7 @@ int main(int argc, char** argv) {
   });
   for (int blocks : {1000, 10000}) {
     if (named) break;
-    const std::string text = deep_spec(blocks);
+    const std::string text = deep_spec(blocks, 1024);
     time_it("generated " + std::to_string(blocks * 4 + 1) + "-layer residual MLP", 5, [&] {
       return nnmem::estimate(nnmem::parse_spec(text, "deep.yaml"), options).timeline.size();
     });

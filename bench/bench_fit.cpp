@@ -11,20 +11,10 @@
 #include <ctime>
 #include <string>
 
+#include "deep_spec.hpp"
 #include "nnmem/plan.hpp"
 
 namespace {
-
-std::string deep_spec(int blocks, int width) {
-  const std::string w = std::to_string(width);
-  return "name: deep_mlp\ninputs:\n  x: [" + w + "]\nblocks:\n  Res:\n    layers:\n"
-         "      - {name: fc1, type: Linear, out_features: " + w + "}\n"
-         "      - {name: act, type: GELU}\n"
-         "      - {name: fc2, type: Linear, out_features: " + w + "}\n"
-         "      - {name: add, type: Add, inputs: [fc2, in]}\n"
-         "layers:\n  - {name: body, block: Res, repeat: " + std::to_string(blocks) + "}\n"
-         "  - {name: head, type: Linear, out_features: 10}\nloss: cross_entropy\n";
-}
 
 struct Clock {
   std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();

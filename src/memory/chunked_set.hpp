@@ -99,6 +99,9 @@ class ChunkedSet {
 
   /// How many keys were erased (0 or 1).
   std::size_t erase(const Key& key) {
+    // The first key, without a search: what the allocator model's size classes mostly erase
+    // (a merge takes the lowest-addressed block of its class about three times in four).
+    if (!chunks_.empty() && !(chunks_[0][0] < key) && !(key < chunks_[0][0])) return erase(begin()), 1;
     const iterator it = find(key);
     if (it == end()) return 0;
     erase(it);

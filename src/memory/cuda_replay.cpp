@@ -74,7 +74,7 @@ class Replay {
     f.max_reserved_bytes = allocator_.max_reserved();
     f.max_allocated_bytes = allocator_.max_allocated();
     f.small_pool_reserved_bytes = allocator_.reserved_small_pool();
-    f.segments = allocator_.segments();
+    if (!given_up_) f.segments = allocator_.segments();  // (a replay that gave up reports its bytes only)
     f.alloc_retries = allocator_.alloc_retries();
     if (!ok && !given_up_) {
       f.out_of_memory = true;

@@ -98,7 +98,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& options, Step
 /// `events` (with their blocks' `trace`) are the steady step: the model built, a first iteration, then steady iterations
 /// until the allocator's state repeats (cuda_replay.cpp).
 /// With `give_up_above`, the replay stops once max_memory_reserved() passes it (the figures are
-/// then those reached so far, over it: enough to say a budget is not met).
+/// then those reached so far, over it: enough to say a budget is not met; `segments` is not counted).
 CudaAllocatorFigures replay_cuda_allocator(const Timeline& events, const AllocationTrace& trace,
                                            const StepOptions& options,
                                            std::int64_t give_up_above = std::numeric_limits<std::int64_t>::max());
