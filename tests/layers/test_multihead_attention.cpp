@@ -143,6 +143,10 @@ TEST_CASE("MultiheadAttention: what backward keeps under CPU bfloat16 autocast, 
   // Self-attention: the probe's 7,008 B less the cast input (320), in_proj's copy (1,536) and out_proj's (512)
   const auto self = mha(attrs, {q}, amp);
   CHECK(kept_new(self) == 7008 - 320 - 1536 - 512);
+  // a bfloat16 model without autocast keeps the same 7,008 B: the parameters themselves, the
+  // input's rows copy (320) new
+  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16, std::nullopt};
+  CHECK(kept_new(mha(attrs, {tensor({2, 5, 16}, true, DType::BFloat16)}, bf16)) == 7008 - 1536 - 512);
   // Cross-attention, the key not needing a gradient: 7,904 B (2.13) and 5,016 B (1.13) less the
   // cast query (320), the cast key (448) and out_proj's copy (512); the query's rows of
   // in_proj_weight as cast (512) are the layer's own
