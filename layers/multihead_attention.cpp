@@ -190,9 +190,9 @@ LayerResult infer_mha(const LayerCall& call) {
   // in that dtype (validation/ops_saved_mha.md, "Autocast"). CUDA's is not measured.
   if (call.ctx.amp && call.ctx.device != Device::Cpu)
     throw LayerError("mixed precision (autocast) on CUDA is not modelled for MultiheadAttention yet (on the CPU it is)");
-  if (call.ctx.amp && !(d.distinct == 1 && d.packed))
-    throw LayerError("mixed precision (autocast) is modelled for self-attention only (one input, one in_proj_weight); "
-                     "a key or value of its own casts parts of the weights anew at each call, not measured yet");
+  if (call.ctx.amp && !(d.distinct <= 2 && d.packed))
+    throw LayerError("mixed precision (autocast) is modelled for self-attention and a key that is the value (one "
+                     "in_proj_weight); a value of its own or kdim/vdim (q/k/v_proj_weight) is not measured yet");
   const bool bf = call.attrs.flag("batch_first");
   const bool need_weights = call.attrs.flag("need_weights");
   const bool average = call.attrs.flag("average_attn_weights");
@@ -204,6 +204,13 @@ LayerResult infer_mha(const LayerCall& call) {
   if (need_weights)
     res.outputs.push_back({average ? Shape{d.n, d.l, d.s} : Shape{d.n, d.heads, d.l, d.s}, dtype});
   declare_params(res, call, d);
+  // Cross-attention splits in_proj_weight (and its bias) into the query's rows and the key's and
+  // value's: views, which autocast casts anew at each call rather than caching the parameter's
+  // copy; the copies a linear keeps are the layer's own (below).
+  const bool split_casts = call.ctx.amp && d.distinct == 2;
+  if (split_casts)
+    for (ParamDecl& p : res.params)
+      if (p.name == "in_proj_weight" || p.name == "in_proj_bias") p.cast_by_layer = true;
   const std::int64_t ln = checked_mul(d.l, d.n), src_rows = checked_mul(src, d.n);
   const std::int64_t projections = checked_add(checked_mul(checked_mul(2, ln), checked_mul(d.e, d.e)),
                                                checked_mul(src_rows, checked_mul(d.e, checked_add(d.kdim, d.vdim))));
@@ -243,7 +250,7 @@ LayerResult infer_mha(const LayerCall& call) {
   const double dropout = call.attrs.real("dropout");
   Kept kept{res, dtype};
   // Which saved entries the node-by-node backward lets go of (-1: none kept).
-  MhaBackward program{.l = d.l, .s = d.s, .n = d.n, .e = d.e, .heads = d.heads, .head = d.head, .dtype = dtype,
+  MhaBackward program{.l = d.l, .s = d.s, .n = d.n, .e = d.e, .heads = d.heads, .head = d.head, .dtype = dtype, .math = dtype,
                       .batch_first = bf, .dropout = dropout > 0.0, .torch2 = torch.mha_forward_2x,
                       .flash = false, .input = -1, .packed = -1, .q_scaled = -1, .k = -1, .v = -1, .wrapped = -1, .softmax = -1,
                       .mask = -1, .dropped = -1, .attention_output = -1, .lse = -1, .float_mask = -1, .in_proj_copy = -1, .out_proj_copy = -1,
@@ -258,7 +265,12 @@ LayerResult infer_mha(const LayerCall& call) {
       else res.save_input(i, i == 0 ? "query" : i == 1 ? "key" : "value");
       if (i == 0) program.input = kept.last();
     }
-  for (int i = 0; i < d.distinct; ++i)
+  for (int i = 0; i < d.distinct && split_casts; ++i)  // w_q [E, E] and w_kv [2E, E] as cast, for the inputs' gradients
+    if (call.inputs[static_cast<std::size_t>(i)].requires_grad) {
+      kept.extra({checked_mul(i == 0 ? 1 : 2, d.e), d.e}, i == 0 ? "in_proj_weight's query rows as cast" : "in_proj_weight's key and value rows as cast");
+      if (i == 0) program.in_proj_copy = kept.last();
+    }
+  for (int i = 0; i < d.distinct && !split_casts; ++i)
     if (call.inputs[static_cast<std::size_t>(i)].requires_grad) {
       res.save_param(d.packed ? 0 : i, d.packed ? "in_proj_weight" : "the projection's weight");
       if (i == 0) program.in_proj_copy = kept.last();
@@ -279,6 +291,11 @@ LayerResult infer_mha(const LayerCall& call) {
   const bool fused = sdpa && kernel != SdpaKernel::Math;
   if (sdpa && sdpa_masked && !fused)
     throw LayerError("a mask on scaled_dot_product_attention's math path (dropout in training) is not measured yet");
+  // The math composite on the CPU runs a 16-bit dtype in float32: q, k and v cast (copies, so
+  // the packed projection is kept by nothing), everything after them float32, the output cast
+  // back (measured under bfloat16 autocast: ops_saved_mha.md, "Autocast").
+  const bool upcast = sdpa && !fused && cpu && dtype_size(dtype) == 2;
+  if (upcast) program.math = DType::Float32;
   bool by_node = false;  // backward played node by node (below)
   // Which storages q, k and v live in. 2.x packs the projections that share an input and
   // makes them contiguous at once; 1.13 copies q, k and v one by one; added rows make k and v
@@ -287,11 +304,11 @@ LayerResult infer_mha(const LayerCall& call) {
   const bool packed_kv = torch.mha_forward_2x && d.packed && d.distinct <= 2 && !extra_rows;
   // [3, L, N, E] and [2, S, N, E], written with the input's dimension 0 first (the batch, to nnmem)
   const Shape& key = call.shape(d.distinct >= 2 ? 1 : 0);
-  if (packed_q && (fused || packed_kv))
+  if (packed_q && (fused || packed_kv) && !upcast)
     program.packed = kept.extra({call.shape(0)[0], 3, call.shape(0)[1], d.e}, "q, k, v (in_proj's output made contiguous)");
-  else if (packed_kv && d.distinct == 2)
+  else if (packed_kv && d.distinct == 2 && !upcast)
     kept.extra({key[0], 2, key[1], d.e}, "k, v (the key's projection made contiguous)");
-  const bool own_q = !packed_q, own_kv = !packed_kv;
+  const bool own_q = !packed_q, own_kv = !packed_kv || upcast;
   if (fused) {
     if (own_q) kept.extra(heads_l, "q");
     if (own_kv) {
@@ -320,7 +337,7 @@ LayerResult infer_mha(const LayerCall& call) {
   } else {
     // The explicit path, or scaled_dot_product_attention's math composite: q scaled, k (the
     // composite scales it too), the softmax, dropout's mask and result, v.
-    const DType math = sdpa && cpu && dtype_size(dtype) == 2 ? DType::Float32 : dtype;
+    const DType math = program.math;
     const bool weights_out = need_weights && !average;  // the weights returned are the kept tensor
     program.q_scaled = kept.extra(heads_l, "q scaled", math);
     if (sdpa) program.k = kept.extra(heads_s, "k scaled", math);
@@ -336,16 +353,16 @@ LayerResult infer_mha(const LayerCall& call) {
       else kept.extra(scores, "dropped attention weights", math);
       program.dropped = kept.last();
     }
-    if (own_kv) program.v = kept.extra(heads_s, "v");
+    if (own_kv) program.v = kept.extra(heads_s, upcast ? "v (float32)" : "v", math);
     if (need_weights && average && !torch.mha_forward_2x && cpu && torch.hooks_see_wrapped_numbers)
       kept.extra(Shape{}, "num_heads, a wrapped number", DType::Int64);
     // Measured node by node (multihead_attention_backward.cpp), with and without masks
     // (1.13's baddbmm adds the mask and keeps nothing more): self-attention through one
-    // in_proj_weight, batch_first, need_weights=False, on the CPU in the input's dtype.
+    // in_proj_weight, batch_first, need_weights=False, on the CPU in the input's dtype or under autocast (2.x's composite then in float32).
     // Elsewhere backward's largest temporary, the attention weights' gradient (bmm's), L x S
     // per head, made before the parameters' gradients of in_proj, stands for the dozen nodes:
     // an upper bound where the step's peak falls inside it.
-    by_node = d.distinct == 1 && d.packed && !extra_rows && !need_weights && bf && cpu && math == dtype;
+    by_node = d.distinct == 1 && d.packed && !extra_rows && !need_weights && bf && cpu && (math == dtype || call.ctx.amp);
     if (!by_node) res.backward_scratch.push_back({{scores, math}, "gradient of the attention weights", true});
   }
   // The CPU's flash kernel writes its output in q's [L, N, H, hd] order: out_proj reads it as it

@@ -15,6 +15,10 @@
 //                   added, not kept): q's and k's gradients; lets go of q scaled and k (2.x: scaled);
 //   MulBackward1 x2 (2.x, q and k scaled) or DivBackward0 (1.13, q and its wrapped divisor);
 //   ViewBackward0 x2  q's and k's gradients copied into [L, N, E] (v's arrives viewable);
+//   (2.x's math composite in a 16-bit dtype on the CPU runs in float32: a ToCopyBackward0
+//   makes the attention output's gradient float32 before attn @ v, and three make v's, k's
+//   and q's the 16-bit dtype again before their copies; measured under bfloat16 autocast,
+//   torch_encoder);
 // or 2.x's CPU flash kernel (need_weights=False without dropout, with or without a mask):
 //   ScaledDotProductFlashAttentionForCpuBackward0  q's, k's and v's gradients [N, H, L, hd]
 //                   in q's [N, L, H, hd] order; lets go of the packed q, k, v, its output,
@@ -37,13 +41,18 @@ namespace {
 // The explicit path from attn @ v to q's and k's unscaled gradients, in the slots q, k, v.
 void explicit_path(Program& p, const MhaBackward& b, int attn_out, int& q, int& k, int& v) {
   const std::int64_t nh = checked_mul(b.n, b.heads);
-  const TensorType heads_l{{nh, b.l, b.head}, b.dtype}, heads_s{{nh, b.s, b.head}, b.dtype};
-  const TensorType scores{{nh, b.l, b.s}, b.dtype};
+  const TensorType heads_l{{nh, b.l, b.head}, b.math}, heads_s{{nh, b.s, b.head}, b.math};
+  const TensorType scores{{nh, b.l, b.s}, b.math};
+  if (b.math != b.dtype) {  // the output's ToCopyBackward0
+    const int upcast = p.temporary(heads_l, "grad of the attention output (float32)");
+    p.free(attn_out);
+    attn_out = upcast;
+  }
   // attn @ v
   v = p.temporary(heads_s, "grad of v");
   int w = p.temporary(scores, b.dropout ? "grad of the dropped attention weights" : "grad of the attention weights");
   p.free(attn_out);
-  p.release(b.torch2 ? b.packed : b.v);
+  p.release(b.torch2 && b.math == b.dtype ? b.packed : b.v);
   if (b.dropout) {  // without dropout the softmax is also SoftmaxBackward0's, let go of below
     p.release(b.dropped);
     const int before = p.temporary(scores, "grad of the attention weights");
@@ -111,6 +120,12 @@ std::vector<BackwardEvent> mha_backward(const MhaBackward& b) {
     v = v_rows;
   } else {
     explicit_path(p, b, attn_out, q, k, v);
+    if (b.math != b.dtype)  // q's, k's and v's ToCopyBackward0, the last made first
+      for (int* g : {&v, &k, &q}) {
+        const int copy = p.temporary({{nh, g == &q ? b.l : b.s, b.head}, b.dtype}, "grad of a head in the layer's dtype");
+        p.free(*g);
+        *g = copy;
+      }
   }
   // q's and k's gradients made [L, N, E]
   for (int* g : {&q, &k}) {

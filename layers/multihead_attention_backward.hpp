@@ -14,6 +14,7 @@ namespace nnmem::layers {
 struct MhaBackward {
   std::int64_t l, s, n, e, heads, head;
   DType dtype;
+  DType math;  // the attention's dtype: 2.x's CPU math composite runs a 16-bit dtype's in float32
   bool batch_first, dropout, torch2;  // torch2: TorchProfile::mha_forward_2x
   bool flash;                         // 2.x's CPU flash kernel, else the explicit path
   int input, packed, q_scaled, k, v, wrapped, softmax, mask, dropped, attention_output;  // saved entries

@@ -4,7 +4,9 @@ op: the autograd nodes of one forward in execution order, and every tensor saved
 packs (shape, dtype, storage bytes; which input/parameter/output it is, else "new").
 Runs under torch 2.x and 1.13:
     /work/venv213/bin/python validation/probe_mha.py [CASE...]
-    /usr/bin/python3 validation/probe_mha.py [CASE...]"""
+    /usr/bin/python3 validation/probe_mha.py [CASE...]
+Cases named amp_* run the forward under CPU bfloat16 autocast."""
+import contextlib
 import sys
 
 import torch
@@ -49,13 +51,16 @@ def masks(kind, l, s):
 
 
 def mha(**kw):
-    def make(self_attn=True, need_weights=True, average=True, batch_first=False, kdim=None, vdim=None, mask=""):
+    def make(self_attn=True, need_weights=True, average=True, batch_first=False, kdim=None, vdim=None, mask="",
+             kv_shared=False, key_grad=True):
         m = nn.MultiheadAttention(E, H, batch_first=batch_first, kdim=kdim, vdim=vdim, **kw)
         def shape(n, l, e):
             return (n, l, e) if batch_first else (l, n, e)
         def call(q, k=None, v=None):
             if self_attn:
                 k = v = q
+            elif kv_shared:  # a decoder's cross-attention: attn(x, memory, memory)
+                v = k
             args = {"need_weights": need_weights}
             if mask:
                 args.update(masks(mask, L, L if self_attn else S))
@@ -65,6 +70,7 @@ def mha(**kw):
             out, w = m(q, k, v, **args)
             return out
         ins = [("q", shape(N, L, E))] if self_attn else \
+            [("q", shape(N, L, E)), ("k", shape(N, S, kdim or E), key_grad)] if kv_shared else \
             [("q", shape(N, L, E)), ("k", shape(N, S, kdim or E)), ("v", shape(N, S, vdim or E))]
         return m, call, ins
     return make
@@ -109,17 +115,23 @@ CASES = {
     "encoder": lambda: enc(dropout=0.1)(),
     "encoder_norm_first_gelu": lambda: enc(dropout=0.1, norm_first=True, activation="gelu")(),
     "decoder": lambda: dec(dropout=0.1)(),
+    # CPU bfloat16 autocast (torch_encoder, torch_decoder): batch_first, dropout, no weights; the
+    # cross-attention's key is its value and needs no gradient (the decoder's memory, an input)
+    "amp_self_dropout": lambda: mha(dropout=0.1)(batch_first=True, need_weights=False),
+    "amp_cross_dropout": lambda: mha(dropout=0.1)(self_attn=False, kv_shared=True, key_grad=False,
+                                                  batch_first=True, need_weights=False),
 }
 
 
 def run(name):
     module, fn, specs = CASES[name]()
     module.train()
-    args = [torch.randn(shape, requires_grad=True) for _, shape in specs]
+    args = [torch.randn(s[1], requires_grad=s[2] if len(s) > 2 else True) for s in specs]
     saved = []
-    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+    amp = torch.autocast("cpu", dtype=torch.bfloat16) if name.startswith("amp_") else contextlib.nullcontext()
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t), amp:
         out = fn(*args)
-    named = {n: a for (n, _), a in zip(specs, args)}
+    named = {s[0]: a for s, a in zip(specs, args)}
     named.update({"param " + n: p for n, p in module.named_parameters()})
     named["out"] = out
     params = sum(p.numel() for p in module.parameters())

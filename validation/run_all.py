@@ -32,14 +32,17 @@ MODES = [True, False]           # zero_grad(set_to_none=...)
 AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", "concat_net",
                 "frozen_backbone", "resnet18", "zoo_mlp", "efficientnet_b0",
                 "unet_valid", "yolov8n", "yolo11n", "gru_tagger", "lstm_seq", "lstm_lm", "rnn_cells",
-                "mha_masked"]
+                "mha_masked", "torch_encoder", "torch_encoder_prenorm", "torch_encoder_long", "torch_decoder"]
 # (CPU bfloat16 lacks hardtanh's backward in 1.13: ReLU6, Hardtanh; so not zoo_net, zoo_seq;
 # and 1.13's group_norm and layer_norm refuse a bfloat16 input beside float32 weights,
 # "expected scalar type BFloat16 but found Float": not diffusion_unet, convnext_valid. The
 # recurrent networks run under autocast in both versions: gru_tagger's generic GRU (per-step
 # matmuls in bfloat16, states in float32), the LSTMs (1.13's generic one, 2.13's oneDNN one in
 # bfloat16), and the cells (rnn_cells: LSTMCell and GRUCell alike, per step); mha_masked,
-# nn.MultiheadAttention self-attention in bfloat16 after one cast of its input and weights)
+# nn.MultiheadAttention self-attention in bfloat16 after one cast of its input and weights;
+# the torch_encoder networks, nn.TransformerEncoderLayer's pieces, 2.13's attention with dropout
+# on sdpa's math composite, which runs in float32 on q, k, v cast from bfloat16; torch_decoder
+# too, its cross-attention casting in_proj_weight's query rows and key/value rows at each call)
 AMP_OPTIMIZERS = ["sgd", "adam"]
 # The optimizers' multi-tensor implementation (foreach=True), at the first batch; and
 # AdamW (decoupled weight decay 0.01), single-tensor and foreach.

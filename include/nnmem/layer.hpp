@@ -211,6 +211,10 @@ struct ParamDecl {
   /// ids looked up, repeats included, not coalesced: int64 indices [1, rows] viewing the ids and
   /// values [rows, *shape[1:]], which are the output's gradient itself (AccumulateGrad keeps it).
   std::int64_t sparse_rows = 0;
+  /// Under autocast the layer casts views of it (not a leaf: never cached) at each call and keeps
+  /// those copies itself (save_extra): the graph makes no copy of it (MultiheadAttention's
+  /// cross-attention, whose in_proj_weight is split into the query's and the key's weights).
+  bool cast_by_layer = false;
 };
 
 /// One event of a backward PyTorch runs as several autograd nodes — a recurrent layer's layers,

@@ -219,7 +219,7 @@ class Builder {
     for (std::size_t k = 0; k < node.result.params.size(); ++k) {
       const ParamDecl& p = node.result.params[k];
       int copy = -1;
-      if (policy == Autocast::Lower && autocast_eligible(p.dtype) && p.dtype != *graph_.options.amp) {
+      if (policy == Autocast::Lower && autocast_eligible(p.dtype) && p.dtype != *graph_.options.amp && !p.cast_by_layer) {
         const auto cached = cached_param_copies_.find(node.params[k]);
         if (cached != cached_param_copies_.end()) {
           copy = cached->second;

@@ -110,9 +110,11 @@ TEST_CASE("MultiheadAttention: located errors name expected and found values") {
   CHECK(rule_error_in(amp, kMha + "}", {x16}).empty());
   CHECK(rule_error_in(cuda_amp, kMha + "}", {x16}) ==
         "mixed precision (autocast) on CUDA is not modelled for MultiheadAttention yet (on the CPU it is)");
-  CHECK(rule_error_in(amp, kMha + "}", {x16, tensor({7, 2, 16}, true, DType::BFloat16)}) ==
-        "mixed precision (autocast) is modelled for self-attention only (one input, one in_proj_weight); a key or value of "
-        "its own casts parts of the weights anew at each call, not measured yet");
+  const auto k16 = tensor({7, 2, 16}, true, DType::BFloat16);
+  CHECK(rule_error_in(amp, kMha + "}", {x16, k16}).empty());  // a key that is the value: modelled
+  CHECK(rule_error_in(amp, kMha + "}", {x16, k16, k16}) ==
+        "mixed precision (autocast) is modelled for self-attention and a key that is the value (one in_proj_weight); "
+        "a value of its own or kdim/vdim (q/k/v_proj_weight) is not measured yet");
   // batch_first under autocast: the input's contiguous cast is the rows in_proj keeps (no copy
   // of its own); a float mask (cast by the graph) is refused
   InputTensor cast = tensor({2, 5, 16}, true, DType::BFloat16);
@@ -125,6 +127,38 @@ TEST_CASE("MultiheadAttention: located errors name expected and found values") {
         "a floating-point mask under autocast (made the query's dtype, then cast) is not measured yet; give a bool mask");
   CHECK(rule_error(kMha + "}", {x, tensor({7, 2, 16}), tensor({6, 2, 16})}) ==
         "the key [7, 2, 16] and the value [6, 2, 16] must have one length (dimension 0)");
+}
+
+// Under CPU bfloat16 autocast, batch_first, dropout 0.1, need_weights=False (validation/probe_mha.py
+// DIMS; ops_saved_mha.md, "Autocast"): 2.13's sdpa math composite runs in float32 on q, k, v cast
+// from bfloat16 (the packed projection kept by nothing, v float32); cross-attention casts
+// in_proj_weight's query rows and its key/value rows at each call, not the parameter.
+TEST_CASE("MultiheadAttention: what backward keeps under CPU bfloat16 autocast, torch 2.13 and 1.13") {
+  const Context amp{Mode::Train, Device::Cpu, DType::Float32, DType::BFloat16};
+  Context amp113 = amp;
+  amp113.torch = kCpu113.torch;
+  const std::string attrs = ", dropout: 0.1, batch_first: true, need_weights: false";
+  InputTensor q = tensor({2, 5, 16}, true, DType::BFloat16), key = tensor({2, 7, 16}, false, DType::BFloat16);
+  q.cast = key.cast = true;
+  // Self-attention: the probe's 7,008 B less the cast input (320), in_proj's copy (1,536) and out_proj's (512)
+  const auto self = mha(attrs, {q}, amp);
+  CHECK(kept_new(self) == 7008 - 320 - 1536 - 512);
+  // a bfloat16 model without autocast keeps the same 7,008 B: the parameters themselves, the
+  // input's rows copy (320) new
+  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16, std::nullopt};
+  CHECK(kept_new(mha(attrs, {tensor({2, 5, 16}, true, DType::BFloat16)}, bf16)) == 7008 - 1536 - 512);
+  // Cross-attention, the key not needing a gradient: 7,904 B (2.13) and 5,016 B (1.13) less the
+  // cast query (320), the cast key (448) and out_proj's copy (512); the query's rows of
+  // in_proj_weight as cast (512) are the layer's own
+  const auto cross = mha(attrs, {q, key}, amp);
+  CHECK(kept_new(cross) == 7904 - 320 - 448 - 512);
+  CHECK(kept_new(mha(attrs, {q, key}, amp113)) == 5016 - 320 - 448 - 512);
+  for (const ParamDecl& p : cross.params)
+    CHECK(p.cast_by_layer == (p.name == "in_proj_weight" || p.name == "in_proj_bias"));
+  for (const ParamDecl& p : self.params) CHECK_FALSE(p.cast_by_layer);
+  // a key that needs a gradient: its rows of in_proj_weight as cast are kept too, [2E, E]
+  key.requires_grad = true;
+  CHECK(kept_new(mha(attrs, {q, key}, amp)) == kept_new(cross) + 1024);
 }
 
 namespace {
@@ -171,6 +205,13 @@ TEST_CASE("MultiheadAttention: backward node by node where measured (batch_first
   const std::string masked = ", batch_first: true, need_weights: false, key_padding_mask: true, attn_mask: true";
   const auto x = tensor({2, 5, 16});
   const auto kpm = tensor({2, 5}, false, DType::Bool), causal = tensor({5, 5}, false, DType::Bool);
+  // Under bfloat16 autocast (torch_encoder): 2.13's math composite in float32, its casts' nodes
+  Context amp{Mode::Train, Device::Cpu, DType::Float32, DType::BFloat16};
+  InputTensor x16 = tensor({2, 5, 16}, true, DType::BFloat16);
+  x16.cast = true;
+  check_program(mha(attrs, {x16}, amp));
+  amp.torch = kCpu113.torch;
+  check_program(mha(attrs, {x16}, amp));
   for (const Context& ctx : {kCpu, kCpu113}) {
     check_program(mha(masked, {x, kpm, causal}, ctx));
     check_program(mha(", batch_first: true, need_weights: false", {x}, ctx));
