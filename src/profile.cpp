@@ -18,6 +18,20 @@ constexpr std::array<std::string_view, 3> kCpuAutocastFloat32In1_13 = {"ConvTran
 
 constexpr std::array<std::string_view, 1> kCpuAutocastUncastIn1_13 = {"PReLU"};
 
+// validation/probe_autocast_113.py: torch 1.13's errors, verbatim (hardtanh_backward's CPU
+// kernel reports itself as hardshrink_backward_cpu).
+using When = CpuBfloat16Gap::When;
+constexpr std::string_view kMixedNorm = "RuntimeError: expected scalar type BFloat16 but found Float";
+constexpr std::string_view kHardtanhBackward = "RuntimeError: \"hardshrink_backward_cpu\" not implemented for 'BFloat16'";
+constexpr std::array<CpuBfloat16Gap, 6> kCpuBfloat16GapsIn1_13 = {{
+    {"LayerNorm", "layer_norm", When::BesideFloat32, kMixedNorm},
+    {"LayerNorm2d", "layer_norm", When::BesideFloat32, kMixedNorm},
+    {"GroupNorm", "group_norm", When::BesideFloat32, kMixedNorm},
+    {"Mish", "mish", When::Always, "RuntimeError: \"mish_cpu\" not implemented for 'BFloat16'"},
+    {"Hardtanh", "hardtanh_backward", When::InBackward, kHardtanhBackward},
+    {"ReLU6", "hardtanh_backward", When::InBackward, kHardtanhBackward},
+}};
+
 constexpr std::array kProfiles = {
     TorchProfile{
         .version = "2.13",
@@ -50,6 +64,7 @@ constexpr std::array kProfiles = {
         .smoothing_masked_select = true,
         .channel_shuffle_differentiable = false,
         .pad_kernels_float_only = true,
+        .cpu_bfloat16_gaps = kCpuBfloat16GapsIn1_13,
         .sgd_state_momentum_none = true,
     },
 };
@@ -67,6 +82,12 @@ bool TorchProfile::has_layer(std::string_view type) const { return !listed(absen
 bool TorchProfile::cpu_autocast_in_float32(std::string_view type) const { return listed(cpu_autocast_float32, type); }
 
 bool TorchProfile::cpu_autocast_uncasts(std::string_view type) const { return listed(cpu_autocast_uncast, type); }
+
+const CpuBfloat16Gap* TorchProfile::cpu_bfloat16_gap(std::string_view type) const {
+  for (const CpuBfloat16Gap& gap : cpu_bfloat16_gaps)
+    if (gap.type == type) return &gap;
+  return nullptr;
+}
 
 std::span<const TorchProfile> torch_profiles() { return kProfiles; }
 

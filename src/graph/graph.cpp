@@ -9,6 +9,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include "cpu_kernels.hpp"
 #include "fast_path.hpp"
 #include "parameters.hpp"
 #include "references.hpp"
@@ -210,6 +211,7 @@ class Builder {
       throw SizeError(layer.loc, title(layer) + ": the sizes it computes from the input" + (inputs.size() > 1 ? "s " : " ") +
                                      from + " do not fit in 64 bits (" + e.what() + ")");
     }
+    if (auto gap = detail::cpu_kernel_gap(def->type, call, node.result)) throw Error(layer.type_loc, title(layer) + ": " + *gap);
     count_parameters(layer, node);
     detail::assign_parameters(graph_, node, node_index, names_, ctx_.float_dtype);
     // The parameters' low-precision copies. Autocast caches those of parameters that require a
