@@ -22,12 +22,13 @@ std::optional<std::string> cpu_kernel_gap(std::string_view type, const LayerCall
                            : gap->when == When::InBackward
                                ? op + " has no bfloat16 kernel, so training through it fails in backward"
                                : op + " has no bfloat16 kernel";
-  // Where the bfloat16 input comes from: autocast, the model's dtype, or a cast in the spec.
+  // Where the bfloat16 input comes from: autocast, the model's dtype (--dtype or the spec's), or a
+  // cast in the spec.
   const std::string source = ctx.amp == DType::BFloat16          ? " --amp bfloat16"
-                             : ctx.float_dtype == DType::BFloat16 ? " --dtype bfloat16"
+                             : ctx.float_dtype == DType::BFloat16 ? " and a bfloat16 model"
                                                                   : " and a bfloat16 input";
   const std::string instead = ctx.amp == DType::BFloat16          ? "no --amp"
-                              : ctx.float_dtype == DType::BFloat16 ? "--dtype float32"
+                              : ctx.float_dtype == DType::BFloat16 ? "a float32 model"
                                                                    : "a float32 input";
   return what + " (" + std::string(gap->error) + "); expected --torch " +
          std::string(default_torch_profile().version) + ", --device cuda" +
