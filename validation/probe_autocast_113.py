@@ -13,7 +13,8 @@ floating-point outputs, in float32, backward. Each case runs three times: traini
 and backward), forward only with gradients (to tell a forward failure from a backward one),
 and eval under torch.no_grad(). A case whose input does not come from a bfloat16 op (Embedding's
 ids, a Parameter, a Constant, a Buffer) is not here: nothing bfloat16 reaches it. Prints one
-line per case: ok, or the phase that raised and the first line of the error.
+line per case: ok and the dtype of the layer's output (bfloat16, or float32 when autocast runs
+the op in float32), or the phase that raised and the first line of the error.
 """
 import sys
 
@@ -201,7 +202,7 @@ def run(shape, make, phase, bf16_model):
             y = layer(h)
         if phase == "train":
             sum(t.float().sum() for t in outputs(y)).backward()
-    return "ok"
+    return "ok ({})".format(str(outputs(y)[0].dtype).replace("torch.", ""))
 
 
 def attempt(shape, make, phase, bf16_model):
@@ -215,13 +216,13 @@ def table(bf16_model):
     failing = 0
     for label, shape, make in CASES:
         train = attempt(shape, make, "train", bf16_model)
-        if train == "ok" or train == "absent":
+        if train.startswith("ok") or train == "absent":
             print("{:<62} {}".format(label, train))
             continue
         failing += 1
         forward = attempt(shape, make, "forward", bf16_model)
         evaluation = attempt(shape, make, "eval", bf16_model)
-        where = "backward" if forward == "ok" else "forward"
+        where = "backward" if forward.startswith("ok") else "forward"
         print("{:<62} FAILS in {} ({}); eval: {}".format(label, where, train, evaluation))
     print("{} of {} cases fail".format(failing, len(CASES)))
 
