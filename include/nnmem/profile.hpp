@@ -43,6 +43,9 @@ struct TorchProfile {
   // 2.x casts (input and weight to bfloat16, the weight's copy kept for backward; validation/
   // ops_saved_zoo.md, zoo_net's autocast runs).
   std::span<const std::string_view> cpu_autocast_uncast = {};
+  // torch.autocast("cpu", torch.float16) runs (2.x); 1.13 raises "Currently, AutocastCPU only
+  // support Bfloat16 as the autocast_cpu_dtype".
+  bool cpu_autocast_float16 = true;
 
   // --- the autograd engine
   // Two gradients of one tensor (a residual fork, a weight used twice): 2.x's InputBuffer adds
@@ -101,7 +104,9 @@ struct TorchProfile {
   // them over from a bfloat16 layer before them (a float32 model): 1.13's layer_norm and
   // group_norm refuse a bfloat16 input beside float32 weights (LayerNorm, LayerNorm2d, GroupNorm;
   // fine without weights), its mish has no bfloat16 kernel and its hardtanh no bfloat16 backward
-  // (Hardtanh, ReLU6). 2.13 runs them all (validation/probe_autocast_113.py).
+  // (Hardtanh, ReLU6). 2.13 runs them all. A bfloat16 model (no autocast) meets the 3-D poolings'
+  // gaps (autocast runs them in float32): 1.13 has no bfloat16 max_pool3d, avg_pool3d,
+  // adaptive_avg_pool3d or adaptive_max_pool3d, 2.13 no avg_pool3d (validation/probe_autocast_113.py).
   std::span<const CpuBfloat16Gap> cpu_bfloat16_gaps = {};
 
   // --- torch.utils.checkpoint, non-reentrant (use_reentrant=False)

@@ -30,9 +30,12 @@ std::optional<std::string> cpu_kernel_gap(std::string_view type, const LayerCall
   const std::string instead = ctx.amp == DType::BFloat16          ? "no --amp"
                               : ctx.float_dtype == DType::BFloat16 ? "a float32 model"
                                                                    : "a float32 input";
-  return what + " (" + std::string(gap->error) + "); expected --torch " +
-         std::string(default_torch_profile().version) + ", --device cuda" +
-         (gap->when == When::InBackward ? ", --mode eval" : "") + " or " + instead + ", found --torch " +
+  std::string expected;
+  for (const TorchProfile& other : torch_profiles())  // the versions whose kernel takes it
+    if (!other.cpu_bfloat16_gap(type)) expected += "--torch " + std::string(other.version) + ", ";
+  expected += "--device cuda";
+  if (gap->when == When::InBackward) expected += ", --mode eval";
+  return what + " (" + std::string(gap->error) + "); expected " + expected + " or " + instead + ", found --torch " +
          std::string(ctx.torch->version) + " --device cpu" + source;
 }
 

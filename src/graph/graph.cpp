@@ -42,6 +42,12 @@ class Builder {
     if (graph_.options.amp && (dtype_size(*graph_.options.amp) != 2 || !is_floating(*graph_.options.amp)))
       throw Error(spec.loc, "mixed precision runs in float16 or bfloat16, found " +
                                 std::string(dtype_name(*graph_.options.amp)));
+    if (graph_.options.amp == DType::Float16 && ctx_.device == Device::Cpu && !ctx_.torch->cpu_autocast_float16)
+      throw Error(spec.loc, "PyTorch " + std::string(ctx_.torch->version) +
+                                "'s CPU autocast takes bfloat16 only (RuntimeError: Currently, AutocastCPU only support "
+                                "Bfloat16 as the autocast_cpu_dtype); expected --amp bfloat16, --device cuda or --torch " +
+                                std::string(default_torch_profile().version) + ", found --torch " +
+                                std::string(ctx_.torch->version) + " --device cpu --amp float16");
     graph_.nodes.reserve(spec.layers.size());
     graph_.values.reserve(spec.inputs.size() + spec.layers.size());
     graph_.storages.reserve(spec.inputs.size() + spec.layers.size());
