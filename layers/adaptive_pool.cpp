@@ -2,6 +2,7 @@
 // Backward: adaptive max-pooling keeps its input and int64 indices; adaptive average pooling
 // keeps its input — at output size 1 too in PyTorch 1.13, whose mean over the spatial
 // dimensions (MeanBackward1) still holds it, but not in 2.13 (validation/ops_saved_zoo.md).
+// CPU autocast runs the 3-D ones in float32, 1.13 and 2.13 alike (validation/probe_autocast_113.py).
 #include <algorithm>
 
 #include "common.hpp"
@@ -29,6 +30,7 @@ LayerDef adaptive_def(int rank, bool max) {
       .summary = rank_name(rank) + " adaptive " + (max ? "max" : "average") + " pooling to a fixed output size",
       .attrs = {AttrDef::tuple("output_size", rank, "the output's spatial size").needed().at_least(1)},
       .infer = [rank, max](const LayerCall& call) { return infer_adaptive(call, rank, max); },
+      .autocast_cpu = rank == 3 ? std::optional(Autocast::Float32) : std::nullopt,
       .versions = max ? "" : "at output size 1 (global pooling) torch 1.13 keeps the input for backward, 2.x nothing",
   };
 }

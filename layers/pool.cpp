@@ -1,7 +1,9 @@
 // Sliding-window pooling: MaxPool1d/2d/3d and AvgPool1d/2d/3d.
 // Backward: max-pooling keeps its input and the int64 indices of each maximum (output-shaped);
 // average pooling keeps its input (the backward formula only needs its shape, but the tensor is
-// held). Neither keeps anything when its input needs no gradient.
+// held). Neither keeps anything when its input needs no gradient. CPU autocast runs max_pool3d
+// and avg_pool3d in float32, 1.13 and 2.13 alike (their output is float32 under bfloat16
+// autocast: validation/probe_autocast_113.py); the 1-D and 2-D ones in their input's dtype.
 #include "common.hpp"
 
 namespace nnmem::layers {
@@ -57,6 +59,7 @@ LayerDef pool_def(int rank, bool max) {
       .summary = rank_name(rank) + (max ? " max pooling" : " average pooling"),
       .attrs = std::move(attrs),
       .infer = [rank, max](const LayerCall& call) { return infer_pool(call, rank, max); },
+      .autocast_cpu = rank == 3 ? std::optional(Autocast::Float32) : std::nullopt,
   };
 }
 

@@ -71,6 +71,17 @@ check("estimate --budget: the verdict in JSON", code == 0 and v["fits"] and v["n
 code, out, _ = run("estimate", "examples/resnet18.yaml", "--batch", "32", "--budget", "512MiB", "--summary")
 check("estimate --budget exits 2 when it does not fit", code == 2 and "does not fit" in out and "Layer (type)" not in out)
 
+# layers TYPE: what a version's CPU kernels cannot do in bfloat16 (TorchProfile::cpu_bfloat16_gaps)
+code, out, _ = run("layers", "LayerNorm")
+check("layers LayerNorm: 1.13's CPU bfloat16 gap", code == 0 and
+      "PyTorch 1.13 on the CPU: layer_norm refuses a bfloat16 input beside float32 weights (under autocast)\n" in out)
+code, out, _ = run("layers", "AvgPool3d")
+check("layers AvgPool3d: both versions' gaps", code == 0 and
+      "PyTorch 2.13 on the CPU: avg_pool3d has no bfloat16 kernel: a bfloat16 input is an error\n" in out and
+      "PyTorch 1.13 on the CPU: avg_pool3d" in out)
+code, out, _ = run("layers", "ReLU")
+check("layers ReLU: no gap", code == 0 and "on the CPU" not in out)
+
 # Formats parse.
 code, out, _ = run("estimate", "examples/resnet18.yaml", "--format", "csv")
 rows = list(csv.reader(io.StringIO(out)))

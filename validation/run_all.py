@@ -35,7 +35,8 @@ AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", 
                 "mha_masked", "torch_encoder", "torch_encoder_prenorm", "torch_encoder_long", "torch_decoder"]
 # (CPU bfloat16 lacks hardtanh's backward in 1.13: ReLU6, Hardtanh; so not zoo_net, zoo_seq;
 # and 1.13's group_norm and layer_norm refuse a bfloat16 input beside float32 weights,
-# "expected scalar type BFloat16 but found Float": not diffusion_unet, convnext_valid. The
+# "expected scalar type BFloat16 but found Float": not diffusion_unet, convnext_valid; nnmem
+# refuses them too, validation/probe_autocast_113.py, ops_saved_autocast.md. The
 # recurrent networks run under autocast in both versions: gru_tagger's generic GRU (per-step
 # matmuls in bfloat16, states in float32), the LSTMs (1.13's generic one, 2.13's oneDNN one in
 # bfloat16), and the cells (rnn_cells: LSTMCell and GRUCell alike, per step); mha_masked,

@@ -10,6 +10,20 @@
 
 namespace nnmem {
 
+/// A layer type whose CPU kernel cannot take a bfloat16 input in some version: what PyTorch
+/// raises, and when (validation/probe_autocast_113.py, validation/ops_saved_autocast.md).
+struct CpuBfloat16Gap {
+  enum class When {
+    Always,         // forward raises whatever else the layer holds
+    BesideFloat32,  // forward raises when the layer's parameters are not bfloat16 (autocast's float32 model)
+    InBackward,     // only backward raises: training, the input needing a gradient; eval runs
+  };
+  std::string_view type;   // the layer type (a PyTorch class name)
+  std::string_view op;     // the aten op that fails: "layer_norm"
+  When when = When::Always;
+  std::string_view error;  // what PyTorch raises, verbatim
+};
+
 struct TorchProfile {
   std::string_view version;    // what --torch takes: "2.13"
   std::string_view measured;   // the build the CPU figures are validated against
@@ -29,6 +43,9 @@ struct TorchProfile {
   // 2.x casts (input and weight to bfloat16, the weight's copy kept for backward; validation/
   // ops_saved_zoo.md, zoo_net's autocast runs).
   std::span<const std::string_view> cpu_autocast_uncast = {};
+  // torch.autocast("cpu", torch.float16) runs (2.x); 1.13 raises "Currently, AutocastCPU only
+  // support Bfloat16 as the autocast_cpu_dtype".
+  bool cpu_autocast_float16 = true;
 
   // --- the autograd engine
   // Two gradients of one tensor (a residual fork, a weight used twice): 2.x's InputBuffer adds
@@ -83,6 +100,14 @@ struct TorchProfile {
   // CPU float32/float64 only (all but reflection_pad3d: "reflection_pad2d" not implemented for
   // 'BFloat16'); 2.13's take every dtype but bool (validation/ops_saved_zoo.md).
   bool pad_kernels_float_only = false;
+  // Layers whose CPU kernels cannot take a bfloat16 input here, as CPU bfloat16 autocast hands
+  // them over from a bfloat16 layer before them (a float32 model): 1.13's layer_norm and
+  // group_norm refuse a bfloat16 input beside float32 weights (LayerNorm, LayerNorm2d, GroupNorm;
+  // fine without weights), its mish has no bfloat16 kernel and its hardtanh no bfloat16 backward
+  // (Hardtanh, ReLU6). 2.13 runs them all. A bfloat16 model (no autocast) meets the 3-D poolings'
+  // gaps (autocast runs them in float32): 1.13 has no bfloat16 max_pool3d, avg_pool3d,
+  // adaptive_avg_pool3d or adaptive_max_pool3d, 2.13 no avg_pool3d (validation/probe_autocast_113.py).
+  std::span<const CpuBfloat16Gap> cpu_bfloat16_gaps = {};
 
   // --- torch.utils.checkpoint, non-reentrant (use_reentrant=False)
   // Recomputation stops once the last tensor the segment's nodes keep has been recomputed
@@ -128,6 +153,8 @@ struct TorchProfile {
   bool cpu_autocast_in_float32(std::string_view type) const;
   /// Whether CPU autocast leaves the layer type in its input's dtype here, whatever its usual list.
   bool cpu_autocast_uncasts(std::string_view type) const;
+  /// What the layer type's CPU kernel cannot do with a bfloat16 input here, or nullptr.
+  const CpuBfloat16Gap* cpu_bfloat16_gap(std::string_view type) const;
 };
 
 /// Every profile nnmem has, newest first; the first is the default.

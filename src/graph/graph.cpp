@@ -9,6 +9,7 @@
 #include <deque>
 #include <unordered_map>
 
+#include "cpu_kernels.hpp"
 #include "fast_path.hpp"
 #include "parameters.hpp"
 #include "references.hpp"
@@ -41,6 +42,12 @@ class Builder {
     if (graph_.options.amp && (dtype_size(*graph_.options.amp) != 2 || !is_floating(*graph_.options.amp)))
       throw Error(spec.loc, "mixed precision runs in float16 or bfloat16, found " +
                                 std::string(dtype_name(*graph_.options.amp)));
+    if (graph_.options.amp == DType::Float16 && ctx_.device == Device::Cpu && !ctx_.torch->cpu_autocast_float16)
+      throw Error(spec.loc, "PyTorch " + std::string(ctx_.torch->version) +
+                                "'s CPU autocast takes bfloat16 only (RuntimeError: Currently, AutocastCPU only support "
+                                "Bfloat16 as the autocast_cpu_dtype); expected --amp bfloat16, --device cuda or --torch " +
+                                std::string(default_torch_profile().version) + ", found --torch " +
+                                std::string(ctx_.torch->version) + " --device cpu --amp float16");
     graph_.nodes.reserve(spec.layers.size());
     graph_.values.reserve(spec.inputs.size() + spec.layers.size());
     graph_.storages.reserve(spec.inputs.size() + spec.layers.size());
@@ -210,6 +217,7 @@ class Builder {
       throw SizeError(layer.loc, title(layer) + ": the sizes it computes from the input" + (inputs.size() > 1 ? "s " : " ") +
                                      from + " do not fit in 64 bits (" + e.what() + ")");
     }
+    if (auto gap = detail::cpu_kernel_gap(def->type, call, node.result)) throw Error(layer.type_loc, title(layer) + ": " + *gap);
     count_parameters(layer, node);
     detail::assign_parameters(graph_, node, node_index, names_, ctx_.float_dtype);
     // The parameters' low-precision copies. Autocast caches those of parameters that require a

@@ -16,6 +16,14 @@ inline const Context kEval{Mode::Eval, Device::Cpu, DType::Float32, std::nullopt
 /// Training on the CPU with PyTorch 1.13's behaviour (--torch 1.13).
 inline const Context kCpu113{Mode::Train, Device::Cpu, DType::Float32, std::nullopt, find_torch_profile("1.13")};
 
+/// A step under CPU bfloat16 autocast (a float32 model) as PyTorch `version` runs it
+/// (--torch VERSION --device cpu --amp bfloat16).
+inline EstimateOptions cpu_bf16_autocast(const char* version, Mode mode = Mode::Train) {
+  EstimateOptions o;
+  o.graph = {.mode = mode, .device = Device::Cpu, .amp = DType::BFloat16, .torch = find_torch_profile(version)};
+  return o;
+}
+
 /// What backward allocates beside the gradients: "extra[4, 16]:float32 extra[4, 16]:float32*"
 /// (a trailing * marks scratch freed before the parameters' gradients exist).
 inline std::string scratch_of(const std::vector<Scratch>& list) {

@@ -106,6 +106,22 @@ TEST_CASE("Activations: SiLU / Mish / Hardswish / Hardsigmoid accept inplace") {
   }
 }
 
+// validation/probe_autocast_113.py (ops_saved_autocast.md): 1.13's CPU mish has no bfloat16 kernel
+// ("mish_cpu" not implemented for 'BFloat16'), forward included: refused in eval too. 2.13 runs it.
+TEST_CASE("Mish: 1.13 has no CPU bfloat16 kernel") {
+  const std::string spec =
+      "inputs: {x: [5, 8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8}\n  - {name: act, type: Mish}\n";
+  const std::string message = "test.yaml:4:23: error: Mish 'act': PyTorch 1.13's CPU mish has no bfloat16 kernel "
+                              "(RuntimeError: \"mish_cpu\" not implemented for 'BFloat16'); expected --torch 2.13, --device "
+                              "cuda or no --amp, found --torch 1.13 --device cpu --amp bfloat16";
+  CHECK(error_from(spec, cpu_bf16_autocast("1.13")) == message);
+  CHECK(error_from(spec, cpu_bf16_autocast("1.13", Mode::Eval)) == message);
+  CHECK(error_from(spec, cpu_bf16_autocast("2.13")).empty());
+  // on the model's float32 input (autocast leaves Mish alone) it runs
+  CHECK(error_from("inputs: {x: [5, 8]}\nlayers:\n  - {name: act, type: Mish}\n  - {name: fc, type: Linear, out_features: 8}\n",
+                   cpu_bf16_autocast("1.13")).empty());
+}
+
 TEST_CASE("Activations: attributes") {
   // LeakyReLU(negative_slope), ELU(alpha), GELU(approximate), Softplus(beta, threshold)
   CHECK(out_shape(run_rule("{type: LeakyReLU, negative_slope: 0.2}", {tensor({2, 3})})) == "[2, 3]");

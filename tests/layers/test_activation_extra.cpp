@@ -39,6 +39,34 @@ TEST_CASE("Hardtanh, SELU, CELU, Threshold: kept tensors, in place or not") {
   CHECK_HAS(one_layer_error("{type: Threshold, threshold: 0.1}", {16}), "needs attribute 'value'");
 }
 
+// validation/probe_autocast_113.py (ops_saved_autocast.md): 1.13's CPU hardtanh_backward has no
+// bfloat16 kernel ("hardshrink_backward_cpu" not implemented for 'BFloat16'): Hardtanh and ReLU6
+// (its hardtanh(0, 6)) with a bfloat16 input run forward, but training through them fails. 2.13
+// runs them.
+TEST_CASE("Hardtanh, ReLU6: 1.13's CPU bfloat16 backward is missing") {
+  for (const std::string type : {"Hardtanh", "ReLU6"}) {
+    CAPTURE(type);
+    const std::string spec = "inputs: {x: [5, 8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8}\n"
+                             "  - {name: act, type: " + type + "}\n";
+    CHECK(error_from(spec, cpu_bf16_autocast("1.13")) ==
+          "test.yaml:4:23: error: " + type + " 'act': PyTorch 1.13's CPU hardtanh_backward has no bfloat16 kernel, so "
+          "training through it fails in backward (RuntimeError: \"hardshrink_backward_cpu\" not implemented for "
+          "'BFloat16'); expected --torch 2.13, --device cuda, --mode eval or no --amp, found --torch 1.13 --device cpu "
+          "--amp bfloat16");
+    CHECK(error_from(spec, cpu_bf16_autocast("1.13", Mode::Eval)).empty());
+    CHECK(error_from(spec, cpu_bf16_autocast("2.13")).empty());
+    // nothing needs the input's gradient (a frozen Linear on the model's input): no backward through it
+    const std::string frozen = "inputs: {x: [5, 8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8, trainable: false}\n"
+                               "  - {name: act, type: " + type + "}\n  - {name: out, type: Linear, out_features: 2}\n";
+    CHECK(error_from(frozen, cpu_bf16_autocast("1.13")).empty());
+    // a bfloat16 model fails alike
+    EstimateOptions bf16_model;
+    bf16_model.graph = {.device = Device::Cpu, .float_dtype = DType::BFloat16, .torch = find_torch_profile("1.13")};
+    CHECK(error_from(spec, bf16_model).find("expected --torch 2.13, --device cuda, --mode eval or a float32 model, found "
+                                            "--torch 1.13 --device cpu and a bfloat16 model") != std::string::npos);
+  }
+}
+
 TEST_CASE("PReLU: parameters; what backward keeps and allocates, by version") {
   // nn.PReLU(3): weight [3]; PreluKernelBackward0 (2.13) / PreluBackward0 (1.13) keep self and the weight
   auto r = run_rule("{type: PReLU, num_parameters: 3}", {tensor({2, 3, 8, 8})});

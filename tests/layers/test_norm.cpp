@@ -64,6 +64,46 @@ TEST_CASE("RMSNorm: the torch and hf forms keep different tensors") {
   CHECK(run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", in).outputs[0].dtype == DType::Float32);
 }
 
+// validation/probe_autocast_113.py (ops_saved_autocast.md): under CPU bfloat16 autocast a float32
+// model's LayerNorm, LayerNorm2d and GroupNorm get a bfloat16 input from the layer before (autocast
+// leaves them alone) and 1.13's layer_norm and group_norm raise "expected scalar type BFloat16 but
+// found Float", in eval too; without weights, or with a float32 input, they run; 2.13 runs them all.
+TEST_CASE("LayerNorm, LayerNorm2d, GroupNorm: 1.13's CPU kernels refuse a bfloat16 input beside float32 weights") {
+  const std::string seq = "inputs: {x: [5, 8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8}\n";
+  const std::string img = "inputs: {x: [4, 6, 6]}\nlayers:\n  - {name: conv, type: Conv2d, out_channels: 4, kernel_size: 1}\n";
+  const std::string ln = seq + "  - {name: norm, type: LayerNorm, normalized_shape: 8}\n";
+  CHECK(error_from(ln, cpu_bf16_autocast("1.13")) ==
+        "test.yaml:4:24: error: LayerNorm 'norm': PyTorch 1.13's CPU layer_norm refuses a bfloat16 input beside float32 "
+        "weights (RuntimeError: expected scalar type BFloat16 but found Float); expected --torch 2.13, --device cuda or no "
+        "--amp, found --torch 1.13 --device cpu --amp bfloat16");
+  CHECK(error_from(ln, cpu_bf16_autocast("1.13", Mode::Eval)).find("refuses a bfloat16 input") != std::string::npos);
+  CHECK(error_from(seq + "  - {name: norm, type: LayerNorm, normalized_shape: 8, bias: false}\n", cpu_bf16_autocast("1.13"))
+            .find("refuses a bfloat16 input") != std::string::npos);
+  const std::string ln2d = img + "  - {name: norm, type: LayerNorm2d, normalized_shape: 4}\n";
+  CHECK(error_from(ln2d, cpu_bf16_autocast("1.13")).find("LayerNorm2d 'norm': PyTorch 1.13's CPU layer_norm refuses") !=
+        std::string::npos);
+  const std::string gn = img + "  - {name: norm, type: GroupNorm, num_groups: 2}\n";
+  CHECK(error_from(gn, cpu_bf16_autocast("1.13")).find("GroupNorm 'norm': PyTorch 1.13's CPU group_norm refuses") !=
+        std::string::npos);
+  // what runs: 2.13; CUDA; no weights; a float32 input (the model's input, autocast not casting it)
+  for (const std::string& spec : {ln, ln2d, gn}) {
+    CAPTURE(spec);
+    CHECK(error_from(spec, cpu_bf16_autocast("2.13")).empty());
+    EstimateOptions cuda = cpu_bf16_autocast("1.13");
+    cuda.graph.device = Device::Cuda;
+    CHECK(error_from(spec, cuda).empty());
+  }
+  CHECK(error_from(seq + "  - {name: norm, type: LayerNorm, normalized_shape: 8, elementwise_affine: false}\n",
+                   cpu_bf16_autocast("1.13")).empty());
+  CHECK(error_from(img + "  - {name: norm, type: GroupNorm, num_groups: 2, affine: false}\n", cpu_bf16_autocast("1.13")).empty());
+  CHECK(error_from("inputs: {x: [5, 8]}\nlayers:\n  - {name: norm, type: LayerNorm, normalized_shape: 8}\n",
+                   cpu_bf16_autocast("1.13")).empty());
+  // a bfloat16 model: weights and input agree (1.13 runs it)
+  EstimateOptions bf16_model;
+  bf16_model.graph = {.device = Device::Cpu, .float_dtype = DType::BFloat16, .torch = find_torch_profile("1.13")};
+  CHECK(error_from(ln, bf16_model).empty());
+}
+
 TEST_CASE("GroupNorm and InstanceNorm") {
   const auto g = run_rule("{type: GroupNorm, num_groups: 2}", {tensor({2, 8, 4, 4})});
   CHECK(params_of(g) == "weight[8] bias[8]");

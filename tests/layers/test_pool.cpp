@@ -176,6 +176,51 @@ TEST_CASE("MaxPool1d and MaxPool3d") {
   CHECK(saved_of(r) == "input0 extra[1, 2, 2, 3, 3]:int64");
 }
 
+// validation/probe_autocast_113.py: under CPU bfloat16 autocast, after a bfloat16 Conv3d,
+// max_pool3d, avg_pool3d, adaptive_avg_pool3d and adaptive_max_pool3d return float32 (1.13 and
+// 2.13: their input is cast up); the 1-D and 2-D poolings stay in bfloat16.
+TEST_CASE("3-D pooling runs in float32 under CPU autocast") {
+  for (const std::string pool : {"{type: MaxPool3d, kernel_size: 2}", "{type: AvgPool3d, kernel_size: 2}",
+                                 "{type: AdaptiveAvgPool3d, output_size: 2}", "{type: AdaptiveMaxPool3d, output_size: 2}"}) {
+    CAPTURE(pool);
+    const std::string spec = "inputs: {x: [2, 4, 6, 8]}\nlayers:\n  - {name: conv, type: Conv3d, out_channels: 4, "
+                             "kernel_size: 1}\n  - " + pool.substr(0, pool.size() - 1) + ", name: pool}\n";
+    for (const char* version : {"1.13", "2.13"}) {
+      const Estimate e = estimate_from(spec, cpu_bf16_autocast(version));
+      CHECK(e.layers.at(0).outputs.at(0).dtype == DType::BFloat16);
+      CHECK(e.layers.at(1).outputs.at(0).dtype == DType::Float32);
+    }
+    EstimateOptions cuda = cpu_bf16_autocast("2.13");
+    cuda.graph.device = Device::Cuda;
+    CHECK(estimate_from(spec, cuda).layers.at(1).outputs.at(0).dtype == DType::BFloat16);
+  }
+  const std::string flat = "inputs: {x: [4, 6, 8]}\nlayers:\n  - {name: conv, type: Conv2d, out_channels: 4, kernel_size: 1}\n"
+                           "  - {name: pool, type: MaxPool2d, kernel_size: 2}\n";
+  CHECK(estimate_from(flat, cpu_bf16_autocast("1.13")).layers.at(1).outputs.at(0).dtype == DType::BFloat16);
+}
+
+// A bfloat16 model (no autocast) hands them a bfloat16 input: 1.13's CPU kernels have none of
+// the four, 2.13's has no avg_pool3d (validation/probe_autocast_113.py --bf16-model).
+TEST_CASE("3-D pooling: the CPU kernels that have no bfloat16") {
+  EstimateOptions bf16_model;
+  bf16_model.graph = {.device = Device::Cpu, .float_dtype = DType::BFloat16};
+  for (const std::string pool : {"{type: MaxPool3d, kernel_size: 2}", "{type: AvgPool3d, kernel_size: 2}",
+                                 "{type: AdaptiveAvgPool3d, output_size: 2}", "{type: AdaptiveMaxPool3d, output_size: 2}"}) {
+    CAPTURE(pool);
+    const std::string spec = "inputs: {x: [2, 4, 6, 8]}\nlayers:\n  - {name: conv, type: Conv3d, out_channels: 4, "
+                             "kernel_size: 1}\n  - " + pool.substr(0, pool.size() - 1) + ", name: pool}\n";
+    bf16_model.graph.torch = find_torch_profile("1.13");
+    CHECK(error_from(spec, bf16_model).find("PyTorch 1.13's CPU ") != std::string::npos);
+    bf16_model.graph.torch = find_torch_profile("2.13");
+    const std::string in_2_13 = error_from(spec, bf16_model);
+    CHECK(in_2_13.empty() == (pool.rfind("{type: AvgPool3d", 0) != 0));  // only avg_pool3d fails in 2.13
+  }
+  CHECK(error_from("inputs: {x: [2, 4, 6, 8]}\nlayers:\n  - {name: pool, type: AvgPool3d, kernel_size: 2}\n", bf16_model) ==
+        "test.yaml:3:24: error: AvgPool3d 'pool': PyTorch 2.13's CPU avg_pool3d has no bfloat16 kernel (NotImplementedError: "
+        "\"avg_pool3d_out_frame\" not implemented for 'BFloat16'); expected --device cuda or a float32 model, found "
+        "--torch 2.13 --device cpu and a bfloat16 model");
+}
+
 TEST_CASE("Pooling: errors name the expected and the actual value") {
   // PyTorch: "pad should be at most half of kernel size, but got pad=2 and kernel_size=2"
   auto msg = rule_error("{type: MaxPool2d, kernel_size: 2, padding: 2}", {tensor({1, 2, 6, 6})});

@@ -180,8 +180,11 @@ TEST_CASE("Registry: input counts and autocast policies") {
     const bool f32 = type == "Softmax" || type == "LogSoftmax" || type == "Softmin" || type == "LayerNorm" || type == "GroupNorm";
     CHECK(def->autocast == (lower ? Autocast::Lower : f32 ? Autocast::Float32 : Autocast::Inherit));
     // CPU autocast (1.13 and 2.13) runs reflection_pad1d/2d and replication_pad1d/2d/3d in
-    // float32: their output is float32 for a bfloat16 input (validation/ops_saved_zoo.md)
-    const bool f32_cpu = type == "ReflectionPad1d" || type == "ReflectionPad2d" || type.rfind("ReplicationPad", 0) == 0;
+    // float32: their output is float32 for a bfloat16 input (validation/ops_saved_zoo.md); so are
+    // the 3-D poolings' (validation/probe_autocast_113.py)
+    const bool pool3d = type == "MaxPool3d" || type == "AvgPool3d" || type == "AdaptiveAvgPool3d" || type == "AdaptiveMaxPool3d";
+    const bool f32_cpu =
+        type == "ReflectionPad1d" || type == "ReflectionPad2d" || type.rfind("ReplicationPad", 0) == 0 || pool3d;
     CHECK(def->autocast_on(Device::Cpu) == (lower ? Autocast::Lower : f32_cpu ? Autocast::Float32 : Autocast::Inherit));
   }
 }
