@@ -43,7 +43,7 @@ int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, What what, int ref
   live_ = checked_add(live_, bytes);
   const int id = static_cast<int>(blocks_.size()) - 1;
   record(id, bytes);
-  if (refs == 0) release(id), ++blocks_.back().refs;  // never held: freed at once
+  if (refs == 0) release(id), ++blocks_[static_cast<std::size_t>(id)].refs;  // never held: freed at once
   return id;
 }
 
@@ -77,9 +77,9 @@ AllocationTrace MemoryTracker::take_trace() {
   if (record_ == Record::Figures) return trace;  // no event to replay it with
   trace.block_bytes.reserve(blocks_.size());
   trace.block_carry.reserve(blocks_.size());
-  for (const Block& b : blocks_) {
-    trace.block_bytes.push_back(b.bytes);
-    trace.block_carry.push_back(b.carry);
+  for (std::size_t k = 0; k < blocks_.size(); ++k) {
+    trace.block_bytes.push_back(blocks_[k].bytes);
+    trace.block_carry.push_back(blocks_[k].carry);
   }
   return trace;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nnmem/estimate.hpp"
+#include "pieces.hpp"
 
 namespace nnmem::detail {
 
@@ -105,7 +106,7 @@ class MemoryTracker {
   [[noreturn]] void misuse(const char* what, int block) const;
 
   Record record_;
-  std::vector<Block> blocks_;
+  Pieces<Block> blocks_;
   Timeline timeline_;  // its layers always (the peak's is named), the rest as record_ says
   // Hashes a layer's name as a view, so that looking a name up builds no string.
   struct NameHash {
