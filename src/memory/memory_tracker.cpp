@@ -23,6 +23,11 @@ MemoryTracker::MemoryTracker(Record record) : record_(record) {  // events are a
 
 void MemoryTracker::at(Phase phase, std::string_view layer) {
   phase_ = phase;
+  if (record_ == Record::Figures) {  // no event names it: only the peak's layer is kept
+    if (peak_is_current_) peak_name_ = current_, peak_is_current_ = false;
+    current_.assign(layer);
+    return;
+  }
   if (timeline_.layers[layer_] == layer) return;
   auto it = layer_ids_.find(layer);
   if (it == layer_ids_.end()) {
@@ -95,6 +100,7 @@ void MemoryTracker::record(int block, std::int64_t delta) {
     peak_ = live_;
     peak_phase_ = phase_;
     peak_layer_ = layer_;
+    peak_is_current_ = true;
     peak_micro_step_ = timeline_.micro_steps[micro_];
     breakdown_at_peak_ = by_kind_;
   }

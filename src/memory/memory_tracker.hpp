@@ -82,7 +82,10 @@ class MemoryTracker {
   std::int64_t live() const { return live_; }
   std::int64_t peak() const { return peak_; }
   Phase peak_phase() const { return peak_phase_; }
-  const std::string& peak_layer() const { return timeline_.layers[peak_layer_]; }
+  const std::string& peak_layer() const {
+    if (record_ != Record::Figures) return timeline_.layers[peak_layer_];
+    return peak_is_current_ ? current_ : peak_name_;
+  }
   std::int64_t peak_micro_step() const { return peak_micro_step_; }
   /// The live bytes of each MemoryKind at the peak.
   const std::array<std::int64_t, kMemoryKinds>& breakdown_at_peak() const { return breakdown_at_peak_; }
@@ -122,6 +125,10 @@ class MemoryTracker {
   std::int64_t peak_ = 0;
   Phase peak_phase_ = Phase::Forward;
   std::uint32_t peak_layer_ = 0;
+  // Record::Figures keeps no layer table (a map and a copy of every name: 10 MB at 100,000
+  // layers) but the name at() last gave and the peak's, copied when at() moves on from it.
+  std::string current_, peak_name_;
+  bool peak_is_current_ = false;
   std::array<std::int64_t, kMemoryKinds> by_kind_{};
   std::array<std::int64_t, kMemoryKinds> breakdown_at_peak_{};
   std::int64_t backward_transients_ = 0;
