@@ -1,39 +1,15 @@
 // The streaming JSON writer's out-of-line parts (json_out.hpp).
 #include "json_out.hpp"
 
-#include <cstdint>
 #include <cstdio>
-#include <cstring>
 
 namespace nnmem {
 
-namespace {
-
-// Whether any of the eight bytes of `w` needs an escape: below 0x20, '"' or '\\' (the classic
-// "has a byte less than n" and "has a zero byte" tests: exact for the word, not for which byte).
-bool needs_escape(std::uint64_t w) {
-  constexpr std::uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-  const auto has_zero = [&](std::uint64_t x) { return (x - ones) & ~x & high; };
-  const std::uint64_t below_space = (w - ones * 0x20) & ~w & high;
-  return (below_space | has_zero(w ^ (ones * '"')) | has_zero(w ^ (ones * '\\'))) != 0;
-}
-
-}  // namespace
-
-// A string as dump() writes it: quotes, backslashes and control characters escaped. Eight
-// bytes at a time where none needs an escape (the names and descriptions of a large model's
-// events were a quarter of its JSON's instructions, tested byte by byte).
+// A string as dump() writes it: quotes, backslashes and control characters escaped.
 void append_string(std::string& out, std::string_view text) {
   out += '"';
   std::size_t from = 0;  // text[from, i) needs no escape: appended in one piece
   for (std::size_t i = 0; i < text.size(); ++i) {
-    while (text.size() - i >= 8) {
-      std::uint64_t word;
-      std::memcpy(&word, text.data() + i, sizeof word);
-      if (needs_escape(word)) break;
-      i += 8;
-    }
-    if (i == text.size()) break;
     const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(text.data() + from, i - from);
