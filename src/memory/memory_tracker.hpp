@@ -109,8 +109,8 @@ class MemoryTracker {
   [[noreturn]] void misuse(const char* what, int block) const;
 
   Record record_;
-  Pieces<Block> blocks_;
-  Timeline timeline_;  // its layers always (the peak's is named), the rest as record_ says
+  Pieces<Block> blocks_;  // by block id: grown a piece at a time (pieces.hpp)
+  Timeline timeline_;  // its layers unless Record::Figures (the peak's is named), the rest as record_ says
   // Hashes a layer's name as a view, so that looking a name up builds no string.
   struct NameHash {
     using is_transparent = void;
