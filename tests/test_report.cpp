@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../src/report/json_out.hpp"
 #include "helpers.hpp"
 #include "nnmem/plan.hpp"
 #include "nnmem/units.hpp"
@@ -180,4 +181,18 @@ TEST_CASE("JSON is streamed exactly as nlohmann's dump would lay out the same do
   const std::string text = render_json(fit);
   CHECK(text == nlohmann::ordered_json::parse(text).dump(2));
   CHECK(nlohmann::ordered_json::parse(text)["estimate"]["options"]["batch"] == fit.batch);
+}
+
+TEST_CASE("the JSON writer escapes a string as nlohmann's dump() does, wherever the escaped byte falls") {
+  // append_string tests eight bytes at a time: every byte value at every position of a word,
+  // after and before text that needs no escape, and UTF-8 (bytes of 0x80 and above) beside them.
+  for (int byte = 0; byte < 256; ++byte)
+    for (std::size_t at = 0; at < 20; ++at) {
+      std::string text = "layer1.0.conv1 output \xc3\xa9";
+      text.insert(at, 1, static_cast<char>(byte));
+      if (byte >= 0x80) text.insert(at, 1, '\xc3'), text[at + 1] = static_cast<char>(0x80 + byte % 0x40);  // stays UTF-8
+      std::string out;
+      append_string(out, text);
+      CHECK(out == nlohmann::json(text).dump());
+    }
 }

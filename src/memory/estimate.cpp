@@ -4,7 +4,6 @@
 
 #include <array>
 #include <charconv>
-#include <set>
 
 #include "../enum_names.hpp"
 #include "recompute.hpp"
@@ -169,14 +168,19 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     // checkpointed segment keeps its inputs instead of what its layers would.
     const detail::CheckpointPlan checkpoints = detail::plan_checkpoints(graph, options.checkpoint);
     for (const detail::Segment& s : checkpoints.segments) e.checkpointed.push_back(s.name);
-    std::set<int> kept_storages;
+    std::vector<bool> kept_storages(graph.storages.size());  // by storage: counted already
+    const auto first_keep = [&](int storage) {
+      const bool first = !kept_storages[static_cast<std::size_t>(storage)];
+      kept_storages[static_cast<std::size_t>(storage)] = true;
+      return first;
+    };
     std::vector<TensorType> trainable_params;
     std::int64_t kept_grads = 0;  // zero_grad(set_to_none=False) keeps them: a sparse one it empties
     const auto keep = [&](LayerEstimate& l, int v) {
       const int storage = graph.values[static_cast<std::size_t>(v)].storage;
-      if (kept_storages.insert(storage).second)
-        l.saved_bytes = sum(l.saved_bytes, graph.storages[static_cast<std::size_t>(storage)].bytes);
+      if (first_keep(storage)) l.saved_bytes = sum(l.saved_bytes, graph.storages[static_cast<std::size_t>(storage)].bytes);
     };
+    e.layers.reserve(graph.nodes.size());
     for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
       const Node& node = graph.nodes[n];
       const LayerSpec& spec = graph.layer(node);
@@ -221,6 +225,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
       e.layers.push_back(std::move(l));
     }
     t.non_trainable_params = t.params - t.trainable_params;
+    if (training) trainable_params.reserve(graph.parameters.size());
     if (training)  // each tensor once, however many layers share or tie it
       for (const Parameter& p : graph.parameters)
         if (p.trainable) trainable_params.push_back(p.type);
@@ -248,7 +253,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
         for (const auto& kept : loss.kept) t.saved_bytes = sum(t.saved_bytes, kept.bytes());
         const int out_storage = graph.values[static_cast<std::size_t>(e.losses[k].output)].storage;
         if (loss.keeps_input && loss.cast) t.saved_bytes = sum(t.saved_bytes, loss.cast->bytes());
-        else if (loss.keeps_input && kept_storages.insert(out_storage).second)
+        else if (loss.keeps_input && first_keep(out_storage))
           t.saved_bytes = sum(t.saved_bytes, graph.storages[static_cast<std::size_t>(out_storage)].bytes);
         if (loss.keeps_target) t.saved_bytes = sum(t.saved_bytes, target);
         if (e.losses[k].weight && wrapped_saved) t.saved_bytes = sum(t.saved_bytes, detail::kWrappedNumberBytes);

@@ -23,6 +23,11 @@ MemoryTracker::MemoryTracker(Record record) : record_(record) {  // events are a
 
 void MemoryTracker::at(Phase phase, std::string_view layer) {
   phase_ = phase;
+  if (record_ == Record::Figures) {  // no event names it: only the peak's layer is kept
+    if (peak_is_current_) peak_name_ = current_, peak_is_current_ = false;
+    current_.assign(layer);
+    return;
+  }
   if (timeline_.layers[layer_] == layer) return;
   auto it = layer_ids_.find(layer);
   if (it == layer_ids_.end()) {
@@ -43,7 +48,7 @@ int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, What what, int ref
   live_ = checked_add(live_, bytes);
   const int id = static_cast<int>(blocks_.size()) - 1;
   record(id, bytes);
-  if (refs == 0) release(id), ++blocks_.back().refs;  // never held: freed at once
+  if (refs == 0) release(id), ++blocks_[static_cast<std::size_t>(id)].refs;  // never held: freed at once
   return id;
 }
 
@@ -77,9 +82,9 @@ AllocationTrace MemoryTracker::take_trace() {
   if (record_ == Record::Figures) return trace;  // no event to replay it with
   trace.block_bytes.reserve(blocks_.size());
   trace.block_carry.reserve(blocks_.size());
-  for (const Block& b : blocks_) {
-    trace.block_bytes.push_back(b.bytes);
-    trace.block_carry.push_back(b.carry);
+  for (std::size_t k = 0; k < blocks_.size(); ++k) {
+    trace.block_bytes.push_back(blocks_[k].bytes);
+    trace.block_carry.push_back(blocks_[k].carry);
   }
   return trace;
 }
@@ -95,6 +100,7 @@ void MemoryTracker::record(int block, std::int64_t delta) {
     peak_ = live_;
     peak_phase_ = phase_;
     peak_layer_ = layer_;
+    peak_is_current_ = true;
     peak_micro_step_ = timeline_.micro_steps[micro_];
     breakdown_at_peak_ = by_kind_;
   }

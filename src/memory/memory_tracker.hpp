@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nnmem/estimate.hpp"
+#include "pieces.hpp"
 
 namespace nnmem::detail {
 
@@ -81,7 +82,10 @@ class MemoryTracker {
   std::int64_t live() const { return live_; }
   std::int64_t peak() const { return peak_; }
   Phase peak_phase() const { return peak_phase_; }
-  const std::string& peak_layer() const { return timeline_.layers[peak_layer_]; }
+  const std::string& peak_layer() const {
+    if (record_ != Record::Figures) return timeline_.layers[peak_layer_];
+    return peak_is_current_ ? current_ : peak_name_;
+  }
   std::int64_t peak_micro_step() const { return peak_micro_step_; }
   /// The live bytes of each MemoryKind at the peak.
   const std::array<std::int64_t, kMemoryKinds>& breakdown_at_peak() const { return breakdown_at_peak_; }
@@ -105,8 +109,8 @@ class MemoryTracker {
   [[noreturn]] void misuse(const char* what, int block) const;
 
   Record record_;
-  std::vector<Block> blocks_;
-  Timeline timeline_;  // its layers always (the peak's is named), the rest as record_ says
+  Pieces<Block> blocks_;  // by block id: grown a piece at a time (pieces.hpp)
+  Timeline timeline_;  // its layers unless Record::Figures (the peak's is named), the rest as record_ says
   // Hashes a layer's name as a view, so that looking a name up builds no string.
   struct NameHash {
     using is_transparent = void;
@@ -121,6 +125,10 @@ class MemoryTracker {
   std::int64_t peak_ = 0;
   Phase peak_phase_ = Phase::Forward;
   std::uint32_t peak_layer_ = 0;
+  // Record::Figures keeps no layer table (a map and a copy of every name: 10 MB at 100,000
+  // layers) but the name at() last gave and the peak's, copied when at() moves on from it.
+  std::string current_, peak_name_;
+  bool peak_is_current_ = false;
   std::array<std::int64_t, kMemoryKinds> by_kind_{};
   std::array<std::int64_t, kMemoryKinds> breakdown_at_peak_{};
   std::int64_t backward_transients_ = 0;

@@ -72,8 +72,8 @@ int StepSimulator::persist(MemoryKind kind, std::int64_t bytes, What what, Carry
 
 // The trainable parameters' names, each tensor once (a tied or shared one under its owner's
 // name), in the order of the list the optimizer's state follows (estimate.cpp).
-std::vector<std::string> StepSimulator::param_names() const {
-  std::vector<std::string> names;
+std::vector<std::string_view> StepSimulator::param_names() const {
+  std::vector<std::string_view> names;
   for (const Parameter& p : graph_.parameters)
     if (p.trainable) names.push_back(p.name);
   return names;
@@ -104,14 +104,17 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
     for (const DataParallelStep::Buffer& b : options_.parallel.buffers) persist(MemoryKind::CommBuffers, b.bytes, b.what, Carry::Model);
   if (training && shards.reduce_bucket_bytes > 0)
     persist(MemoryKind::CommBuffers, shards.reduce_bucket_bytes, "ZeRO's reduce bucket", Carry::Model);
-  const std::vector<std::string> names = training ? param_names() : std::vector<std::string>{};
-  const std::vector<std::string>& state_names = shards.optimizer_names.empty() ? names : shards.optimizer_names;
+  const std::vector<std::string_view> names = training ? param_names() : std::vector<std::string_view>{};
+  const auto state_name = [&](int p) -> std::string_view {
+    const auto k = static_cast<std::size_t>(p);
+    return shards.optimizer_names.empty() ? names.at(k) : std::string_view(shards.optimizer_names.at(k));
+  };
   if (training && !sharding.offload_optimizer) {
     if (shards.master_bytes > 0)
       persist(MemoryKind::OptimizerState, shards.master_bytes, "optimizer state: float32 master weights (partition)", Carry::State);
     for (const StateTensor& t : optimizer_state_tensors(options_, graph_.options.device, shards.optimizer_params))
       persist(MemoryKind::OptimizerState, t.bytes,
-              {"optimizer state: ", t.slot, t.param >= 0 ? " of " : "", t.param >= 0 ? std::string_view(state_names.at(static_cast<std::size_t>(t.param))) : ""},
+              {"optimizer state: ", t.slot, t.param >= 0 ? " of " : "", t.param >= 0 ? state_name(t.param) : ""},
               Carry::State);
   }
   for (int v : graph_.inputs) {

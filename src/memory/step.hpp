@@ -22,7 +22,7 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
 /// One tensor of the optimizer's state: `param` indexes the parameters (-1: shared by all).
 struct StateTensor {
   int param = -1;
-  std::string slot;
+  const char* slot = "";  // a literal: a large model has hundreds of thousands of these
   std::int64_t bytes = 0;
 };
 /// The same state tensor by tensor, in the order the optimizer creates them (parameter by

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "recompute.hpp"
@@ -33,7 +34,7 @@ class StepSimulator {
 
   // --- the loop around the step (simulate_loop.cpp): what lives across steps and micro-steps
   int persist(MemoryKind kind, std::int64_t bytes, What what, Carry carry);
-  std::vector<std::string> param_names() const;
+  std::vector<std::string_view> param_names() const;
   void persistent(const std::vector<TensorType>& params, bool training);
   void next_micro_step(std::int64_t m);
   void mark_carried_out();
