@@ -89,8 +89,9 @@ HF_VARIANTS_2 = [("adamw", None)]
 # Issues 11 and 13 ask their networks for the grid SGD and AdamW x both zero_grad modes x float32
 # and bfloat16 autocast (where the version runs them under autocast): the runs below complete it
 # (the plain grid has SGD both ways, the variants AdamW with set_to_none, autocast SGD and Adam with it).
-GRID_NETWORKS = HF_AMP_NETWORKS + ["efficientnet_b0", "convnext_valid", "unet_valid", "diffusion_unet", "lstm_lm",
-                                   "gru_tagger", "yolov8n", "yolo11n"]
+GRID_NETWORKS = HF_AMP_NETWORKS + ["torch_encoder", "torch_encoder_prenorm", "torch_encoder_long", "torch_decoder",
+                                   "mha_masked", "efficientnet_b0", "convnext_valid", "unet_valid", "diffusion_unet",
+                                   "lstm_lm", "gru_tagger", "yolov8n", "yolo11n"]
 # Activation checkpointing and gradient accumulation, on the networks made for them
 # (networks_scaling.py), at their first batch, under both versions: (optimizer, set_to_none,
 # measure.py's arguments). Reentrant checkpointing only of the blocks: their inputs need a
