@@ -74,7 +74,7 @@ class Expander {
     std::vector<std::string> until_return;  // `held_until: model`: referred to until the model returns
     top.until_return = top.by_model = &until_return;
     for (const auto& in : raw_.inputs) {
-      spec.inputs.push_back(input(in));
+      spec.inputs.push_back(expand_input(in, input_shapes_, globals_));
       claim(in.name.name, in.name.loc, -1, "input '" + in.name.name + "'", nullptr);
       top.bound[in.name.name] = in.name.name;
     }
@@ -125,32 +125,6 @@ class Expander {
 
  private:
   [[noreturn]] static void fail(const SourceLoc& at, const std::string& message) { throw Error(at, message); }
-
-  DType float_dtype(const Named& n) const {
-    const auto d = parse_dtype(n.name);
-    if (!d || !is_floating(*d))
-      fail(n.loc, "'" + n.name + "' is not a floating-point dtype; expected float32, float16, bfloat16 or float64");
-    return *d;
-  }
-
-  InputSpec input(const RawInput& in) const {
-    InputSpec out;
-    out.name = in.name.name;
-    out.loc = in.name.loc;
-    const auto given = input_shapes_.find(in.name.name);
-    const RawValue& shape = given == input_shapes_.end() ? in.shape : given->second;
-    const std::string subject = given == input_shapes_.end() ? "" : "--input " + in.name.name;
-    for (const auto& dim : shape.items)
-      out.shape.push_back(evaluate_int(dim, globals_, subject, "a size in the shape of input '" + in.name.name + "'", 1));
-    if (in.dtype) {
-      const auto d = parse_dtype(in.dtype->name);
-      if (!d) fail(in.dtype->loc, "unknown dtype '" + in.dtype->name +
-                                      "'; expected float32, float16, bfloat16, float64, int64, int32, int16, int8, uint8 or bool");
-      out.dtype = *d;
-      out.dtype_given = true;
-    }
-    return out;
-  }
 
   // How errors name an entry: "Conv2d 'stage2.conv'", "Residual 'res'" for a block instance,
   // "layer 'fc1'" while its type is not (yet) a known name.

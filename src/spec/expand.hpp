@@ -1,5 +1,6 @@
 // Values during expansion: the scopes that `$expressions` see, and the evaluation of a raw value
-// into a Value with errors that name what the value belongs to (expand_values.cpp). expand.cpp
+// into a Value with errors that name what the value belongs to, and the inputs and the model's
+// dtype as the spec and --input give them (expand_values.cpp). expand.cpp
 // uses them to expand layers and blocks.
 #pragma once
 
@@ -51,6 +52,13 @@ VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options);
 /// The --input NAME=[…] overrides by input name: each a raw list of sizes located at the input
 /// it replaces (an unknown or repeated NAME, or a text that is not a list of sizes, is an error).
 std::map<std::string, RawValue> input_overrides(const RawSpec& spec, const LoadOptions& options);
+
+/// The model's dtype (`dtype:`): a floating-point one, else an error located at it.
+DType float_dtype(const Named& n);
+
+/// An input as the spec gives it or --input overrides its shape (`input_shapes`), its sizes
+/// evaluated among the spec's variables; a dtype it names must be one nnmem knows.
+InputSpec expand_input(const RawInput& in, const std::map<std::string, RawValue>& input_shapes, const VarScope& globals);
 
 /// A block instance's parameters: each argument given where the block is used (evaluated in
 /// `vars`), else its default (evaluated among the parameters above it, which see `globals`). An

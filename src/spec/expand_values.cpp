@@ -225,4 +225,30 @@ VarScope block_arguments(const RawBlock& block, const RawEntry& use, const VarSc
   return params;
 }
 
+DType float_dtype(const Named& n) {
+  const auto d = parse_dtype(n.name);
+  if (!d || !is_floating(*d))
+    fail(n.loc, "'" + n.name + "' is not a floating-point dtype; expected float32, float16, bfloat16 or float64");
+  return *d;
+}
+
+InputSpec expand_input(const RawInput& in, const std::map<std::string, RawValue>& input_shapes, const VarScope& globals) {
+  InputSpec out;
+  out.name = in.name.name;
+  out.loc = in.name.loc;
+  const auto given = input_shapes.find(in.name.name);
+  const RawValue& shape = given == input_shapes.end() ? in.shape : given->second;
+  const std::string subject = given == input_shapes.end() ? "" : "--input " + in.name.name;
+  for (const auto& dim : shape.items)
+    out.shape.push_back(evaluate_int(dim, globals, subject, "a size in the shape of input '" + in.name.name + "'", 1));
+  if (in.dtype) {
+    const auto d = parse_dtype(in.dtype->name);
+    if (!d) fail(in.dtype->loc, "unknown dtype '" + in.dtype->name +
+                                    "'; expected float32, float16, bfloat16, float64, int64, int32, int16, int8, uint8 or bool");
+    out.dtype = *d;
+    out.dtype_given = true;
+  }
+  return out;
+}
+
 }  // namespace nnmem::raw
