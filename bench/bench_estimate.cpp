@@ -53,6 +53,10 @@ int main(int argc, char** argv) {
   nnmem::EstimateOptions quiet = options;
   quiet.step.timeline = false;
   time_it("resnet50: the same, no timeline", 200, [&] { return nnmem::estimate(resnet50, quiet).layers.size(); });
+  // The CPU device: no caching-allocator replay (CUDA's), so the graph and the step alone.
+  nnmem::EstimateOptions cpu = quiet;
+  cpu.graph.device = nnmem::Device::Cpu;
+  time_it("resnet50: the same, --device cpu", 200, [&] { return nnmem::estimate(resnet50, cpu).layers.size(); });
   time_it("resnet50: load + estimate, no timeline", 200,
           [&] { return nnmem::estimate(nnmem::load_spec_file("examples/resnet50.yaml"), quiet).layers.size(); });
   time_it("examples/resnet50.yaml + JSON", 20, [&] {

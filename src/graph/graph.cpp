@@ -201,7 +201,7 @@ class Builder {
       const Layout source = graph_.values[v].layout;
       const Layout layout =
           copy < 0 || source == Layout::Swapped12 || source == Layout::ChannelsLast ? source : Layout::Contiguous;
-      inputs.push_back({type, graph_.values[v].requires_grad, layout, copy < 0 && graph_.values[v].strided, copy >= 0});
+      inputs.push_back({std::move(type), graph_.values[v].requires_grad, layout, copy < 0 && graph_.values[v].strided, copy >= 0});
     }
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};
     try {

@@ -57,8 +57,9 @@ void per_rank_totals(Estimate& e, const ShardPlan& plan, const StepOptions& opti
 ///   next layer's parameters in forward.
 class ShardRun {
  public:
-  ShardRun(const Graph& graph, const Sharding& s, ShardPlan plan, MemoryTracker& memory)
-      : graph_(graph), s_(s), plan_(std::move(plan)), memory_(memory), unsharded_(plan_.units.size()),
+  /// `plan` is the caller's (simulate_step's), kept by reference: it outlives the run.
+  ShardRun(const Graph& graph, const Sharding& s, const ShardPlan& plan, MemoryTracker& memory)
+      : graph_(graph), s_(s), plan_(plan), memory_(memory), unsharded_(plan_.units.size()),
         gathered_(plan_.units.size(), -1) {}
   const ShardPlan& plan() const { return plan_; }
 
@@ -81,7 +82,7 @@ class ShardRun {
 
   const Graph& graph_;
   const Sharding& s_;
-  ShardPlan plan_;
+  const ShardPlan& plan_;
   MemoryTracker& memory_;
   std::vector<std::vector<int>> unsharded_;  // per unit: its unsharded parameters' blocks
   std::vector<int> gathered_;                // per unit: its all-gather buffer, while it lives

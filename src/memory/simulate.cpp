@@ -57,6 +57,7 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
     if (early) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
   }
   std::vector<int> fresh;
+  fresh.reserve(node.outputs.size());
   const bool workspace = node.fused == Fused::Inside;  // inside a fused op: its workspace, not counted
   for (int v : node.outputs) {
     if (no_output) break;
@@ -69,6 +70,8 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
     if (pass != Pass::Recompute && value(v).held_until >= 0) memory_.hold(block_of(v));  // forward()'s code refers to it
   }
   if (keeps && pass != Pass::Checkpointed) {
+    kept_[i].reserve(kept_[i].size() + node.result.saved.size());
+    kept_saved_[i].reserve(kept_saved_[i].size() + node.result.saved.size());
     for (std::size_t k = 0; k < node.result.saved.size(); ++k) {
       const Saved& s = node.result.saved[k];
       if (no_output && !s.before_output()) continue;
