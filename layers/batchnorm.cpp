@@ -23,6 +23,8 @@ LayerResult infer_batchnorm(const LayerCall& call, int rank) {
 
   LayerResult res;
   res.outputs.push_back({in, dtype});
+  res.params.reserve(2);
+  res.buffers.reserve(3);
   if (a.flag("affine")) {
     res.params.push_back({"weight", {channels}});
     res.params.push_back({"bias", {channels}});

@@ -110,7 +110,10 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
   check_pad_mode(mode, pad, in, r);  // F.pad runs before the convolution looks at sizes
 
   LayerResult res;
-  Shape out = {in[0], out_channels};
+  Shape out;
+  out.reserve(2 + r);
+  out.push_back(in[0]);
+  out.push_back(out_channels);
   for (std::size_t d = 0; d < r; ++d) {
     const std::int64_t len = in[2 + d];
     if (same) {
@@ -140,9 +143,13 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
   if (transposed && rank == 3 && groups == 1 && call.ctx.device == Device::Cpu)
     res.output_storage_bytes = call.input().bytes();
 
-  Shape weight = transposed ? Shape{channels, out_channels / groups} : Shape{out_channels, channels / groups};
+  Shape weight;
+  weight.reserve(2 + kernel.size());
+  weight.push_back(transposed ? channels : out_channels);
+  weight.push_back(transposed ? out_channels / groups : channels / groups);
   weight.insert(weight.end(), kernel.begin(), kernel.end());
-  res.params.push_back({"weight", weight});
+  res.params.reserve(2);
+  res.params.push_back({"weight", std::move(weight)});
   // On a channels-last input a 2-D convolution computes channels-last: its output, and its
   // weight's gradient, whose strides differ from the weight's unless they cannot (one input
   // channel per group, or a 1x1 kernel). validation/fixtures: convnext_valid's downsampling.

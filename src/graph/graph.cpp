@@ -91,13 +91,20 @@ class Builder {
   // the output". Messages are built only for an error: this runs for every tensor.
   template <typename What>
   static void check_fits(const TensorType& type, const SourceLoc& at, const What& what) {
-    if (type.shape.size() > kMaxRank)
-      throw Error(at, what() + " would have " + std::to_string(type.shape.size()) + " dimensions; nnmem supports at most " +
+    check_fits(type.shape, type.dtype, at, what);
+  }
+
+  // The same for a shape and dtype not held as a TensorType (a parameter's, a buffer's), without
+  // copying the shape into one.
+  template <typename What>
+  static std::int64_t check_fits(const Shape& shape, DType dtype, const SourceLoc& at, const What& what) {
+    if (shape.size() > kMaxRank)
+      throw Error(at, what() + " would have " + std::to_string(shape.size()) + " dimensions; nnmem supports at most " +
                           std::to_string(kMaxRank));
     try {
-      (void)type.bytes();
+      return checked_mul(numel(shape), dtype_size(dtype));  // TensorType::bytes()
     } catch (const OverflowError& e) {
-      throw SizeError(at, what() + " " + to_string(type.shape) + " is too large (" + e.what() + ")");
+      throw SizeError(at, what() + " " + to_string(shape) + " is too large (" + e.what() + ")");
     }
   }
 
@@ -300,12 +307,12 @@ class Builder {
   // parameters' count is detail::assign_parameters's).
   void count_parameters(const LayerSpec& layer, Node& node) const {
     for (const auto& p : node.result.params)
-      check_fits({p.shape, ctx_.float_dtype}, layer.loc, [&] { return title(layer) + ": the " + p.name; });  // so its numel fits too
+      check_fits(p.shape, ctx_.float_dtype, layer.loc, [&] { return title(layer) + ": the " + p.name; });  // so its numel fits too
     for (const auto& b : node.result.buffers) {
-      const TensorType buffer{b.shape, b.dtype};
-      check_fits(buffer, layer.loc, [&] { return title(layer) + ": the buffer" + (b.name.empty() ? "" : " " + b.name); });
+      const std::int64_t bytes =
+          check_fits(b.shape, b.dtype, layer.loc, [&] { return title(layer) + ": the buffer" + (b.name.empty() ? "" : " " + b.name); });
       try {
-        node.buffer_bytes = checked_add(node.buffer_bytes, buffer.bytes());
+        node.buffer_bytes = checked_add(node.buffer_bytes, bytes);
       } catch (const OverflowError& e) {
         throw SizeError(layer.loc, title(layer) + ": its buffers do not fit in 64 bits (" + e.what() + ")");
       }
