@@ -17,11 +17,6 @@ std::string What::joined() const {
   return text;
 }
 
-void ReplaySteps::push_back(const ReplayStep& step, std::uint32_t layer) {
-  if (runs_.empty() || runs_.back().second != layer) runs_.emplace_back(steps_.size(), layer);
-  steps_.push_back(step);
-}
-
 std::uint32_t ReplaySteps::layer(std::size_t k) const {
   const auto after = std::upper_bound(runs_.begin(), runs_.end(), k, [](std::size_t s, const auto& run) { return s < run.first; });
   return after == runs_.begin() ? 0 : std::prev(after)->second;

@@ -65,7 +65,10 @@ struct ReplayStep {
 /// doubling would hold its old and new arrays at once), and the layer each run of them is in.
 class ReplaySteps {
  public:
-  void push_back(const ReplayStep& step, std::uint32_t layer);
+  void push_back(const ReplayStep& step, std::uint32_t layer) {
+    if (runs_.empty() || runs_.back().second != layer) runs_.emplace_back(steps_.size(), layer);
+    steps_.push_back(step);
+  }
   ReplayStep& operator[](std::size_t k) { return steps_[k]; }
   const ReplayStep& operator[](std::size_t k) const { return steps_[k]; }
   std::size_t size() const { return steps_.size(); }
