@@ -270,6 +270,17 @@ TEST_CASE("at the device's capacity the cache is released and the request retrie
   CHECK(oom.cuda_allocator->oom_request_bytes > 0);
   CHECK(oom.totals.reserved_bytes <= small.step.allocator.capacity_bytes);
   CHECK(render_table(oom).find("CUDA out of memory, modelled") != std::string::npos);
+  // Without a timeline the replay reads the steps it recorded itself (Record::Replay): the same
+  // failing request, in the same iteration, phase and layer.
+  CHECK(!oom.cuda_allocator->oom_layer.empty());
+  small.step.timeline = false;
+  const Estimate from_steps = estimate_file("examples/resnet18.yaml", small);
+  CHECK(from_steps.cuda_allocator->out_of_memory);
+  CHECK(from_steps.cuda_allocator->oom_request_bytes == oom.cuda_allocator->oom_request_bytes);
+  CHECK(from_steps.cuda_allocator->oom_iteration == oom.cuda_allocator->oom_iteration);
+  CHECK(from_steps.cuda_allocator->oom_phase == oom.cuda_allocator->oom_phase);
+  CHECK(from_steps.cuda_allocator->oom_layer == oom.cuda_allocator->oom_layer);
+  CHECK(render_table(from_steps) == render_table(oom));
 }
 
 TEST_CASE("max_split_size_mb:20: a freed 20 MiB segment is oversize, so the cache grows pass after pass") {

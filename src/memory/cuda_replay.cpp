@@ -39,9 +39,9 @@ constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than t
 
 class Replay {
  public:
-  Replay(const ReplayScript& script, const Timeline& events, const AllocationTrace& trace,
+  Replay(const ReplayScript& script, const std::vector<std::string>& layers, const AllocationTrace& trace,
          const std::vector<std::int64_t>& block_bytes, const StepOptions& options, std::int64_t give_up_above)
-      : script_(script), events_(events), trace_(trace), bytes_(block_bytes), allocator_(options.allocator),
+      : script_(script), layers_(layers), trace_(trace), bytes_(block_bytes), allocator_(options.allocator),
         give_up_above_(give_up_above), handle_(block_bytes.size(), -1) {}
 
   CudaAllocatorFigures run() {
@@ -117,8 +117,8 @@ class Replay {
     const int h = allocator_.malloc(bytes(block));
     if (h < 0) {
       oom_bytes_ = bytes(block);
-      oom_phase_ = events_[event].phase;
-      oom_layer_ = events_.layer(events_[event]);
+      oom_phase_ = script_.steps[event].phase;
+      oom_layer_ = layers_[script_.steps.layer(event)];
       return false;
     }
     handle_[static_cast<std::size_t>(block)] = h;
@@ -159,7 +159,7 @@ class Replay {
     }
     for (Left* left : {&outputs, &losses, &grads}) std::sort(left->left.begin(), left->left.end());
     bool state_made = !first || script_.eager_state;
-    const std::vector<ReplayScript::Step>& steps = script_.steps;
+    const ReplaySteps& steps = script_.steps;
     for (std::size_t e = 0; e < steps.size(); ++e) {
       if (!state_made && steps[e].phase == Phase::Optimizer) {
         state_made = true;  // created lazily, at the start of the first step()
@@ -243,7 +243,7 @@ class Replay {
   };
 
   const ReplayScript& script_;                // the steady step's events, read
-  const Timeline& events_;  // the same events, for the layer a failure is in
+  const std::vector<std::string>& layers_;    // their layers, for the layer a failure is in
   const AllocationTrace& trace_;              // what each block is (its bytes: bytes_)
   const std::vector<std::int64_t>& bytes_;
   CudaCachingAllocator allocator_;
@@ -258,29 +258,37 @@ class Replay {
 
 }  // namespace
 
+namespace {
+
+ReplaySteps steps_of(const Timeline& events) {
+  ReplaySteps steps;
+  for (const TimelineEvent& ev : events)
+    steps.push_back({ev.block, ev.delta > 0 ? std::int8_t{1} : ev.delta < 0 ? std::int8_t{-1} : std::int8_t{0}, ev.phase}, ev.layer);
+  return steps;
+}
+
+}  // namespace
+
 ReplayScript::ReplayScript(const Timeline& events, const AllocationTrace& trace, const StepOptions& options)
-    : eager_state(options.optimizer == OptimizerKind::Adagrad),
+    : ReplayScript(steps_of(events), trace, options) {}
+
+ReplayScript::ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, const StepOptions& options)
+    : steps(std::move(recorded)), eager_state(options.optimizer == OptimizerKind::Adagrad),
       rebinds_output(std::find(trace.block_carry.begin(), trace.block_carry.end(), Carry::LastOutput) != trace.block_carry.end()) {
-  steps.reserve(events.size());
-  for (const TimelineEvent& ev : events) {
-    const Carry carry = trace.block_carry[static_cast<std::size_t>(ev.block)];
-    steps.push_back({ev.block, ev.delta > 0 ? std::int8_t{1} : ev.delta < 0 ? std::int8_t{-1} : std::int8_t{0}, ev.phase, carry});
-    if (ev.delta <= 0) continue;
-    if (carry == Carry::Model) model.push_back(ev.block);
-    if (carry == Carry::Batch) batch.push_back(ev.block);
-    if (carry == Carry::State) state.push_back(ev.block);
+  for (std::size_t e = 0; e < steps.size(); ++e) {
+    Step& step = steps[e];
+    step.carry = trace.block_carry[static_cast<std::size_t>(step.block)];
+    if (step.sign <= 0) continue;
+    if (step.carry == Carry::Model) model.push_back(step.block);
+    if (step.carry == Carry::Batch) batch.push_back(step.block);
+    if (step.carry == Carry::State) state.push_back(step.block);
   }
 }
 
-CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const Timeline& events,
+CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const std::vector<std::string>& layers,
                                            const AllocationTrace& trace, const std::vector<std::int64_t>& block_bytes,
                                            const StepOptions& options, std::int64_t give_up_above) {
-  return Replay(script, events, trace, block_bytes, options, give_up_above).run();
-}
-
-CudaAllocatorFigures replay_cuda_allocator(const Timeline& events, const AllocationTrace& trace,
-                                           const StepOptions& options, std::int64_t give_up_above) {
-  return replay_cuda_allocator(ReplayScript(events, trace, options), events, trace, trace.block_bytes, options, give_up_above);
+  return Replay(script, layers, trace, block_bytes, options, give_up_above).run();
 }
 
 }  // namespace nnmem::detail

@@ -273,8 +273,12 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, trainable_params);
     if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);
     // The events are recorded for whoever reads them: the timeline's readers, the allocator's replay.
-    const bool replay = graph.options.device == Device::Cuda || !replay_allocator;
-    const Record record = options.timeline ? Record::Timeline : replay ? Record::Events : Record::Figures;
+    // Without a timeline, the replay's own steps (8 bytes an event, not a TimelineEvent's 32).
+    const bool cuda_replay = graph.options.device == Device::Cuda && replay_allocator;
+    const Record record = options.timeline    ? Record::Timeline
+                          : !replay_allocator ? Record::Events
+                          : cuda_replay       ? Record::Replay
+                                              : Record::Figures;
     step = detail::simulate_step(graph, options, e.losses, trainable_params, checkpoints, shards, record);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
@@ -282,8 +286,11 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     t.peak_micro_step = step.peak_micro_step;
     t.peak_breakdown = step.breakdown;
     t.backward_transient_bytes = step.backward_transients;
-    if (graph.options.device == Device::Cuda && replay_allocator) {
-      e.cuda_allocator = detail::replay_cuda_allocator(step.timeline, step.trace, options);
+    if (cuda_replay) {
+      const detail::ReplayScript script = record == Record::Replay
+                                              ? detail::ReplayScript(std::move(step.replay), step.trace, options)
+                                              : detail::ReplayScript(step.timeline, step.trace, options);
+      e.cuda_allocator = detail::replay_cuda_allocator(script, step.timeline.layers, step.trace, step.trace.block_bytes, options);
       t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
       t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;
       t.overhead_bytes = options.overhead_bytes;
@@ -301,7 +308,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
 Estimate estimate(const Graph& graph, const StepOptions& options) {
   detail::StepResult step;
   Estimate e = detail::estimate_with_step(graph, options, step);
-  if (options.timeline) e.timeline = std::move(step.timeline);  // the replay's events otherwise
+  if (options.timeline) e.timeline = std::move(step.timeline);  // its layers alone otherwise
   return e;
 }
 

@@ -1,6 +1,7 @@
 #include "memory_tracker.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace nnmem::detail {
@@ -14,6 +15,11 @@ std::string What::joined() const {
   std::string text;
   for (std::size_t k = 0; k < size_; ++k) text += parts_[k];
   return text;
+}
+
+std::uint32_t ReplaySteps::layer(std::size_t k) const {
+  const auto after = std::upper_bound(runs_.begin(), runs_.end(), k, [](std::size_t s, const auto& run) { return s < run.first; });
+  return after == runs_.begin() ? 0 : std::prev(after)->second;
 }
 
 MemoryTracker::MemoryTracker(Record record) : record_(record) {  // events are attributed to no layer until at() names one
@@ -92,7 +98,10 @@ AllocationTrace MemoryTracker::take_trace() {
 void MemoryTracker::record(int block, std::int64_t delta) {
   const Block& b = blocks_[static_cast<std::size_t>(block)];
   const MemoryKind kind = b.kind;
-  if (record_ != Record::Figures) timeline_.events.push_back({delta, live_, block, layer_, phase_, kind, micro_});
+  if (record_ == Record::Replay)
+    replay_.push_back({block, delta > 0 ? std::int8_t{1} : delta < 0 ? std::int8_t{-1} : std::int8_t{0}, phase_}, layer_);
+  else if (record_ != Record::Figures)
+    timeline_.events.push_back({delta, live_, block, layer_, phase_, kind, micro_});
   auto& of_kind = by_kind_[static_cast<std::size_t>(kind)];
   of_kind += delta;
   if (phase_ == Phase::Backward && kind == MemoryKind::Transients) backward_transients_ = std::max(backward_transients_, of_kind);

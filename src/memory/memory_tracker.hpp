@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "nnmem/estimate.hpp"
@@ -52,9 +53,38 @@ class What {
   std::size_t size_;
 };
 
+/// One event as the CUDA allocator's replay reads it: 8 bytes against a TimelineEvent's 32.
+struct ReplayStep {
+  int block = -1;
+  std::int8_t sign = 0;  // the sign of its delta
+  Phase phase = Phase::Forward;
+  Carry carry = Carry::None;  // its block's, filled in when the step is over (a block is marked after it is made)
+};
+
+/// The step's events as ReplaySteps, kept in pieces (2.3 million at 100,000 layers: a vector
+/// doubling would hold its old and new arrays at once), and the layer each run of them is in.
+class ReplaySteps {
+ public:
+  void push_back(const ReplayStep& step, std::uint32_t layer) {
+    if (runs_.empty() || runs_.back().second != layer) runs_.emplace_back(steps_.size(), layer);
+    steps_.push_back(step);
+  }
+  ReplayStep& operator[](std::size_t k) { return steps_[k]; }
+  const ReplayStep& operator[](std::size_t k) const { return steps_[k]; }
+  std::size_t size() const { return steps_.size(); }
+  bool empty() const { return steps_.size() == 0; }
+  /// The layer (index in Timeline::layers) step k is attributed to.
+  std::uint32_t layer(std::size_t k) const;
+
+ private:
+  Pieces<ReplayStep> steps_;
+  std::vector<std::pair<std::size_t, std::uint32_t>> runs_;  // (first step, layer) where the layer changes
+};
+
 /// What the tracker keeps beside the step's figures (the peak, its layer and breakdown).
 enum class Record : std::uint8_t {
   Figures,   // nothing more
+  Replay,    // the events as ReplaySteps and the layers they name: the allocator's replay alone
   Events,    // the events and the layers they name (the allocator's replay, fit's batch curve)
   Timeline,  // and what each block holds: the whole Timeline
 };
@@ -93,9 +123,11 @@ class MemoryTracker {
   std::int64_t backward_transients() const { return backward_transients_; }
 
   /// What was recorded: with Record::Timeline, the events and each block's description (after
-  /// this, only take_trace()); with Events, the events; with Figures, nothing (and no trace).
+  /// this, only take_trace()); with Events, the events; with Replay, the layers alone (the
+  /// events: take_replay_steps()); with Figures, nothing (and no trace).
   Timeline take_timeline();
   AllocationTrace take_trace();
+  ReplaySteps take_replay_steps() { return std::move(replay_); }
 
  private:
   struct Block {
@@ -111,6 +143,7 @@ class MemoryTracker {
   Record record_;
   Pieces<Block> blocks_;  // by block id: grown a piece at a time (pieces.hpp)
   Timeline timeline_;  // its layers unless Record::Figures (the peak's is named), the rest as record_ says
+  ReplaySteps replay_;  // Record::Replay's events
   // Hashes a layer's name as a view, so that looking a name up builds no string.
   struct NameHash {
     using is_transparent = void;

@@ -60,6 +60,7 @@ StepResult StepSimulator::run(const std::vector<TensorType>& params) {
   r.backward_transients = memory_.backward_transients();
   r.timeline = memory_.take_timeline();
   r.trace = memory_.take_trace();
+  r.replay = memory_.take_replay_steps();
   return r;
 }
 

@@ -81,6 +81,7 @@ struct StepResult {
   std::int64_t backward_transients = 0;
   Timeline timeline;
   AllocationTrace trace;  // for the CUDA allocator replay
+  ReplaySteps replay;     // Record::Replay: the events, as the replay reads them
 };
 struct CheckpointPlan;
 struct ShardPlan;
@@ -94,35 +95,30 @@ StepResult simulate_step(const Graph& graph, const StepOptions& options, const s
 /// options.timeline says (the caller replays the trace itself).
 Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step, bool replay_allocator = true);
 
-/// PyTorch's CUDA caching allocator (options.allocator) running the training loop of which
-/// `events` (with their blocks' `trace`) are the steady step: the model built, a first iteration, then steady iterations
-/// until the allocator's state repeats (cuda_replay.cpp).
-/// With `give_up_above`, the replay stops once max_memory_reserved() passes it (the figures are
-/// then those reached so far, over it: enough to say a budget is not met; `segments` is not counted).
-CudaAllocatorFigures replay_cuda_allocator(const Timeline& events, const AllocationTrace& trace,
-                                           const StepOptions& options,
-                                           std::int64_t give_up_above = std::numeric_limits<std::int64_t>::max());
-
-/// The steady step's events as the replay reads them (8 bytes each instead of a TimelineEvent's
-/// 32), and the persistent blocks listed once: what a replay needs besides the blocks'
-/// sizes, made once for the many replays of BatchCurve::needed (one per batch fit checks).
+/// The steady step's events as the CUDA allocator's replay reads them (8 bytes each instead of a
+/// TimelineEvent's 32), with the persistent blocks listed once: what a replay needs besides the
+/// blocks' sizes. Made once for the many replays of BatchCurve::needed (one per batch fit
+/// checks); an estimate without a timeline records its steps so from the start (Record::Replay).
 struct ReplayScript {
-  struct Step {
-    int block = -1;
-    std::int8_t sign = 0;  // the sign of its delta
-    Phase phase = Phase::Forward;
-    Carry carry = Carry::None;  // its block's (read here, in the same 8 bytes, not looked up per event)
-  };
+  using Step = ReplayStep;
   ReplayScript(const Timeline& events, const AllocationTrace& trace, const StepOptions& options);
-  std::vector<Step> steps;  // each event
+  /// From the steps as recorded (their Carry is filled in here, from the trace).
+  ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, const StepOptions& options);
+  ReplaySteps steps;  // each event
   std::vector<int> model, batch, state;  // the blocks of Carry Model, Batch and State allocated, in order
   bool eager_state;     // Adagrad makes its state in its constructor
   bool rebinds_output;  // training: the next step's `out = model(x)` releases this one
 };
-/// The same replay from a script of the events, the blocks' sizes given apart (`block_bytes`
-/// replaces trace.block_bytes).
-CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const Timeline& events,
+
+/// PyTorch's CUDA caching allocator (options.allocator) running the training loop of which the
+/// script's steps (with their blocks' `trace`, their sizes `block_bytes`) are the steady step:
+/// the model built, a first iteration, then steady iterations until the allocator's state
+/// repeats (cuda_replay.cpp). `layers` names the steps' layers (Timeline::layers).
+/// With `give_up_above`, the replay stops once max_memory_reserved() passes it (the figures are
+/// then those reached so far, over it: enough to say a budget is not met; `segments` is not counted).
+CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const std::vector<std::string>& layers,
                                            const AllocationTrace& trace, const std::vector<std::int64_t>& block_bytes,
-                                           const StepOptions& options, std::int64_t give_up_above);
+                                           const StepOptions& options,
+                                           std::int64_t give_up_above = std::numeric_limits<std::int64_t>::max());
 
 }  // namespace nnmem::detail
