@@ -78,6 +78,9 @@ struct LayerSpec {
   SourceLoc type_loc;
 
   const Attribute* find_attr(std::string_view attr) const;
+
+  /// How messages name the layer: "Conv2d 'stage2.conv'".
+  std::string title() const { return type + " '" + name + "'"; }
 };
 
 /// `register: [cv1, cv2, m]` on a block: the order in which its instance (`module`, qualified:

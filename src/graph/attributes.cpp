@@ -111,7 +111,7 @@ std::string AttrDef::describe() const {
 namespace {
 
 [[noreturn]] void bad(const LayerSpec& layer, const SourceLoc& at, const std::string& message) {
-  throw Error(at, layer.type + " '" + layer.name + "': " + message);
+  throw Error(at, layer.title() + ": " + message);
 }
 
 void check_int(const LayerSpec& layer, const AttrDef& def, const Value& v, const std::string& what) {

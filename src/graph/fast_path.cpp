@@ -23,7 +23,6 @@ namespace {
 
 constexpr const char* kEncoderMembers[] = {"self_attn", "linear1", "activation", "linear2", "norm1", "norm2"};
 
-std::string title(const LayerSpec& layer) { return layer.type + " '" + layer.name + "'"; }
 
 // The node of member `local` of the instance (layers[first, end)), checked to be of `type`.
 const Node& member(const Graph& g, const std::unordered_map<std::string, int>& nodes, const ClassedBlock& b,
@@ -43,7 +42,7 @@ void expect_type(const Graph& g, const Node& node, const ClassedBlock& b, std::i
   if (std::any_of(types.begin(), types.end(), [&](const char* t) { return layer.type == t; })) return;
   std::string all;
   for (const char* t : types) all += std::string(all.empty() ? "" : " or ") + t;
-  throw Error(layer.type_loc, title(layer) + ": in a " + b.cls + " (block instance '" + b.instance +
+  throw Error(layer.type_loc, layer.title() + ": in a " + b.cls + " (block instance '" + b.instance +
                                   "') this layer is a " + all + ", found " + layer.type,
               {{b.loc, "the block's class is given here"}});
 }

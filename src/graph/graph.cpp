@@ -19,7 +19,6 @@ namespace nnmem {
 
 namespace {
 
-std::string title(const LayerSpec& layer) { return layer.type + " '" + layer.name + "'"; }
 
 class Builder {
  public:
@@ -81,7 +80,7 @@ class Builder {
     int count = 0;
     while (names_.find(count == 0 ? base : base + ":" + std::to_string(count)) >= 0) ++count;
     const int producer = count > 0 ? graph_.values[names_.find(base)].producer : -1;
-    const std::string what = producer >= 0 ? title(graph_.layer(graph_.nodes[producer])) : "input '" + base + "'";
+    const std::string what = producer >= 0 ? graph_.layer(graph_.nodes[producer]).title() : "input '" + base + "'";
     throw Error(at, who + ": reads '" + name + "', but " + what + " has " + std::to_string(count) + " output" +
                         (count == 1 ? " ('" + base + "')" : "s ('" + base + "' to '" + base + ":" + std::to_string(count - 1) + "')"));
   }
@@ -157,14 +156,14 @@ class Builder {
       throw Error(layer.type_loc, msg);
     }
     if (!ctx_.torch->has_layer(layer.type))
-      throw Error(layer.type_loc, title(layer) + ": PyTorch " + std::string(ctx_.torch->version) + " has no nn." + layer.type +
+      throw Error(layer.type_loc, layer.title() + ": PyTorch " + std::string(ctx_.torch->version) + " has no nn." + layer.type +
                                       " (--torch " + std::string(default_torch_profile().version) + " has it)");
     const int n = static_cast<int>(layer.inputs.size());
     if (n < def->min_inputs || (def->max_inputs >= 0 && n > def->max_inputs)) {
       const std::string expected = def->min_inputs == def->max_inputs ? std::to_string(def->min_inputs)
                                    : def->max_inputs < 0 ? "at least " + std::to_string(def->min_inputs)
                                                          : std::to_string(def->min_inputs) + " to " + std::to_string(def->max_inputs);
-      throw Error(layer.loc, title(layer) + ": takes " + expected + " input(s), found " + std::to_string(n));
+      throw Error(layer.loc, layer.title() + ": takes " + expected + " input(s), found " + std::to_string(n));
     }
     const Attrs attrs(def->attrs, layer);
 
@@ -191,7 +190,7 @@ class Builder {
     node.input_casts.reserve(layer.inputs.size());
     for (std::size_t i = 0; i < layer.inputs.size(); ++i) {
       const std::string& name = layer.inputs[i];
-      const int v = value_of(name, i < layer.input_locs.size() ? layer.input_locs[i] : layer.loc, [&] { return title(layer); });
+      const int v = value_of(name, i < layer.input_locs.size() ? layer.input_locs[i] : layer.loc, [&] { return layer.title(); });
       node.inputs.push_back(v);
       TensorType type = graph_.values[v].type;
       int copy = -1;
@@ -215,16 +214,16 @@ class Builder {
       node.result = def->infer(call);
     } catch (const LayerError& e) {
       const Attribute* attr = e.attribute().empty() ? nullptr : layer.find_attr(e.attribute());
-      throw Error(attr ? attr->value.loc : layer.loc, title(layer) + ": " + e.what());
+      throw Error(attr ? attr->value.loc : layer.loc, layer.title() + ": " + e.what());
     } catch (const OverflowError& e) {
       // The rule's own arithmetic (an output size, its multiply-accumulates) overflowed; which
       // tensor would have been too large is the rule's to say, so name what it started from.
       std::string from;
       for (const auto& in : inputs) from += (from.empty() ? "" : ", ") + to_string(in.type.shape);
-      throw SizeError(layer.loc, title(layer) + ": the sizes it computes from the input" + (inputs.size() > 1 ? "s " : " ") +
+      throw SizeError(layer.loc, layer.title() + ": the sizes it computes from the input" + (inputs.size() > 1 ? "s " : " ") +
                                      from + " do not fit in 64 bits (" + e.what() + ")");
     }
-    if (auto gap = detail::cpu_kernel_gap(def->type, call, node.result)) throw Error(layer.type_loc, title(layer) + ": " + *gap);
+    if (auto gap = detail::cpu_kernel_gap(def->type, call, node.result)) throw Error(layer.type_loc, layer.title() + ": " + *gap);
     count_parameters(layer, node);
     detail::assign_parameters(graph_, node, node_index, names_, ctx_.float_dtype);
     // The parameters' low-precision copies. Autocast caches those of parameters that require a
@@ -256,18 +255,18 @@ class Builder {
     for (std::size_t k = 0; k < node.result.outputs.size(); ++k) {
       const TensorType& out = node.result.outputs[k];
       check_fits(out, layer.loc, [&] {
-        return title(layer) + ": " + (node.result.outputs.size() == 1 ? "the output" : "output " + std::to_string(k));
+        return layer.title() + ": " + (node.result.outputs.size() == 1 ? "the output" : "output " + std::to_string(k));
       });
       // PyTorch can make a 0-D scalar (x.squeeze(0) on [1]), but every rule and the loss read
       // the batch from dimension 0: a 0-D tensor crashed the next View (found while fuzzing,
       // tests/fuzz/regressions/squeeze_to_scalar.yaml). Checked here, for every rule.
       if (out.shape.empty())
-        throw Error(layer.loc, title(layer) + ": the output would be a 0-D tensor (a scalar)" +
+        throw Error(layer.loc, layer.title() + ": the output would be a 0-D tensor (a scalar)" +
                                    (inputs.empty() ? "" : ", made from the input " + to_string(call.shape())) +
                                    "; nnmem's tensors keep at least one dimension");
       for (std::int64_t d : out.shape)
         if (d < 1)
-          throw Error(layer.loc, title(layer) + ": the output shape " + to_string(out.shape) + " has a size below 1" +
+          throw Error(layer.loc, layer.title() + ": the output shape " + to_string(out.shape) + " has a size below 1" +
                                      (inputs.empty() ? "" : " (the input " + to_string(call.shape()) + " is too small)"));
       const std::string_view key = k == 0 ? std::string_view(layer.name)
                                           : extra_names_.emplace_back(layer.name + ":" + std::to_string(k));
@@ -307,14 +306,14 @@ class Builder {
   // parameters' count is detail::assign_parameters's).
   void count_parameters(const LayerSpec& layer, Node& node) const {
     for (const auto& p : node.result.params)
-      check_fits(p.shape, ctx_.float_dtype, layer.loc, [&] { return title(layer) + ": the " + p.name; });  // so its numel fits too
+      check_fits(p.shape, ctx_.float_dtype, layer.loc, [&] { return layer.title() + ": the " + p.name; });  // so its numel fits too
     for (const auto& b : node.result.buffers) {
       const std::int64_t bytes =
-          check_fits(b.shape, b.dtype, layer.loc, [&] { return title(layer) + ": the buffer" + (b.name.empty() ? "" : " " + b.name); });
+          check_fits(b.shape, b.dtype, layer.loc, [&] { return layer.title() + ": the buffer" + (b.name.empty() ? "" : " " + b.name); });
       try {
         node.buffer_bytes = checked_add(node.buffer_bytes, bytes);
       } catch (const OverflowError& e) {
-        throw SizeError(layer.loc, title(layer) + ": its buffers do not fit in 64 bits (" + e.what() + ")");
+        throw SizeError(layer.loc, layer.title() + ": its buffers do not fit in 64 bits (" + e.what() + ")");
       }
     }
   }
@@ -329,9 +328,9 @@ class Builder {
     const Node& earlier = graph_.nodes[saver_node];
     const LayerSpec& saver = graph_.layer(earlier);
     throw Error(layer.loc,
-                title(layer) + " works in place, but it would overwrite the " + earlier.result.saved[saved].what +
-                    " that " + title(saver) + " keeps for its backward pass; PyTorch would fail in backward. Set inplace: false",
-                {{saver.loc, title(saver) + " is here"}});
+                layer.title() + " works in place, but it would overwrite the " + earlier.result.saved[saved].what +
+                    " that " + saver.title() + " keeps for its backward pass; PyTorch would fail in backward. Set inplace: false",
+                {{saver.loc, saver.title() + " is here"}});
   }
 
   void check_everything_used() {
@@ -353,7 +352,7 @@ class Builder {
       // encoder.embed_tokens, holding the shared weight that another layer reads and grades).
       // An untied trainable one would have no gradient, which nnmem does not model: an error.
       if (!used && !(layer.type == "Parameter" && (!layer.trainable || !layer.ties.empty()))) {
-        throw Error(layer.loc, "the output of " + title(layer) +
+        throw Error(layer.loc, "the output of " + layer.title() +
                                    " is never used; read it from a later layer, list it in 'outputs', or remove it" +
                                    (layer.type == "Parameter" ? " (or freeze it: trainable: false)" : ""));
       }

@@ -9,7 +9,6 @@
 namespace nnmem::detail {
 namespace {
 
-std::string title(const LayerSpec& layer) { return layer.type + " '" + layer.name + "'"; }
 
 std::string param_names(const LayerResult& r) {
   std::string s;
@@ -24,14 +23,14 @@ const Node& named_node(const Graph& graph, const ValueNames& values, const std::
   const int value = values.find(name);
   const int producer = value < 0 ? -1 : graph.values[static_cast<std::size_t>(value)].producer;
   if (producer < 0 || graph.nodes[static_cast<std::size_t>(producer)].outputs[0] != value)
-    throw Error(at, title(layer) + ": " + key + " names '" + name + "', which is a model input, not a layer");
+    throw Error(at, layer.title() + ": " + key + " names '" + name + "', which is a model input, not a layer");
   return graph.nodes[static_cast<std::size_t>(producer)];
 }
 
 void check_size(const LayerSpec& layer, const ParamDecl& mine, const TensorType& theirs, const std::string& whose,
                 const SourceLoc& at) {
   if (mine.shape != theirs.shape)
-    throw Error(at, title(layer) + ": its " + mine.name + " would be " + to_string(mine.shape) + ", but " + whose + " is " +
+    throw Error(at, layer.title() + ": its " + mine.name + " would be " + to_string(mine.shape) + ", but " + whose + " is " +
                         to_string(theirs.shape));
 }
 
@@ -47,11 +46,11 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
     const Node& owner = named_node(graph, values, layer.shares, layer, layer.shares_loc, "share");
     const LayerSpec& theirs = graph.layer(owner);
     if (theirs.type != layer.type || owner.params.size() != r.params.size())
-      throw Error(layer.shares_loc, title(layer) + ": shares the module of " + title(theirs) + ", which has the parameters (" +
+      throw Error(layer.shares_loc, layer.title() + ": shares the module of " + theirs.title() + ", which has the parameters (" +
                                         param_names(owner.result) + "); this layer would have (" + param_names(r) + ")");
     for (std::size_t k = 0; k < r.params.size(); ++k) {
       check_size(layer, r.params[k], graph.parameters[static_cast<std::size_t>(owner.params[k])].type,
-                 title(theirs) + "'s", layer.shares_loc);
+                 theirs.title() + "'s", layer.shares_loc);
       node.params[k] = owner.params[k];
     }
     node.buffer_bytes = 0;
@@ -61,13 +60,13 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
     std::size_t k = 0;
     while (k < r.params.size() && r.params[k].name != tie.param) ++k;
     if (k == r.params.size())
-      throw Error(tie.loc, title(layer) + ": tie: it has no parameter '" + tie.param + "' (its parameters: " + param_names(r) + ")");
+      throw Error(tie.loc, layer.title() + ": tie: it has no parameter '" + tie.param + "' (its parameters: " + param_names(r) + ")");
     const Node& owner = named_node(graph, values, tie.layer, layer, tie.loc, "tie");
     const LayerSpec& theirs = graph.layer(owner);
     std::size_t j = 0;
     while (j < owner.result.params.size() && owner.result.params[j].name != tie.target) ++j;
     if (j == owner.result.params.size())
-      throw Error(tie.loc, title(layer) + ": tie: " + title(theirs) + " has no parameter '" + tie.target +
+      throw Error(tie.loc, layer.title() + ": tie: " + theirs.title() + " has no parameter '" + tie.target +
                                "' (its parameters: " + param_names(owner.result) + ")");
     const int id = owner.params[j];
     check_size(layer, r.params[k], graph.parameters[static_cast<std::size_t>(id)].type,
@@ -81,7 +80,7 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
         node.param_count = checked_add(node.param_count, numel(p.shape));
         node.param_bytes = checked_mul(node.param_count, dtype_size(float_dtype));
       } catch (const OverflowError& e) {
-        throw SizeError(layer.loc, title(layer) + ": its parameters do not fit in 64 bits (" + e.what() + ")");
+        throw SizeError(layer.loc, layer.title() + ": its parameters do not fit in 64 bits (" + e.what() + ")");
       }
       graph.parameters.push_back({layer.name + "." + p.name, {p.shape, p.dtype}, node_index, node.trainable, 0, p.sparse_rows});
       node.params[k] = static_cast<int>(graph.parameters.size()) - 1;

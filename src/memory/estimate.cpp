@@ -51,7 +51,7 @@ std::string producer_of(const Graph& graph, int value) {
   const TensorValue& v = graph.values[static_cast<std::size_t>(value)];
   if (v.producer < 0) return "input '" + v.name + "'";
   const LayerSpec& layer = graph.layer(graph.nodes[static_cast<std::size_t>(v.producer)]);
-  return layer.type + " '" + layer.name + "'";
+  return layer.title();
 }
 
 // torchsummary 1.5 counts 4 bytes per element whatever the dtype, and reads each hooked

@@ -149,7 +149,7 @@ CheckpointPlan plan_checkpoints(const Graph& graph, const RecomputeOptions& opti
       const int target = value(graph, node.inputs.front()).storage;
       for (int v : s.inputs)
         if (value(graph, v).storage == target)
-          throw Error(graph.layer(node).loc, graph.layer(node).type + " '" + graph.layer(node).name + "' overwrites in place '" +
+          throw Error(graph.layer(node).loc, graph.layer(node).title() + " overwrites in place '" +
                                                  value(graph, v).name + "', an input of " + describe(gr) +
                                                  ", which the checkpoint keeps to recompute from (PyTorch's backward: one of "
                                                  "the variables needed for gradient computation has been modified by an "

@@ -69,7 +69,7 @@ class Splitter {
   const Shape& shape(int v) const { return g_.values[static_cast<std::size_t>(v)].type.shape; }
   [[noreturn]] void fail(const Node& n, const std::string& what) const {
     const LayerSpec& l = spec_of(n);
-    throw Error(l.loc, "--tp " + std::to_string(tp_) + ": " + l.type + " '" + l.name + "' " + what);
+    throw Error(l.loc, "--tp " + std::to_string(tp_) + ": " + l.title() + " " + what);
   }
   std::string split_text(int v) const {
     return "'" + g_.values[static_cast<std::size_t>(v)].name + "' " + to_string(shape(v)) + ", split over the ranks along dimension " +
