@@ -8,6 +8,7 @@ PY=${1:-python3}
 echo "== whole process (hyperfine)"
 hyperfine -N --warmup 10 --runs 200 --export-markdown /tmp/nnmem_vs_floor.md \
   'build/bench/floor' \
+  'build/bench/floor --parse examples/resnet50.yaml' \
   'build/nnmem estimate examples/resnet50.yaml' \
   'build/nnmem estimate examples/resnet50.yaml --device cpu'
 hyperfine -N --warmup 1 --runs 10 --export-markdown /tmp/nnmem_vs_torchinfo.md \
