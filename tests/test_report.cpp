@@ -162,15 +162,21 @@ TEST_CASE("the JSON records the --set and --input a spec was loaded with, and it
 }
 
 TEST_CASE("JSON is streamed exactly as nlohmann's dump would lay out the same document") {
-  // Names that need escaping, a timeline, fit's nesting; indented and compact.
-  const Estimate e = estimate_from("name: \"q\\\"uo\\\\te\\ttab\"\ninputs: {x: [8]}\n"
-                                   "layers:\n  - {name: \"fc\\u0001\", type: Linear, out_features: 4}\n  - {type: ReLU}\n");
-  for (const int indent : {2, 4, -1}) {
-    CAPTURE(indent);
-    const std::string text = render_json(e, {}, indent);
-    CHECK(text == nlohmann::ordered_json::parse(text).dump(indent));
-    CHECK(text.find("\"timeline\"") != std::string::npos);
-  }
+  // Names that need escaping, a timeline (with gradient accumulation: its micro-steps), fit's
+  // nesting; indented and compact.
+  const std::string yaml = "name: \"q\\\"uo\\\\te\\ttab\"\ninputs: {x: [8]}\n"
+                           "layers:\n  - {name: \"fc\\u0001\", type: Linear, out_features: 4}\n  - {type: ReLU}\n";
+  const Estimate e = estimate_from(yaml);
+  EstimateOptions accum;
+  accum.step.grad_accum = 3;
+  for (const Estimate& each : {e, estimate_from(yaml, accum)})
+    for (const int indent : {0, 2, 4, -1}) {
+      CAPTURE(indent);
+      const std::string text = render_json(each, {}, indent);
+      CHECK(text == nlohmann::ordered_json::parse(text).dump(indent));
+      CHECK(text.find("\"timeline\"") != std::string::npos);
+      CHECK((text.find("\"micro_step\"") != std::string::npos) == (each.options.step.grad_accum > 1));
+    }
   ReportOptions no_timeline;
   no_timeline.timeline = false;
   CHECK(nlohmann::ordered_json::parse(render_json(e, no_timeline)).contains("timeline") == false);
@@ -194,5 +200,6 @@ TEST_CASE("the JSON writer escapes a string as nlohmann's dump() does, wherever 
       std::string out;
       append_string(out, text);
       CHECK(out == nlohmann::json(text).dump());
+      CHECK(plain_string(text) == (out == '"' + text + '"'));  // read eight bytes at a time too
     }
 }

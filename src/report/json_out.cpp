@@ -1,7 +1,9 @@
 // The streaming JSON writer's out-of-line parts (json_out.hpp).
 #include "json_out.hpp"
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 namespace nnmem {
 
@@ -31,6 +33,51 @@ void append_string(std::string& out, std::string_view text) {
   }
   out.append(text.data() + from, text.size() - from);
   out += '"';
+}
+
+std::string json_quoted(std::string_view text) {
+  std::string out;
+  append_string(out, text);
+  return out;
+}
+
+// Eight bytes at a time (every block's description is read, a million of them in a large
+// model): whether any byte of a word is below 0x20, or is '"' or '\\' (a zero after an xor), by
+// the borrow tests that are exact for "any byte" (bytes of 0x80 and above never match).
+bool plain_string(std::string_view text) {
+  constexpr std::uint64_t ones = 0x0101010101010101, highs = 0x8080808080808080;
+  const auto any_below = [](std::uint64_t w, std::uint64_t n) { return (w - n * ones) & ~w & highs; };
+  const char* p = text.data();
+  std::size_t n = text.size();
+  for (; n >= 8; p += 8, n -= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    if (any_below(w, 0x20) | any_below(w ^ ('"' * ones), 1) | any_below(w ^ ('\\' * ones), 1)) return false;
+  }
+  for (; n > 0; ++p, --n) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (c < 0x20 || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+// As JsonOut writes them: a comma before every member but the first, each on its own line
+// `depth` × indent in (compact: none of that), the closing brace a level out.
+Members::Members(std::initializer_list<std::string_view> keys, int indent, int depth) {
+  const auto newline = [&](std::string& out, int level) {
+    if (indent >= 0) out += '\n', out.append(static_cast<std::size_t>(indent * level), ' ');
+  };
+  for (const std::string_view key : keys) {
+    std::string k(1, keys_.empty() ? '{' : ',');
+    newline(k, depth);
+    append_string(k, key);
+    k += indent >= 0 ? ": " : ":";
+    size_ += k.size();
+    keys_.push_back(std::move(k));
+  }
+  newline(close_, depth - 1);
+  close_ += '}';
+  size_ += close_.size();
 }
 
 // Writes `v` as dump(indent) would at nesting `depth`: every line after the first indented by

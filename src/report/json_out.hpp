@@ -5,15 +5,24 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nnmem {
 
 /// A string as dump() writes it: quotes, backslashes and control characters escaped.
 void append_string(std::string& out, std::string_view text);
+
+/// `text` as dump() writes it, quotes included.
+std::string json_quoted(std::string_view text);
+
+/// Whether dump() writes `text` as it is between its quotes (nothing to escape).
+bool plain_string(std::string_view text);
 
 // JSON appended to a string as dump(indent) lays it out `depth` levels in, member by member:
 // for what grows with the model (a layer, an event; a million of them in a large model), no
@@ -40,6 +49,7 @@ class JsonOut {
     return *this;
   }
   void item() { next(); }  // an array's next element follows
+  std::string& text() { return out_; }  // for what is appended whole (Members, Pointer)
   void value(std::string_view text) { append_string(out_, text); }
   void value(std::int64_t n) {
     char buf[24];
@@ -62,6 +72,60 @@ class JsonOut {
   const int indent_;
   int depth_;
   bool first_ = true;
+};
+
+// The members of an object whose keys are always the same, in the same order (a layer, an
+// event; a million of them in a large model): each key with its separator, newline,
+// indentation and colon made once, as JsonOut lays it out with the members `depth` levels in,
+// not escaped and indented again per object. An object is written as
+// key(0) value key(1) value … close(): JsonOut's begin('{') … end('}') for a member or more.
+class Members {
+ public:
+  Members(std::initializer_list<std::string_view> keys, int indent, int depth);
+  std::string_view key(std::size_t i) const { return keys_[i]; }  // key(0) opens the object
+  std::string_view close() const { return close_; }
+  std::size_t size() const { return size_; }  // every key's and close()'s bytes together
+
+ private:
+  std::vector<std::string> keys_;
+  std::string close_;
+  std::size_t size_ = 0;
+};
+
+// Appends to a string through a pointer: room for at most `bound` bytes made at once (one
+// resize), the pieces copied in, the string cut back to what was written when it goes. For an
+// object written a million times, in place of a string append (a call and a capacity check)
+// per piece.
+class Pointer {
+ public:
+  Pointer(std::string& out, std::size_t bound) : out_(out) {
+    const std::size_t at = out.size();
+    out.resize(at + bound);
+    p_ = out.data() + at;
+  }
+  Pointer(const Pointer&) = delete;
+  Pointer& operator=(const Pointer&) = delete;
+  ~Pointer() { out_.resize(static_cast<std::size_t>(p_ - out_.data())); }
+
+  static constexpr std::size_t kIntBytes = 20;  // "-9223372036854775808"
+  Pointer& operator<<(std::string_view s) {
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+    return *this;
+  }
+  Pointer& operator<<(char c) {
+    *p_++ = c;
+    return *this;
+  }
+  Pointer& operator<<(std::int64_t n) {
+    p_ = std::to_chars(p_, p_ + kIntBytes, n).ptr;
+    return *this;
+  }
+  Pointer& operator<<(bool b) { return *this << (b ? std::string_view("true") : std::string_view("false")); }
+
+ private:
+  std::string& out_;
+  char* p_;
 };
 
 // An array at `depth` whose elements are appended one at a time by append(JsonOut&, item) and

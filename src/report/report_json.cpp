@@ -194,38 +194,82 @@ void append_tensor(JsonOut& j, const TensorType& t) {  // as tensor() makes it
   j.end('}');
 }
 
-void append_layer(JsonOut& j, const LayerEstimate& l) {
-  j.begin('{');
-  j.key("name").value(l.name);
-  j.key("type").value(l.type);
-  j.key("functional").value(l.functional);
-  j.key("trainable").value(l.trainable);
-  j.key("outputs").begin('[');
-  for (const auto& out : l.outputs) j.item(), append_tensor(j, out);
-  j.end(']');
-  j.key("params").value(l.params);
-  j.key("trainable_params").value(l.trainable_params);
-  j.key("param_bytes").value(l.param_bytes);
-  j.key("buffer_bytes").value(l.buffer_bytes);
-  j.key("macs").value(l.macs);
-  j.key("output_bytes").value(l.output_bytes);
-  j.key("saved_bytes").value(l.saved_bytes);
-  j.end('}');
-}
+// The layers, one a layer of the model: each key made once (Members); the scalars between the
+// name and the outputs, and after the outputs, copied in through one Pointer each.
+class LayerWriter {
+ public:
+  LayerWriter(int indent, int depth)
+      : indent_(indent), depth_(depth),
+        keys_({"name", "type", "functional", "trainable", "outputs", "params", "trainable_params", "param_bytes",
+               "buffer_bytes", "macs", "output_bytes", "saved_bytes"},
+              indent, depth) {}
 
-// A timeline event; with gradient accumulation, which micro-step.
-void append_event(JsonOut& j, const Timeline& timeline, const TimelineEvent& ev, bool micro_step) {
-  j.begin('{');
-  j.key("phase").value(name_of(ev.phase));
-  j.key("layer").value(timeline.layer(ev));
-  j.key("tensor").value(timeline.tensor(ev));
-  j.key("delta").value(ev.delta);
-  j.key("live").value(ev.live);
-  j.key("kind").value(name_of(ev.kind));
-  j.key("block").value(std::int64_t{ev.block});
-  if (micro_step) j.key("micro_step").value(timeline.micro_step(ev));
-  j.end('}');
-}
+  void operator()(JsonOut& j, const LayerEstimate& l) const {
+    std::string& out = j.text();
+    out += keys_.key(0);
+    append_string(out, l.name);
+    out += keys_.key(1);
+    append_string(out, l.type);
+    Pointer(out, keys_.size() + 10) << keys_.key(2) << l.functional << keys_.key(3) << l.trainable << keys_.key(4);
+    JsonOut outputs(out, indent_, depth_);
+    outputs.begin('[');
+    for (const auto& t : l.outputs) outputs.item(), append_tensor(outputs, t);
+    outputs.end(']');
+    Pointer(out, keys_.size() + 7 * Pointer::kIntBytes)
+        << keys_.key(5) << l.params << keys_.key(6) << l.trainable_params << keys_.key(7) << l.param_bytes
+        << keys_.key(8) << l.buffer_bytes << keys_.key(9) << l.macs << keys_.key(10) << l.output_bytes
+        << keys_.key(11) << l.saved_bytes << keys_.close();
+  }
+
+ private:
+  int indent_, depth_;
+  Members keys_;
+};
+
+// The timeline's events, about twenty a layer: each key made once (Members), each layer name
+// escaped once, each block's description looked at for escapes once (not at each of its two
+// events), the phase's and kind's words escaped once, and the event copied in through one
+// Pointer. With gradient accumulation, which micro-step.
+class EventWriter {
+ public:
+  EventWriter(const Timeline& timeline, bool micro_step, int indent, int depth)
+      : timeline_(timeline), micro_step_(micro_step),
+        keys_({"phase", "layer", "tensor", "delta", "live", "kind", "block", "micro_step"}, indent, depth) {
+    for (auto p = static_cast<int>(Phase::Forward); p <= static_cast<int>(Phase::Optimizer); ++p)
+      phases_.push_back(json_quoted(name_of(static_cast<Phase>(p))));
+    for (std::size_t k = 0; k < kMemoryKinds; ++k) kinds_.push_back(json_quoted(name_of(static_cast<MemoryKind>(k))));
+    layers_.reserve(timeline.layers.size());
+    for (const auto& name : timeline.layers) layers_.push_back(json_quoted(name));
+    plain_.reserve(timeline.tensors.size());
+    for (const auto& what : timeline.tensors) plain_.push_back(plain_string(what));
+  }
+
+  void operator()(JsonOut& j, const TimelineEvent& ev) {
+    const std::string& tensor = timeline_.tensor(ev);
+    const bool plain = plain_[static_cast<std::size_t>(ev.block)];
+    if (!plain) escaped_.clear(), append_string(escaped_, tensor);
+    const std::string& phase = phases_[static_cast<std::size_t>(ev.phase)];
+    const std::string& layer = layers_[ev.layer];
+    const std::string& kind = kinds_[static_cast<std::size_t>(ev.kind)];
+    Pointer p(j.text(), keys_.size() + phase.size() + layer.size() + (plain ? tensor.size() + 2 : escaped_.size()) +
+                            kind.size() + 4 * Pointer::kIntBytes);
+    p << keys_.key(0) << phase << keys_.key(1) << layer << keys_.key(2);
+    if (plain) p << '"' << std::string_view(tensor) << '"';
+    else p << std::string_view(escaped_);
+    p << keys_.key(3) << ev.delta << keys_.key(4) << ev.live << keys_.key(5) << kind << keys_.key(6)
+      << std::int64_t{ev.block};
+    if (micro_step_) p << keys_.key(7) << timeline_.micro_step(ev);
+    p << keys_.close();
+  }
+
+ private:
+  const Timeline& timeline_;
+  const bool micro_step_;
+  const Members keys_;
+  std::vector<std::string> phases_, kinds_, layers_;  // escaped, quoted
+  std::vector<bool> plain_;                           // by block: its description needs no escape
+  std::string escaped_;                               // a description that does, escaped
+};
 
 // The estimate at `depth`: the head's members in order, the streamed arrays in their places.
 void write_estimate(std::ostream& os, const Estimate& e, const ReportOptions& options, int indent, int depth) {
@@ -236,11 +280,12 @@ void write_estimate(std::ostream& os, const Estimate& e, const ReportOptions& op
   bool first = true;
   for (const auto& [key, value] : head.items()) {
     os << (first ? "" : ",") << (pretty ? "\n" : "") << pad << ordered_json(key).dump() << (pretty ? ": " : ":");
+    // The arrays at depth + 1, their elements at depth + 2, the elements' members at depth + 3.
     if (key == "layers") {
-      stream_array(os, e.layers, append_layer, indent, depth + 1);
+      stream_array(os, e.layers, LayerWriter(indent, depth + 3), indent, depth + 1);
     } else if (key == "timeline") {
       const bool micro = e.options.step.grad_accum > 1;
-      stream_array(os, e.timeline, [&](JsonOut& j, const TimelineEvent& ev) { append_event(j, e.timeline, ev, micro); }, indent, depth + 1);
+      stream_array(os, e.timeline, EventWriter(e.timeline, micro, indent, depth + 3), indent, depth + 1);
     }
     else write_nested(os, value, indent, depth + 1);
     first = false;
