@@ -1,6 +1,7 @@
 #include "nnmem/diagnostic.hpp"
 
 #include <algorithm>
+#include <ostream>
 
 #include "nnmem/checked.hpp"
 
@@ -10,9 +11,11 @@ void throw_overflow(const char* op, std::int64_t a, std::int64_t b) {
   throw OverflowError(std::to_string(a) + " " + op + " " + std::to_string(b));
 }
 
+std::ostream& operator<<(std::ostream& os, const SourcePath& p) { return os << p.string(); }
+
 std::string SourceLoc::str() const {
-  if (!known()) return file;
-  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+  if (!known()) return file.string();
+  return file.string() + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
 Error::Error(SourceLoc loc, std::string message, std::vector<Note> notes)

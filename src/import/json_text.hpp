@@ -17,7 +17,8 @@ struct Member {
 };
 
 struct Document {
-  std::string file, text;
+  SourcePath file;  // shared by every location in the document
+  std::string text;
   nlohmann::json root;                    // an object
   std::map<std::string, Member> members;  // its members' positions (the last of duplicate keys, as nlohmann keeps)
 

@@ -49,7 +49,7 @@ std::string read_at(int fd, std::int64_t offset, std::int64_t n, const std::stri
 
 // Where a byte of the header is in the file: line 1, its column counted in bytes from the
 // file's start (8 bytes of length come first).
-SourceLoc at_byte(const std::string& path, std::size_t header_offset) {
+SourceLoc at_byte(const SourcePath& path, std::size_t header_offset) {
   return {path, 1, static_cast<int>(std::min<std::size_t>(8 + header_offset + 1, 1'000'000'000))};
 }
 
@@ -135,16 +135,17 @@ SafetensorsFile read_safetensors(const std::string& path) {
     throw Error({path, 1, 1}, "the header is " + with_commas(f.header_bytes) + " bytes, but the file has only " +
                                   with_commas(f.file_bytes - 8) + " after its 8 bytes of length");
   const std::string header = read_at(file.fd, 8, f.header_bytes, path);
-  if (header.front() != '{') throw Error(at_byte(path, 0), "the header must be a JSON object, starting with '{'");
+  const SourcePath where(path);  // one handle for every tensor's location
+  if (header.front() != '{') throw Error(at_byte(where, 0), "the header must be a JSON object, starting with '{'");
   nlohmann::ordered_json j;
   try {
     j = nlohmann::ordered_json::parse(header);
   } catch (const nlohmann::json::parse_error& e) {
-    throw Error(at_byte(path, e.byte > 0 ? e.byte - 1 : 0), std::string("the header is not valid JSON: ") + e.what());
+    throw Error(at_byte(where, e.byte > 0 ? e.byte - 1 : 0), std::string("the header is not valid JSON: ") + e.what());
   }
-  if (!j.is_object()) throw Error(at_byte(path, 0), "the header must be a JSON object");
+  if (!j.is_object()) throw Error(at_byte(where, 0), "the header must be a JSON object");
   for (const auto& [name, v] : j.items()) {
-    const SourceLoc loc = at_byte(path, key_offset(header, name));
+    const SourceLoc loc = at_byte(where, key_offset(header, name));
     if (name == "__metadata__") {
       if (!v.is_object()) throw Error(loc, "'__metadata__' must be an object of strings, found " + v.dump().substr(0, 80));
       for (const auto& [k, value] : v.items()) {

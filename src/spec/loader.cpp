@@ -249,8 +249,8 @@ class Reader : public NodeReader {
 
   RawSpec document(const YNode& root) {
     RawSpec spec;
-    spec.file = src_.file();
-    spec.loc = {spec.file, 1, 1};
+    spec.file = src_.file().string();
+    spec.loc = {src_.file(), 1, 1};
     check_node(root, loc(root, spec.loc), "");
     if (!root.is_map())
       fail(loc(root, spec.loc), "a spec must be a mapping with 'inputs' and 'layers', found " + kind(root));

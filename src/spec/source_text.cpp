@@ -17,7 +17,7 @@ namespace nnmem::raw {
 
 namespace {
 
-[[noreturn]] void too_large(const std::string& path, const std::string& size, std::int64_t max_bytes) {
+[[noreturn]] void too_large(const SourcePath& path, const std::string& size, std::int64_t max_bytes) {
   throw Error({path, 0, 0}, "the file is " + size + " bytes; specs larger than " + with_commas(max_bytes) +
                                 " bytes are refused");
 }
@@ -104,7 +104,7 @@ std::string read_spec_file(const std::string& path, std::int64_t max_bytes) {
   return text;
 }
 
-SourceText::SourceText(std::string_view text, std::string file, std::int64_t max_bytes)
+SourceText::SourceText(std::string_view text, SourcePath file, std::int64_t max_bytes)
     : text_(text), file_(std::move(file)) {
   if (static_cast<std::int64_t>(text.size()) > max_bytes)
     too_large(file_, with_commas(static_cast<long long>(text.size())), max_bytes);

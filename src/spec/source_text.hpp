@@ -24,9 +24,10 @@ class SourceText {
   /// Throws Error unless `text` holds at most `max_bytes`, in UTF-8 without NUL bytes (UTF-16
   /// and UTF-32 files, told by their byte order marks, get a message of their own). `text`
   /// must outlive the SourceText.
-  SourceText(std::string_view text, std::string file, std::int64_t max_bytes);
+  SourceText(std::string_view text, SourcePath file, std::int64_t max_bytes);
 
-  const std::string& file() const { return file_; }
+  /// The handle every location in this file shares (made once, by the caller).
+  const SourcePath& file() const { return file_; }
 
   /// The location of yaml-cpp's (0-based) line and byte column, its column counted in
   /// characters; a UTF-8 byte order mark, which yaml-cpp skips, is not counted either.
@@ -65,7 +66,7 @@ class SourceText {
   static constexpr std::size_t kCheckpoint = 1024;
 
   std::string_view text_;
-  std::string file_;
+  SourcePath file_;
   std::vector<std::size_t> line_starts_;  // byte offset of each line's first byte
   std::vector<std::size_t> chars_at_;     // characters before byte k * kCheckpoint
 };

@@ -59,7 +59,7 @@ YamlNode parse_yaml_tree(const std::string& text, const std::string& file) {
   const raw::SourceText source(text, file, LoadOptions{}.max_file_bytes);
   const raw::Document doc = raw::load_single_document(source, text);
   Budget budget{text.size() + 16};
-  return convert(doc.root, source, {file, 1, 1}, 0, budget);
+  return convert(doc.root, source, {source.file(), 1, 1}, 0, budget);
 }
 
 }  // namespace nnmem
