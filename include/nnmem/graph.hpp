@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nnmem/layer.hpp"
+#include "nnmem/small_vector.hpp"
 #include "nnmem/spec.hpp"
 
 namespace nnmem {
@@ -70,19 +71,23 @@ struct Storage {
 /// and of the layer that makes its Output only that output.
 enum class Fused { No, Inside, Output };
 
+/// A node's per-input, per-output and per-parameter lists: almost every layer has one or two
+/// of each, held inline (no allocation; bench/README.md, "Small vectors inline").
+using NodeIndices = SmallVector<int, 2>;
+
 struct Node {
   int layer = -1;              // index into Graph::spec.layers
   const LayerDef* def = nullptr;
-  std::vector<int> inputs;     // value indices
-  std::vector<int> outputs;    // value indices
+  NodeIndices inputs;          // value indices
+  NodeIndices outputs;         // value indices
   LayerResult result;
   bool trainable = true;
   std::int64_t param_count = 0;  // the parameters it declares (not those it shares or ties)
   std::int64_t param_bytes = 0;
   std::int64_t buffer_bytes = 0;  // 0 for a module called again
-  std::vector<int> input_casts;  // per input: the autocast copy the layer reads instead, or -1
-  std::vector<int> param_casts;  // per parameter: its autocast copy, or -1
-  std::vector<int> params;       // per parameter: its index in Graph::parameters
+  NodeIndices input_casts;     // per input: the autocast copy the layer reads instead, or -1
+  NodeIndices param_casts;     // per parameter: its autocast copy, or -1
+  NodeIndices params;          // per parameter: its index in Graph::parameters
   Fused fused = Fused::No;
 
   /// The value the layer reads as input i: its autocast copy, if it has one.
