@@ -1,8 +1,13 @@
 // A sorted set of small keys kept as a list of sorted chunks of at most kChunk keys each, with
-// each chunk's last key in one vector to find the chunk by: what std::set does for the CUDA
+// each chunk's last key beside it in one vector to find the chunk by: what std::set does for the CUDA
 // allocator model's free blocks (lower_bound, insert, erase, walking in order), on contiguous
 // memory. A replay makes millions of these operations on sets of 10^4 to 10^5 blocks; through
 // a red-black tree's scattered nodes they were a third of its time.
+//
+// A chunk is a fixed array with its count, not a std::vector: most of the small pool's size
+// classes hold one to three blocks, and a vector's insert and erase (memmove through libc,
+// capacity checks) cost more than moving those few keys by hand. A set of one chunk (all but
+// the largest) skips the search for its chunk.
 //
 // Iterators are (chunk, position) and, unlike std::set's, are invalidated by an insert and by
 // erasing anything at or before them (erasing a later key leaves them valid: a chunk is only
@@ -12,6 +17,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <iterator>
+#include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -30,14 +37,14 @@ class ChunkedSet {
     using pointer = const Key*;
     using reference = const Key&;
     iterator() = default;
-    const Key& operator*() const { return set_->chunks_[chunk_][pos_]; }
+    const Key& operator*() const { return set_->chunks_[chunk_].chunk->keys[pos_]; }
     const Key* operator->() const { return &**this; }
     iterator& operator++() {
-      if (++pos_ == set_->chunks_[chunk_].size()) ++chunk_, pos_ = 0;
+      if (++pos_ == set_->chunks_[chunk_].chunk->n) ++chunk_, pos_ = 0;
       return *this;
     }
     iterator& operator--() {
-      if (pos_ == 0) pos_ = set_->chunks_[--chunk_].size();
+      if (pos_ == 0) pos_ = set_->chunks_[--chunk_].chunk->n;
       --pos_;
       return *this;
     }
@@ -57,13 +64,15 @@ class ChunkedSet {
   iterator end() const { return {this, chunks_.size(), 0}; }
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
+  /// The first key (the set must not be empty).
+  const Key& front() const { return chunks_[0].chunk->keys[0]; }
 
   /// The first key not below `key`.
   iterator lower_bound(const Key& key) const {
     const std::size_t c = chunk_for(key);
     if (c == chunks_.size()) return end();
-    const auto& chunk = chunks_[c];
-    return {this, c, static_cast<std::size_t>(std::lower_bound(chunk.begin(), chunk.end(), key) - chunk.begin())};
+    const Chunk& chunk = *chunks_[c].chunk;
+    return {this, c, static_cast<std::size_t>(std::lower_bound(chunk.keys, chunk.keys + chunk.n, key) - chunk.keys)};
   }
   iterator find(const Key& key) const {
     const iterator it = lower_bound(key);
@@ -73,26 +82,29 @@ class ChunkedSet {
   /// False if the key was there already.
   bool insert(const Key& key) {
     if (chunks_.empty()) {
-      chunks_.push_back(spare());
-      chunks_.back().push_back(key);
-      lasts_.push_back(key);
+      chunks_.push_back({key, spare()});
+      chunks_.back().chunk->keys[0] = key;
+      chunks_.back().chunk->n = 1;
       ++size_;
       return true;
     }
-    const std::size_t c = std::min(chunk_for(key), chunks_.size() - 1);
-    auto& chunk = chunks_[c];
-    const auto at = std::lower_bound(chunk.begin(), chunk.end(), key);
-    if (at != chunk.end() && !(key < *at)) return false;
-    chunk.insert(at, key);
-    lasts_[c] = chunk.back();
+    const std::size_t c = chunks_.size() == 1 ? 0 : std::min(chunk_for(key), chunks_.size() - 1);
+    Chunk& chunk = *chunks_[c].chunk;
+    Key* const at = std::lower_bound(chunk.keys, chunk.keys + chunk.n, key);
+    if (at != chunk.keys + chunk.n && !(key < *at)) return false;
+    std::move_backward(at, chunk.keys + chunk.n, chunk.keys + chunk.n + 1);
+    *at = key;
+    ++chunk.n;
+    chunks_[c].last = chunk.keys[chunk.n - 1];
     ++size_;
-    if (chunk.size() > kChunk) {  // the upper half becomes a chunk of its own
-      std::vector<Key> upper = spare();
-      upper.assign(chunk.begin() + static_cast<std::ptrdiff_t>(kChunk / 2), chunk.end());
-      chunk.resize(kChunk / 2);
-      lasts_[c] = chunk.back();
-      lasts_.insert(lasts_.begin() + static_cast<std::ptrdiff_t>(c) + 1, upper.back());
-      chunks_.insert(chunks_.begin() + static_cast<std::ptrdiff_t>(c) + 1, std::move(upper));
+    if (chunk.n > kChunk) {  // the upper half becomes a chunk of its own
+      std::unique_ptr<Chunk> upper = spare();
+      upper->n = chunk.n - kChunk / 2;
+      std::copy(chunk.keys + kChunk / 2, chunk.keys + chunk.n, upper->keys);
+      chunk.n = kChunk / 2;
+      chunks_[c].last = chunk.keys[chunk.n - 1];
+      const Key upper_last = upper->keys[upper->n - 1];
+      chunks_.insert(chunks_.begin() + static_cast<std::ptrdiff_t>(c) + 1, Entry{upper_last, std::move(upper)});
     }
     return true;
   }
@@ -101,7 +113,7 @@ class ChunkedSet {
   std::size_t erase(const Key& key) {
     // The first key, without a search: what the allocator model's size classes mostly erase
     // (a merge takes the lowest-addressed block of its class about three times in four).
-    if (!chunks_.empty() && !(chunks_[0][0] < key) && !(key < chunks_[0][0])) return erase(begin()), 1;
+    if (!chunks_.empty() && !(front() < key) && !(key < front())) return erase(begin()), 1;
     const iterator it = find(key);
     if (it == end()) return 0;
     erase(it);
@@ -109,46 +121,61 @@ class ChunkedSet {
   }
   void erase(iterator it) {
     const std::size_t c = it.chunk_;
-    auto& chunk = chunks_[c];
-    chunk.erase(chunk.begin() + static_cast<std::ptrdiff_t>(it.pos_));
+    Chunk& chunk = *chunks_[c].chunk;
+    std::move(chunk.keys + it.pos_ + 1, chunk.keys + chunk.n, chunk.keys + it.pos_);
+    --chunk.n;
     --size_;
-    if (chunk.empty()) {
-      spare_ = std::move(chunk);
+    if (chunk.n == 0) {
+      spare_ = std::move(chunks_[c].chunk);
       chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(c));
-      lasts_.erase(lasts_.begin() + static_cast<std::ptrdiff_t>(c));
       return;
     }
-    lasts_[c] = chunk.back();
+    chunks_[c].last = chunk.keys[chunk.n - 1];
     // A chunk a quarter full takes in the next one if both fit in one: chunks stay dense.
-    if (chunk.size() < kChunk / 4 && c + 1 < chunks_.size() && chunk.size() + chunks_[c + 1].size() <= kChunk) {
-      chunk.insert(chunk.end(), chunks_[c + 1].begin(), chunks_[c + 1].end());
-      lasts_[c] = chunk.back();
-      spare_ = std::move(chunks_[c + 1]);
-      spare_.clear();
+    if (chunk.n < kChunk / 4 && c + 1 < chunks_.size() && chunk.n + chunks_[c + 1].chunk->n <= kChunk) {
+      const Chunk& next = *chunks_[c + 1].chunk;
+      std::copy(next.keys, next.keys + next.n, chunk.keys + chunk.n);
+      chunk.n += next.n;
+      chunks_[c].last = chunk.keys[chunk.n - 1];
+      spare_ = std::move(chunks_[c + 1].chunk);
       chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(c) + 1);
-      lasts_.erase(lasts_.begin() + static_cast<std::ptrdiff_t>(c) + 1);
     }
   }
 
  private:
+  // Its keys are left unconstructed until written (a union member): a new chunk is not cleared
+  // key by key, which was a tenth of a set's first insert. Keys are small plain values.
+  static_assert(std::is_trivially_destructible_v<Key>);
+  struct Chunk {
+    Chunk() {}
+    std::size_t n = 0;
+    union {
+      Key keys[kChunk + 1];  // one over: an insert into a full chunk, before it is split
+    };
+  };
+
   // The first chunk whose last key is not below `key` (chunks_.size() if none).
   std::size_t chunk_for(const Key& key) const {
-    return static_cast<std::size_t>(std::lower_bound(lasts_.begin(), lasts_.end(), key) - lasts_.begin());
+    const auto below = [](const Entry& e, const Key& k) { return e.last < k; };
+    return static_cast<std::size_t>(std::lower_bound(chunks_.begin(), chunks_.end(), key, below) - chunks_.begin());
   }
 
-  // An emptied chunk's storage, for the next chunk made: a set that empties and fills again
-  // (a size class of the allocator's free blocks) then allocates nothing.
-  std::vector<Key> spare() {
-    std::vector<Key> v = std::move(spare_);
-    spare_ = {};
-    v.reserve(kChunk + 1);
-    return v;
+  // An emptied chunk, for the next chunk made: a set that empties and fills again (a size class
+  // of the allocator's free blocks) then allocates nothing.
+  std::unique_ptr<Chunk> spare() {
+    if (!spare_) return std::make_unique<Chunk>();
+    spare_->n = 0;
+    return std::move(spare_);
   }
 
-  std::vector<std::vector<Key>> chunks_;  // sorted, none empty; each chunk's keys below the next's
-  std::vector<Key> lasts_;                // each chunk's last key
+  // Each chunk with its last key, to find it by (one vector: one allocation for a new set).
+  struct Entry {
+    Key last;
+    std::unique_ptr<Chunk> chunk;
+  };
+  std::vector<Entry> chunks_;  // sorted, none empty; each chunk's keys below the next's
   std::size_t size_ = 0;
-  std::vector<Key> spare_;                // empty; maybe with capacity
+  std::unique_ptr<Chunk> spare_;                // an emptied chunk, or none
 };
 
 }  // namespace nnmem::detail

@@ -50,6 +50,8 @@ std::string CudaCachingAllocator::problem(const CudaAllocatorConfig& config) {
 
 CudaCachingAllocator::CudaCachingAllocator(const CudaAllocatorConfig& config)
     : config_(config),
+      plain_rounding_(std::all_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
+                                  [](std::int64_t d) { return d <= 1; })),
       max_split_size_(config.max_split_size.value_or(kUnlimited)),
       // The small pool's ordinary segments are 2 MiB, split in multiples of 512 bytes: size classes.
       cached_{FreeBlocks(!config.expandable_segments), FreeBlocks(false)},
@@ -62,6 +64,8 @@ CudaCachingAllocator::CudaCachingAllocator(const CudaAllocatorConfig& config)
 // request's interval (from 1 MiB, one per power of two), the next division.
 std::int64_t CudaCachingAllocator::round_size(std::int64_t bytes) const {
   if (bytes < kMinBlockSize) return kMinBlockSize;
+  // The usual settings, without the interval's lookup or overflow checks (none can overflow here).
+  if (plain_rounding_ && bytes < kMaxRequest) return (bytes + kMinBlockSize - 1) & ~(kMinBlockSize - 1);
   const int interval = std::clamp(log2_floor(bytes) - 20, 0, static_cast<int>(CudaAllocatorConfig::kRoundupIntervals) - 1);
   const std::int64_t divisions = config_.roundup_power2_divisions[static_cast<std::size_t>(interval)];
   // (PyTorch's `size > kMinBlockSize * divisions`, which cannot hold for divisions this large.)
@@ -83,17 +87,17 @@ int CudaCachingAllocator::new_block(const Block& b) {
     id = unused_ids_.back();
     unused_ids_.pop_back();
     blocks_[static_cast<std::size_t>(id)] = b;
-    live_[static_cast<std::size_t>(id)] = true;
+    live_[static_cast<std::size_t>(id)] = 1;
   } else {
     blocks_.push_back(b);
-    live_.push_back(true);
+    live_.push_back(1);
   }
   if (b.prev < 0) segments_[static_cast<std::size_t>(b.segment)] = id;  // its segment's first block now
   return id;
 }
 
 void CudaCachingAllocator::delete_block(int id) {
-  live_[static_cast<std::size_t>(id)] = false;
+  live_[static_cast<std::size_t>(id)] = 0;
   unused_ids_.push_back(id);
 }
 

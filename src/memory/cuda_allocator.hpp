@@ -117,10 +117,11 @@ class CudaCachingAllocator {
   void unmap_block(int id);
 
   CudaAllocatorConfig config_;
+  bool plain_rounding_;  // no roundup_power2_divisions: every request rounds to a multiple of 512
   std::int64_t max_split_size_;
   std::vector<Block> blocks_;
   std::vector<int> unused_ids_;
-  std::vector<bool> live_;                  // id -> whether blocks_[id] is a block
+  std::vector<std::uint8_t> live_;          // id -> whether blocks_[id] is a block (bytes: no bit masking)
   // Each segment's first block (-1 once the segment is released), in the order the segments
   // were made: by address, but for expandable segments, whose addresses are fixed.
   std::vector<int> segments_;

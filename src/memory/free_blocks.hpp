@@ -70,7 +70,7 @@ class FreeBlocks {
       word = bits_[w];
     }
     const std::size_t c = w * 64 + static_cast<std::size_t>(std::countr_zero(word));
-    const AddressKey& first = *classes_[c].begin();
+    const AddressKey& first = classes_[c].front();
     return FreeKey{static_cast<std::int64_t>(c) * kUnit, first.address, first.id};
   }
 
