@@ -33,11 +33,11 @@ std::vector<AttrDef> conv_attrs(int rank, bool transposed) {
 // PyTorch splits it (Conv._ConvNd.__init__ and ATen's pooling_same_mode_padding_lr agree): the
 // smaller half first, so an odd total puts the extra row or column at the end.
 struct Padding {
-  std::vector<std::int64_t> before, after;
+  Shape before, after;
 };
 
 Padding padding_of(const Attrs& a, std::size_t rank) {
-  Padding pad{std::vector<std::int64_t>(rank, 0), std::vector<std::int64_t>(rank, 0)};
+  Padding pad{Shape(rank, 0), Shape(rank, 0)};
   if (a.is("padding", "valid")) return pad;
   if (a.is("padding", "same")) {
     const auto kernel = a.tuple("kernel_size");
@@ -72,7 +72,7 @@ void check_pad_mode(const std::string& mode, const Padding& pad, const Shape& in
 
 // The tensor the convolution itself runs on, when it is not the input: `input` grown by
 // `grow` (per spatial dimension).
-TensorType grown(const TensorType& input, const std::vector<std::int64_t>& grow) {
+TensorType grown(const TensorType& input, const Shape& grow) {
   TensorType t = input;
   for (std::size_t d = 0; d < grow.size(); ++d) t.shape[2 + d] = checked_add(t.shape[2 + d], grow[d]);
   return t;
@@ -168,7 +168,7 @@ LayerResult infer_conv(const LayerCall& call, int rank, bool transposed) {
   // needed (one formula computes them all).
   if (!call.training() || !(call.input_requires_grad() || call.trainable)) return res;
   res.save_param(0);
-  std::vector<std::int64_t> grow(r, 0);
+  Shape grow(r, 0);
   if (mode != "zeros") {
     // Conv._conv_forward runs F.pad for every non-zeros padding_mode, even padding 0 or 'valid',
     // and convolves the padded copy. reflection/replication_padNd keep their input for backward

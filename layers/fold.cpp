@@ -19,10 +19,10 @@ std::vector<AttrDef> fold_attrs(bool fold) {
 }
 
 // The number of blocks along each of the image's dimensions.
-std::vector<std::int64_t> blocks(const Attrs& a, const std::vector<std::int64_t>& image) {
+Shape blocks(const Attrs& a, const Shape& image) {
   const auto kernel = a.tuple("kernel_size"), dilation = a.tuple("dilation"), padding = a.tuple("padding"),
              stride = a.tuple("stride");
-  std::vector<std::int64_t> n;
+  Shape n;
   for (std::size_t d = 0; d < 2; ++d)
     n.push_back(window_output({image[d], kernel[d], stride[d], padding[d], dilation[d]}, dim_name(d, 2)));
   return n;

@@ -31,7 +31,7 @@ DType stats_dtype(const LayerCall& call) {
 
 // The trailing dimensions normalised: the input must end with `normalized_shape`. Returns the
 // shape of the per-row statistics ([..., 1, 1] for two normalised dimensions).
-Shape normalised(const LayerCall& call, const std::vector<std::int64_t>& shape) {
+Shape normalised(const LayerCall& call, const Shape& shape) {
   const Shape& in = call.shape();
   bool ok = !shape.empty() && shape.size() < in.size();
   for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = in[in.size() - shape.size() + i] == shape[i];
@@ -49,7 +49,7 @@ bool needs_backward(const LayerCall& call, bool has_params) {
 }
 
 // layer_norm over `shape` with per-row statistics `stats`: LayerNorm's and LayerNorm2d's.
-LayerResult layer_norm(const LayerCall& call, const std::vector<std::int64_t>& shape, const Shape& stats) {
+LayerResult layer_norm(const LayerCall& call, const Shape& shape, const Shape& stats) {
   const bool affine = call.attrs.flag("elementwise_affine");
   LayerResult res;
   res.outputs.push_back(call.input());

@@ -43,7 +43,7 @@ LayerResult infer_pad(const LayerCall& call, Fill fill, int rank) {
   // sample or a batch of them, [C, *] or [N, C, *].
   const std::string dims = rank == 1 ? "L" : rank == 2 ? "H, W" : "D, H, W";
   require_rank(call, r + 1, constant ? 64 : r + 2, constant ? "[*, " + dims + "]" : "[C, " + dims + "] or [N, C, " + dims + "]");
-  const std::vector<std::int64_t> pad = call.attrs.tuple("padding");
+  const Shape pad = call.attrs.tuple("padding");
   Shape out = call.shape();
   for (std::size_t k = 0; k < r; ++k) {
     const std::size_t d = out.size() - 1 - k;  // the pairs run from the last dimension backwards

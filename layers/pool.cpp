@@ -18,7 +18,7 @@ LayerResult infer_pool(const LayerCall& call, int rank, bool max) {
   const auto kernel = a.tuple("kernel_size");
   const auto stride = a.given("stride") ? a.tuple("stride") : kernel;  // PyTorch: stride defaults to kernel_size
   const auto padding = a.tuple("padding");
-  const auto dilation = max ? a.tuple("dilation") : std::vector<std::int64_t>(r, 1);
+  const auto dilation = max ? a.tuple("dilation") : Shape(r, 1);
   // avg_pool3d's shape check (pool3d_shape_check with check_input_size, CPU and CUDA alike) also
   // wants the unpadded input to hold a whole kernel, even when padding or ceil_mode would give
   // an output: AvgPool3d(3, padding=1) on 2x2x2 fails, MaxPool3d and AvgPool1d/2d run.

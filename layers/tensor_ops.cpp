@@ -8,6 +8,7 @@
 // (zeros for the parts no gradient reached); a copy's is a new input-sized tensor.
 #include <algorithm>
 #include <numeric>
+#include <span>
 
 #include "common.hpp"
 
@@ -55,7 +56,7 @@ LayerResult infer_permute(const LayerCall& call) {
   // [N, H, W, C] -> [N, C, H, W] of a contiguous tensor is channels-last, and back is contiguous
   // (ConvNeXt's CNBlock); other permutations keep the input's layout as nnmem follows it.
   const Layout from = call.inputs[0].layout;
-  const std::vector<std::int64_t> to_first = {0, 3, 1, 2}, to_last = {0, 2, 3, 1};
+  const Shape to_first = {0, 3, 1, 2}, to_last = {0, 2, 3, 1};
   if (from == Layout::Contiguous && dims == to_first) res.layout = Layout::ChannelsLast;
   if (from == Layout::ChannelsLast && dims == to_last) res.layout = Layout::Contiguous;
   return res;
@@ -141,7 +142,7 @@ LayerResult infer_select(const LayerCall& call) {
   return res;
 }
 
-LayerResult split_into(const LayerCall& call, std::size_t dim, const std::vector<std::int64_t>& sizes) {
+LayerResult split_into(const LayerCall& call, std::size_t dim, std::span<const std::int64_t> sizes) {
   LayerResult res;
   for (std::int64_t s : sizes) {
     Shape part = call.shape();
@@ -165,7 +166,7 @@ LayerResult infer_split(const LayerCall& call) {
   const std::size_t dim = normalize_dim(call.attrs.integer("dim"), in.size(), "dim");
   if (dim == 0) throw LayerError("dim 0 is the batch; nnmem keeps every sample", "dim");
   const auto given = call.attrs.list("split_size_or_sections");
-  std::vector<std::int64_t> sizes;
+  Shape sizes;
   for (std::int64_t s : given)
     if (s < 1) throw LayerError("split sizes must be positive, found " + to_string(given), "split_size_or_sections");
   if (given.size() == 1) {
@@ -189,7 +190,7 @@ LayerResult infer_chunk(const LayerCall& call) {
   if (dim == 0) throw LayerError("dim 0 is the batch; nnmem keeps every sample", "dim");
   const std::int64_t chunks = call.attrs.integer("chunks");
   const std::int64_t each = (in[dim] + chunks - 1) / chunks;
-  std::vector<std::int64_t> sizes;
+  Shape sizes;
   for (std::int64_t left = in[dim]; left > 0; left -= each) sizes.push_back(std::min(left, each));
   return split_into(call, dim, sizes);
 }

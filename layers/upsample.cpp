@@ -53,7 +53,7 @@ LayerResult infer_upsample(const LayerCall& call) {
 
   Shape out = {in[0], in[1]};
   if (a.given("size")) {
-    std::vector<std::int64_t> size = a.tuple("size");
+    Shape size = a.tuple("size");
     if (size.size() == 1) size.assign(spatial, size[0]);
     if (size.size() != spatial)
       throw LayerError("size " + to_string(size) + " has " + std::to_string(size.size()) +

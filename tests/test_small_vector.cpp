@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "nnmem/shape.hpp"
 #include "nnmem/small_vector.hpp"
 
 using nnmem::SmallVector;
@@ -202,4 +205,16 @@ TEST_CASE("SmallVector compares as std::vector does") {
       CHECK((va < vb) == (a < b));
     }
   }
+}
+
+TEST_CASE("Shape holds NCHW inline and reads and writes as a JSON array") {
+  // nnmem::Shape is SmallVector<std::int64_t, 4>: what the graph holds per tensor, written by
+  // the JSON report through nlohmann-json as any sequence is.
+  const nnmem::Shape nchw{32, 64, 112, 112};
+  CHECK(nchw.is_inline());
+  CHECK_FALSE(nnmem::Shape{1, 2, 3, 4, 5}.is_inline());
+  const nlohmann::json j = nchw;
+  CHECK(j.dump() == "[32,64,112,112]");
+  CHECK(j.get<nnmem::Shape>() == nchw);
+  CHECK(nnmem::to_string(nchw) == "[32, 64, 112, 112]");
 }

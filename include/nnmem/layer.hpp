@@ -81,8 +81,10 @@ class Attrs {
   bool flag(std::string_view name) const;
   const std::string& text(std::string_view name) const;
   /// An IntTuple: a scalar is repeated `rank` times. Empty if the attribute holds a word.
-  std::vector<std::int64_t> tuple(std::string_view name) const;
-  std::vector<std::int64_t> list(std::string_view name) const;
+  /// IntTuples and IntLists are per-dimension figures (kernel sizes, strides, paddings, sizes of
+  /// a view), so they come as a Shape: rules combine them with shapes without converting.
+  Shape tuple(std::string_view name) const;
+  Shape list(std::string_view name) const;
   /// A FloatTuple: one value, or one per dimension as written.
   std::vector<double> reals(std::string_view name) const;
   /// Whether the spec gave this attribute (not null).

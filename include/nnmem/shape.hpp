@@ -4,14 +4,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "nnmem/checked.hpp"
 #include "nnmem/dtype.hpp"
+#include "nnmem/small_vector.hpp"
 
 namespace nnmem {
 
-using Shape = std::vector<std::int64_t>;
+/// Up to four dimensions (NCHW; most shapes a graph holds have two to four) live in the object
+/// itself: every TensorType, parameter and saved tensor has one, and as a std::vector each
+/// non-empty one was a heap allocation (bench/README.md, "Shapes inline"). Longer shapes spill
+/// to the heap.
+using Shape = SmallVector<std::int64_t, 4>;
 
 /// The most dimensions a tensor may have, batch included. The graph refuses an input or a
 /// layer output beyond it, so that a spec cannot make shapes (and the time and memory spent on

@@ -2,6 +2,7 @@
 // them to the heap only beyond that. The graph has a handful of tiny per-node lists (a layer's
 // inputs, outputs, parameters: one or two each); as std::vectors they were an allocation each,
 // about a fifth of a small model's estimate's mallocs (bench/README.md, "Small vectors inline").
+// nnmem::Shape is one too (four dimensions inline: "Shapes inline").
 //
 // The API is std::vector's, as far as nnmem uses it: element access, iterators (plain pointers),
 // push_back/emplace_back/pop_back, insert/erase, resize/reserve/clear/assign, construction from a
@@ -276,11 +277,21 @@ class SmallVector {
   }
 
   /// Frees a heap block (the elements already destroyed or moved out); back to inline storage.
+  // GCC 12 at -O3 warns that data_ and capacity_ "may be used uninitialized" here when it
+  // inlines the destructor of a temporary in a braced push_back ({{shape, dtype}, "text"}): the
+  // constructor always sets both, the warning is about a path that cannot happen.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
   void release() noexcept {
     if (!is_inline()) std::allocator<T>().deallocate(data_, capacity_);
     data_ = inline_data();
     capacity_ = N;
   }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
   /// Takes other's elements: its heap block as it is, or its inline elements moved one by one.
   /// `this` is empty and inline; `other` is left empty.

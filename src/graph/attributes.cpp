@@ -251,9 +251,9 @@ bool Attrs::is(std::string_view name, std::string_view word) const {
   return v.kind == Value::Kind::String && v.text == word;
 }
 
-std::vector<std::int64_t> Attrs::tuple(std::string_view name) const {
+Shape Attrs::tuple(std::string_view name) const {
   const Value& v = value(name);
-  if (v.kind == Value::Kind::Int) return std::vector<std::int64_t>(static_cast<std::size_t>(std::max(def(name).rank, 1)), v.integer);
+  if (v.kind == Value::Kind::Int) return Shape(static_cast<std::size_t>(std::max(def(name).rank, 1)), v.integer);
   return list(name);
 }
 
@@ -266,10 +266,10 @@ std::vector<double> Attrs::reals(std::string_view name) const {
   return out;
 }
 
-std::vector<std::int64_t> Attrs::list(std::string_view name) const {
+Shape Attrs::list(std::string_view name) const {
   const Value& v = value(name);
   if (v.kind == Value::Kind::Int) return {v.integer};
-  std::vector<std::int64_t> out;
+  Shape out;
   for (const auto& item : v.items) out.push_back(item.integer);
   return out;
 }
