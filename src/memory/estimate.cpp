@@ -124,7 +124,7 @@ std::string checkpoint_segments_name(const RecomputeOptions& options) {
 
 namespace detail {
 
-Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepResult& step, bool replay_allocator) {
+Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepResult& step, AllocatorReplay replay) {
   // Data parallelism's buffers depend on the model: planned here, for every graph estimated.
   StepOptions planned;
   const bool plan = given.plan_parallel && graph.options.mode == Mode::Train;
@@ -274,11 +274,11 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);
     // The events are recorded for whoever reads them: the timeline's readers, the allocator's replay.
     // Without a timeline, the replay's own steps (8 bytes an event, not a TimelineEvent's 32).
-    const bool cuda_replay = graph.options.device == Device::Cuda && replay_allocator;
-    const Record record = options.timeline    ? Record::Timeline
-                          : !replay_allocator ? Record::Events
-                          : cuda_replay       ? Record::Replay
-                                              : Record::Figures;
+    const bool cuda_replay = graph.options.device == Device::Cuda && replay != AllocatorReplay::None;
+    const Record record = options.timeline                  ? Record::Timeline
+                          : replay == AllocatorReplay::None ? Record::Events
+                          : cuda_replay                     ? Record::Replay
+                                                            : Record::Figures;
     step = detail::simulate_step(graph, options, e.losses, trainable_params, checkpoints, shards, record);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
@@ -286,21 +286,29 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     t.peak_micro_step = step.peak_micro_step;
     t.peak_breakdown = step.breakdown;
     t.backward_transient_bytes = step.backward_transients;
-    if (cuda_replay) {
-      const detail::ReplayScript script = record == Record::Replay
-                                              ? detail::ReplayScript(std::move(step.replay), step.trace, options)
-                                              : detail::ReplayScript(step.timeline, step.trace, options);
-      e.cuda_allocator = detail::replay_cuda_allocator(script, step.timeline.layers, step.trace, step.trace.block_bytes, options);
-      t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
-      t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;
-      t.overhead_bytes = options.overhead_bytes;
-      t.device_bytes = sum(t.reserved_bytes, t.overhead_bytes);
-    }
     e.torchsummary = torchsummary_of(e);
   } catch (const OverflowError& err) {
     throw SizeError(graph.spec.loc, std::string("the model's memory does not fit in 64 bits: ") + err.what());
   }
+  if (replay == AllocatorReplay::Now) replay_allocator(e, step, graph.spec.loc);
   return e;
+}
+
+void replay_allocator(Estimate& e, StepResult& step, const SourceLoc& spec) {
+  const StepOptions& options = e.options.step;  // as planned (data parallelism's buffers)
+  if (e.options.graph.device != Device::Cuda) return;
+  try {
+    const ReplayScript script = options.timeline ? ReplayScript(step.timeline, step.trace, options)
+                                                 : ReplayScript(std::move(step.replay), step.trace, options);
+    e.cuda_allocator = replay_cuda_allocator(script, step.timeline.layers, step.trace, step.trace.block_bytes, options);
+    Totals& t = e.totals;
+    t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
+    t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;
+    t.overhead_bytes = options.overhead_bytes;
+    t.device_bytes = sum(t.reserved_bytes, t.overhead_bytes);
+  } catch (const OverflowError& err) {
+    throw SizeError(spec, std::string("the model's memory does not fit in 64 bits: ") + err.what());
+  }
 }
 
 }  // namespace detail
@@ -313,7 +321,18 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
 }
 
 Estimate estimate(ModelSpec spec, const EstimateOptions& options) {
-  return estimate(build_graph(std::move(spec), options.graph), options.step);
+  // The graph is let go before the allocator's replay: on a deep model the two together were
+  // the process's peak.
+  detail::StepResult step;
+  SourceLoc at;
+  Estimate e = [&] {
+    const Graph graph = build_graph(std::move(spec), options.graph);
+    at = graph.spec.loc;
+    return detail::estimate_with_step(graph, options.step, step, detail::AllocatorReplay::Later);
+  }();
+  detail::replay_allocator(e, step, at);
+  if (options.step.timeline) e.timeline = std::move(step.timeline);  // its layers alone otherwise
+  return e;
 }
 
 }  // namespace nnmem
