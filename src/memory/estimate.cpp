@@ -88,6 +88,53 @@ void check_implementation(const StepOptions& o, const TorchProfile& torch, Devic
     throw Error(at, "torch " + std::string(torch.version) + "'s fused optimizers run on CUDA only");
 }
 
+// Layer n's row: its figures, and what backward keeps that no earlier layer kept (each storage
+// counted once, by `first_keep`; a checkpointed segment keeps its inputs instead). `outputs`:
+// its output types too, which only the row needs.
+template <class FirstKeep>
+LayerEstimate layer_row(const Graph& graph, std::size_t n, const detail::CheckpointPlan& checkpoints, bool training,
+                        FirstKeep& first_keep, bool outputs) {
+  const Node& node = graph.nodes[n];
+  const LayerSpec& spec = graph.layer(node);
+  LayerEstimate l;
+  if (outputs) {
+    l.name = spec.name;
+    l.type = spec.type;
+  }
+  l.functional = spec.functional;
+  l.trainable = node.trainable;
+  for (int v : node.outputs) {
+    const TensorValue& value = graph.values[static_cast<std::size_t>(v)];
+    if (outputs) l.outputs.push_back(value.type);
+    const Storage& storage = graph.storages[static_cast<std::size_t>(value.storage)];
+    if (storage.value == v) l.output_bytes = sum(l.output_bytes, storage.bytes);  // 0 for a Parameter's
+  }
+  l.params = node.param_count;
+  l.trainable_params = node.trainable ? node.param_count : 0;
+  l.param_bytes = node.param_bytes;
+  l.buffer_bytes = node.buffer_bytes;
+  l.macs = node.result.macs;
+  const auto keep = [&](int v) {
+    const int storage = graph.values[static_cast<std::size_t>(v)].storage;
+    if (first_keep(storage)) l.saved_bytes = sum(l.saved_bytes, graph.storages[static_cast<std::size_t>(storage)].bytes);
+  };
+  const bool in_autograd = training && graph.values[static_cast<std::size_t>(node.outputs.front())].requires_grad;
+  const detail::Segment* segment = checkpoints.of(n);
+  if (segment && n == segment->first)
+    for (int v : segment->inputs) keep(v);
+  if (in_autograd && !segment) {
+    for (const Saved& s : node.result.saved) {
+      if (s.of == Saved::Of::Extra) {
+        if (!s.wrapped_number || graph.options.torch->hooks_see_wrapped_numbers) l.saved_bytes = sum(l.saved_bytes, s.type.bytes());
+        continue;
+      }
+      const int v = node.saved_value(s);
+      if (v >= 0) keep(v);  // < 0: a full-precision parameter, persistent memory, nothing extra
+    }
+  }
+  return l;
+}
+
 }  // namespace
 
 std::string_view name_of(OptimizerKind kind) { return kOptimizers.name(kind); }
@@ -176,45 +223,10 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     };
     std::vector<TensorType> trainable_params;
     std::int64_t kept_grads = 0;  // zero_grad(set_to_none=False) keeps them: a sparse one it empties
-    const auto keep = [&](LayerEstimate& l, int v) {
-      const int storage = graph.values[static_cast<std::size_t>(v)].storage;
-      if (first_keep(storage)) l.saved_bytes = sum(l.saved_bytes, graph.storages[static_cast<std::size_t>(storage)].bytes);
-    };
-    e.layers.reserve(graph.nodes.size());
+    // The layers' figures summed here; their rows (which only the reports read) are made again
+    // after the step's simulation, so that the two are not in memory together.
     for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-      const Node& node = graph.nodes[n];
-      const LayerSpec& spec = graph.layer(node);
-      LayerEstimate l;
-      l.name = spec.name;
-      l.type = spec.type;
-      l.functional = spec.functional;
-      l.trainable = node.trainable;
-      for (int v : node.outputs) {
-        const TensorValue& value = graph.values[static_cast<std::size_t>(v)];
-        l.outputs.push_back(value.type);
-        const Storage& storage = graph.storages[static_cast<std::size_t>(value.storage)];
-        if (storage.value == v) l.output_bytes = sum(l.output_bytes, storage.bytes);  // 0 for a Parameter's
-      }
-      l.params = node.param_count;
-      l.trainable_params = node.trainable ? node.param_count : 0;
-      l.param_bytes = node.param_bytes;
-      l.buffer_bytes = node.buffer_bytes;
-      l.macs = node.result.macs;
-      const bool in_autograd = training && graph.values[static_cast<std::size_t>(node.outputs.front())].requires_grad;
-      const detail::Segment* segment = checkpoints.of(n);
-      if (segment && n == segment->first)
-        for (int v : segment->inputs) keep(l, v);
-      if (in_autograd && !segment) {
-        for (const Saved& s : node.result.saved) {
-          if (s.of == Saved::Of::Extra) {
-            if (!s.wrapped_number || graph.options.torch->hooks_see_wrapped_numbers)
-              l.saved_bytes = sum(l.saved_bytes, s.type.bytes());
-            continue;
-          }
-          const int v = node.saved_value(s);
-          if (v >= 0) keep(l, v);  // < 0: a full-precision parameter, persistent memory, nothing extra
-        }
-      }
+      const LayerEstimate l = layer_row(graph, n, checkpoints, training, first_keep, false);
       t.trainable_params = sum(t.trainable_params, l.trainable_params);
       t.param_bytes = sum(t.param_bytes, l.param_bytes);
       if (l.trainable) t.trainable_param_bytes = sum(t.trainable_param_bytes, l.param_bytes);
@@ -222,7 +234,6 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
       t.macs = sum(t.macs, l.macs);
       t.activation_bytes = sum(t.activation_bytes, l.output_bytes);
       t.saved_bytes = sum(t.saved_bytes, l.saved_bytes);
-      e.layers.push_back(std::move(l));
     }
     t.non_trainable_params = t.params - t.trainable_params;
     if (training) trainable_params.reserve(graph.parameters.size());
@@ -286,6 +297,10 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     t.peak_micro_step = step.peak_micro_step;
     t.peak_breakdown = step.breakdown;
     t.backward_transient_bytes = step.backward_transients;
+    std::fill(kept_storages.begin(), kept_storages.end(), false);  // the rows keep what the sums kept
+    e.layers.reserve(graph.nodes.size());
+    for (std::size_t n = 0; n < graph.nodes.size(); ++n)
+      e.layers.push_back(layer_row(graph, n, checkpoints, training, first_keep, true));
     e.torchsummary = torchsummary_of(e);
   } catch (const OverflowError& err) {
     throw SizeError(graph.spec.loc, std::string("the model's memory does not fit in 64 bits: ") + err.what());
