@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <iterator>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -37,7 +38,7 @@ class ChunkedSet {
     using pointer = const Key*;
     using reference = const Key&;
     iterator() = default;
-    const Key& operator*() const { return set_->chunks_[chunk_].chunk->keys[pos_]; }
+    const Key& operator*() const { return set_->chunks_[chunk_].chunk->keys()[pos_]; }
     const Key* operator->() const { return &**this; }
     iterator& operator++() {
       if (++pos_ == set_->chunks_[chunk_].chunk->n) ++chunk_, pos_ = 0;
@@ -65,14 +66,15 @@ class ChunkedSet {
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
   /// The first key (the set must not be empty).
-  const Key& front() const { return chunks_[0].chunk->keys[0]; }
+  const Key& front() const { return chunks_[0].chunk->keys()[0]; }
 
   /// The first key not below `key`.
   iterator lower_bound(const Key& key) const {
     const std::size_t c = chunk_for(key);
     if (c == chunks_.size()) return end();
     const Chunk& chunk = *chunks_[c].chunk;
-    return {this, c, static_cast<std::size_t>(std::lower_bound(chunk.keys, chunk.keys + chunk.n, key) - chunk.keys)};
+    const Key* const keys = chunk.keys();
+    return {this, c, static_cast<std::size_t>(std::lower_bound(keys, keys + chunk.n, key) - keys)};
   }
   iterator find(const Key& key) const {
     const iterator it = lower_bound(key);
@@ -83,27 +85,29 @@ class ChunkedSet {
   bool insert(const Key& key) {
     if (chunks_.empty()) {
       chunks_.push_back({key, spare()});
-      chunks_.back().chunk->keys[0] = key;
+      chunks_.back().chunk->keys()[0] = key;
       chunks_.back().chunk->n = 1;
       ++size_;
       return true;
     }
     const std::size_t c = chunks_.size() == 1 ? 0 : std::min(chunk_for(key), chunks_.size() - 1);
     Chunk& chunk = *chunks_[c].chunk;
-    Key* const at = std::lower_bound(chunk.keys, chunk.keys + chunk.n, key);
-    if (at != chunk.keys + chunk.n && !(key < *at)) return false;
-    std::move_backward(at, chunk.keys + chunk.n, chunk.keys + chunk.n + 1);
+    Key* const keys = chunk.keys();
+    Key* const at = std::lower_bound(keys, keys + chunk.n, key);
+    if (at != keys + chunk.n && !(key < *at)) return false;
+    std::move_backward(at, keys + chunk.n, keys + chunk.n + 1);
     *at = key;
     ++chunk.n;
-    chunks_[c].last = chunk.keys[chunk.n - 1];
+    chunks_[c].last = keys[chunk.n - 1];
     ++size_;
     if (chunk.n > kChunk) {  // the upper half becomes a chunk of its own
       std::unique_ptr<Chunk> upper = spare();
       upper->n = chunk.n - kChunk / 2;
-      std::copy(chunk.keys + kChunk / 2, chunk.keys + chunk.n, upper->keys);
+      Key* const upper_keys = upper->keys();
+      std::copy(keys + kChunk / 2, keys + chunk.n, upper_keys);
       chunk.n = kChunk / 2;
-      chunks_[c].last = chunk.keys[chunk.n - 1];
-      const Key upper_last = upper->keys[upper->n - 1];
+      chunks_[c].last = keys[chunk.n - 1];
+      const Key upper_last = upper_keys[upper->n - 1];
       chunks_.insert(chunks_.begin() + static_cast<std::ptrdiff_t>(c) + 1, Entry{upper_last, std::move(upper)});
     }
     return true;
@@ -122,7 +126,8 @@ class ChunkedSet {
   void erase(iterator it) {
     const std::size_t c = it.chunk_;
     Chunk& chunk = *chunks_[c].chunk;
-    std::move(chunk.keys + it.pos_ + 1, chunk.keys + chunk.n, chunk.keys + it.pos_);
+    Key* const keys = chunk.keys();
+    std::move(keys + it.pos_ + 1, keys + chunk.n, keys + it.pos_);
     --chunk.n;
     --size_;
     if (chunk.n == 0) {
@@ -130,28 +135,31 @@ class ChunkedSet {
       chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(c));
       return;
     }
-    chunks_[c].last = chunk.keys[chunk.n - 1];
+    chunks_[c].last = keys[chunk.n - 1];
     // A chunk a quarter full takes in the next one if both fit in one: chunks stay dense.
     if (chunk.n < kChunk / 4 && c + 1 < chunks_.size() && chunk.n + chunks_[c + 1].chunk->n <= kChunk) {
       const Chunk& next = *chunks_[c + 1].chunk;
-      std::copy(next.keys, next.keys + next.n, chunk.keys + chunk.n);
+      std::copy(next.keys(), next.keys() + next.n, keys + chunk.n);
       chunk.n += next.n;
-      chunks_[c].last = chunk.keys[chunk.n - 1];
+      chunks_[c].last = keys[chunk.n - 1];
       spare_ = std::move(chunks_[c + 1].chunk);
       chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(c) + 1);
     }
   }
 
  private:
-  // Its keys are left unconstructed until written (a union member): a new chunk is not cleared
-  // key by key, which was a tenth of a set's first insert. Keys are small plain values.
+  // Its keys live in bytes, left as they are until written: a new chunk is not cleared key by
+  // key, which was a tenth of a set's first insert. Keys are small plain values of an
+  // implicit-lifetime type (an aggregate, or a class with a trivial constructor and destructor): the byte
+  // array's lifetime beginning creates them (C++20 [intro.object]), so writing one is writing
+  // to an object, which a union member not yet active was not.
   static_assert(std::is_trivially_destructible_v<Key>);
   struct Chunk {
-    Chunk() {}
+    Chunk() {}  // (not `= default`: make_unique would then zero the bytes)
     std::size_t n = 0;
-    union {
-      Key keys[kChunk + 1];  // one over: an insert into a full chunk, before it is split
-    };
+    alignas(Key) std::byte bytes[sizeof(Key) * (kChunk + 1)];  // one over: an insert into a full chunk, before it is split
+    Key* keys() { return std::launder(reinterpret_cast<Key*>(bytes)); }
+    const Key* keys() const { return std::launder(reinterpret_cast<const Key*>(bytes)); }
   };
 
   // The first chunk whose last key is not below `key` (chunks_.size() if none).
