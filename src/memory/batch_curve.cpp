@@ -105,7 +105,7 @@ std::optional<BatchCurve> BatchCurve::probe(Graph small, const StepOptions& step
   try {
     const Graph big = build_graph(std::move(small.spec), at_p);  // `small` needs its shapes only, now
     if (!same_but_batch(small, big)) return std::nullopt;
-    (void)detail::estimate_with_step(big, step, result, detail::AllocatorReplay::None);  // its allocations only: the fit replays them
+    (void)detail::estimate_with_step(big, step, result, true);  // its allocations only: the fit replays them
   } catch (const Error&) {
     return std::nullopt;  // the probe's sizes overflow, or the model refuses its batch: re-estimated in full instead
   }

@@ -171,7 +171,7 @@ std::string checkpoint_segments_name(const RecomputeOptions& options) {
 
 namespace detail {
 
-Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepResult& step, AllocatorReplay replay) {
+Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepResult& step, bool events) {
   // Data parallelism's buffers depend on the model: planned here, for every graph estimated.
   StepOptions planned;
   const bool plan = given.plan_parallel && graph.options.mode == Mode::Train;
@@ -285,11 +285,10 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);
     // The events are recorded for whoever reads them: the timeline's readers, the allocator's replay.
     // Without a timeline, the replay's own steps (8 bytes an event, not a TimelineEvent's 32).
-    const bool cuda_replay = graph.options.device == Device::Cuda && replay != AllocatorReplay::None;
-    const Record record = options.timeline                  ? Record::Timeline
-                          : replay == AllocatorReplay::None ? Record::Events
-                          : cuda_replay                     ? Record::Replay
-                                                            : Record::Figures;
+    const Record record = options.timeline                          ? Record::Timeline
+                          : events                                  ? Record::Events
+                          : graph.options.device == Device::Cuda ? Record::Replay
+                                                                    : Record::Figures;
     step = detail::simulate_step(graph, options, e.losses, trainable_params, checkpoints, shards, record);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
@@ -305,17 +304,18 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
   } catch (const OverflowError& err) {
     throw SizeError(graph.spec.loc, std::string("the model's memory does not fit in 64 bits: ") + err.what());
   }
-  if (replay == AllocatorReplay::Now) replay_allocator(e, step, graph.spec.loc);
   return e;
 }
 
-void replay_allocator(Estimate& e, StepResult& step, const SourceLoc& spec) {
+void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec) {
   const StepOptions& options = e.options.step;  // as planned (data parallelism's buffers)
+  if (options.timeline) e.timeline = std::move(step.timeline);  // its layers alone otherwise
   if (e.options.graph.device != Device::Cuda) return;
+  const Timeline& events = options.timeline ? e.timeline : step.timeline;
   try {
-    const ReplayScript script = options.timeline ? ReplayScript(step.timeline, step.trace, options)
+    const ReplayScript script = options.timeline ? ReplayScript(events, step.trace, options)
                                                  : ReplayScript(std::move(step.replay), step.trace, options);
-    e.cuda_allocator = replay_cuda_allocator(script, step.timeline.layers, step.trace, step.trace.block_bytes, options);
+    e.cuda_allocator = replay_cuda_allocator(script, events.layers, step.trace, step.trace.block_bytes, options);
     Totals& t = e.totals;
     t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
     t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;
@@ -331,7 +331,7 @@ void replay_allocator(Estimate& e, StepResult& step, const SourceLoc& spec) {
 Estimate estimate(const Graph& graph, const StepOptions& options) {
   detail::StepResult step;
   Estimate e = detail::estimate_with_step(graph, options, step);
-  if (options.timeline) e.timeline = std::move(step.timeline);  // its layers alone otherwise
+  detail::finish_estimate(e, step, graph.spec.loc);
   return e;
 }
 
@@ -343,10 +343,9 @@ Estimate estimate(ModelSpec spec, const EstimateOptions& options) {
   Estimate e = [&] {
     const Graph graph = build_graph(std::move(spec), options.graph);
     at = graph.spec.loc;
-    return detail::estimate_with_step(graph, options.step, step, detail::AllocatorReplay::Later);
+    return detail::estimate_with_step(graph, options.step, step);
   }();
-  detail::replay_allocator(e, step, at);
-  if (options.step.timeline) e.timeline = std::move(step.timeline);  // its layers alone otherwise
+  detail::finish_estimate(e, step, at);
   return e;
 }
 

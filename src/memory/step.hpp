@@ -89,20 +89,15 @@ StepResult simulate_step(const Graph& graph, const StepOptions& options, const s
                          const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints,
                          const ShardPlan& shards, Record record);
 
-/// When estimate_with_step replays the step through the CUDA allocator model (on CUDA):
-///   Now    before it returns;
-///   Later  the caller does, with replay_allocator, once it has let the graph go;
-///   None   never: the CUDA figures are left out and the step's events are kept whatever
-///          options.timeline says (the caller replays the trace itself).
-enum class AllocatorReplay : std::uint8_t { Now, Later, None };
-
-/// estimate(graph, options), handing the step it simulated (its timeline and the trace of its
-/// blocks) to the caller instead of putting the timeline in the Estimate.
-Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step,
-                            AllocatorReplay replay = AllocatorReplay::Now);
-/// The CUDA figures of an estimate whose replay was left for Later (nothing on the CPU device);
-/// a size overflow is an Error located at `spec` (the spec's mapping).
-void replay_allocator(Estimate& e, StepResult& step, const SourceLoc& spec);
+/// estimate(graph, options) up to what needs only the step it simulated (its events and the
+/// trace of its blocks), which it hands to the caller: finish_estimate adds the rest, after the
+/// caller has let the graph go if it likes. With `events`, the step's events are kept whatever
+/// options.timeline says (fit replays them at other batches itself).
+Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step, bool events = false);
+/// The rest of an estimate_with_step: the timeline when options.timeline asks for it, and on
+/// CUDA the step replayed through the allocator model; a size overflow is an Error located at
+/// `spec` (the spec's mapping).
+void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec);
 
 /// The steady step's events as the CUDA allocator's replay reads them (8 bytes each instead of a
 /// TimelineEvent's 32), with the persistent blocks listed once: what a replay needs besides the
