@@ -2,6 +2,7 @@
 // that fit in 64 bits (naming the tensor that does not), and in-place writes over a tensor an
 // earlier layer keeps for backward — found through an index, not a scan of every earlier layer;
 // and which tensors autocast casts.
+#include "../src/graph/result_pool.hpp"
 #include "helpers.hpp"
 
 using namespace nnmem;
@@ -123,10 +124,10 @@ outputs: [contiguous, contiguous_half]
     throw std::logic_error("no layer " + name);
   };
   CHECK(node("sdpa").input_casts.front() >= 0);  // the float32 query is cast
-  CHECK(node("sdpa").result.layout == Layout::Swapped12);
-  CHECK(node("contiguous").result.alias == Alias::View);
-  CHECK(node("sdpa_half").result.layout == Layout::Contiguous);
-  CHECK(node("contiguous_half").result.alias != Alias::View);
+  CHECK(node("sdpa").result->layout == Layout::Swapped12);
+  CHECK(node("contiguous").result->alias == Alias::View);
+  CHECK(node("sdpa_half").result->layout == Layout::Contiguous);
+  CHECK(node("contiguous_half").result->alias != Alias::View);
 }
 
 TEST_CASE("CPU autocast: 1.13 runs ConvTranspose in float32, 2.13 in bfloat16; a cast keeps channels-last") {
@@ -153,7 +154,7 @@ layers:
     // the convolution after LayerNorm2d reads a channels-last tensor: on 1.13 a bfloat16 copy of
     // LayerNorm2d's float32 output, itself channels-last
     CHECK((g.nodes[2].input_casts[0] >= 0) == old);
-    CHECK(g.nodes[2].result.params[0].grad_restrided);
+    CHECK(g.nodes[2].result->params[0].grad_restrided);
   }
 }
 
@@ -211,7 +212,7 @@ layers:
     for (const Parameter& p : g.parameters) out.push_back(p.name);
     for (const Node& n : g.nodes)  // each node still points at its own tensors
       for (std::size_t k = 0; k < n.params.size(); ++k)
-        CHECK(g.parameters[static_cast<std::size_t>(n.params[k])].name == g.layer(n).name + "." + n.result.params[k].name);
+        CHECK(g.parameters[static_cast<std::size_t>(n.params[k])].name == g.layer(n).name + "." + n.result->params[k].name);
     return out;
   };
   // ViTEmbeddings' cls_token, a tensor of the module itself, comes before its children's.
@@ -228,4 +229,36 @@ layers:
                                           "test.yaml"));
   CHECK(up.parameters.front().name == "up.0.fc.weight");
   CHECK(up.parameters.back().name == "up.1.fc.bias");
+}
+
+TEST_CASE("layers whose rules give equal results share one result; unequal ones and programs do not") {
+  const Graph g = graph_from("inputs: {x: [8]}\nblocks:\n  B:\n    layers:\n      - {name: fc, type: Linear, out_features: 8}\n"
+                             "      - {name: act, type: ReLU}\n"
+                             "layers:\n  - {name: b, block: B, repeat: 3}\n  - {name: head, type: Linear, out_features: 4}\n");
+  REQUIRE(g.nodes.size() == 7);
+  CHECK(g.nodes[2].result == g.nodes[4].result);  // b.1.fc and b.2.fc: one copy
+  CHECK(g.nodes[0].result != g.nodes[2].result);  // b.0.fc's input needs no gradient: it keeps less
+  CHECK(g.nodes[1].result == g.nodes[3].result);  // the ReLUs
+  CHECK(g.nodes[1].result == g.nodes[5].result);
+  CHECK(g.nodes[2].result != g.nodes[6].result);  // head: another output
+  CHECK(g.nodes[6].result->outputs[0].shape == Shape{1, 4});
+  // Each node still has its own parameters: sharing a result shares no tensor.
+  CHECK(g.parameters.size() == 8);
+  CHECK(g.nodes[0].params[0] != g.nodes[2].params[0]);
+
+  detail::ResultPool pool;
+  const LayerDef def{.type = "T"};
+  LayerResult r;
+  r.outputs = {TensorType{{2, 3}}};
+  const auto first = pool.share(&def, LayerResult(r));
+  CHECK(pool.share(&def, LayerResult(r)) == first);
+  const LayerDef other{.type = "U"};
+  CHECK(pool.share(&other, LayerResult(r)) != first);  // pooled per layer type
+  r.macs = 1;
+  CHECK(pool.share(&def, LayerResult(r)) != first);
+  r.macs = 0;
+  r.backward_program = [](const std::vector<bool>&) { return std::vector<BackwardEvent>{}; };
+  const auto with_program = pool.share(&def, LayerResult(r));
+  CHECK(with_program != first);
+  CHECK(pool.share(&def, LayerResult(r)) != with_program);
 }

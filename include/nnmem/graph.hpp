@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,7 +81,9 @@ struct Node {
   const LayerDef* def = nullptr;
   NodeIndices inputs;          // value indices
   NodeIndices outputs;         // value indices
-  LayerResult result;
+  /// What its rule gave; layers whose rules gave equal results share one (a repeated block's
+  /// instances), so a result is never changed after the graph is built.
+  std::shared_ptr<const LayerResult> result;
   bool trainable = true;
   std::int64_t param_count = 0;  // the parameters it declares (not those it shares or ties)
   std::int64_t param_bytes = 0;

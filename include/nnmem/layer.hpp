@@ -182,6 +182,7 @@ struct Saved {
   /// saved only where the profile's saved_tensors_hooks see it (TorchProfile::hooks_see_wrapped_numbers).
   bool wrapped_number = false;
 
+  friend bool operator==(const Saved&, const Saved&) = default;
   /// Autograd packs it before the op's output exists (inputs, parameters, operands).
   bool before_output() const { return of == Of::Input || of == Of::Param || (of == Of::Extra && made != Made::Result); }
 };
@@ -194,6 +195,7 @@ struct Scratch {
   TensorType type;
   std::string what;
   bool freed_before_param_grads = false;  // backward: released before the parameters' gradients exist
+  friend bool operator==(const Scratch&, const Scratch&) = default;
 };
 
 struct ParamDecl {
@@ -217,6 +219,7 @@ struct ParamDecl {
   /// those copies itself (save_extra): the graph makes no copy of it (MultiheadAttention's
   /// cross-attention, whose in_proj_weight is split into the query's and the key's weights).
   bool cast_by_layer = false;
+  friend bool operator==(const ParamDecl&, const ParamDecl&) = default;
 };
 
 /// One event of a backward PyTorch runs as several autograd nodes — a recurrent layer's layers,
@@ -239,7 +242,20 @@ struct BackwardEvent {
   std::string what = {};
 };
 /// Writes the program for the outputs that got a gradient (output_has_grad[k] for output k).
-using BackwardProgram = std::function<std::vector<BackwardEvent>(const std::vector<bool>& output_has_grad)>;
+/// A program is code, not data: results compare equal only when neither has one.
+class BackwardProgram {
+ public:
+  using Write = std::function<std::vector<BackwardEvent>(const std::vector<bool>& output_has_grad)>;
+  BackwardProgram() = default;
+  template <class F>
+  BackwardProgram(F write) : write_(std::move(write)) {}  // NOLINT: a lambda assigned as it is
+  explicit operator bool() const { return static_cast<bool>(write_); }
+  std::vector<BackwardEvent> operator()(const std::vector<bool>& output_has_grad) const { return write_(output_has_grad); }
+  friend bool operator==(const BackwardProgram& a, const BackwardProgram& b) { return !a && !b; }
+
+ private:
+  Write write_;
+};
 
 struct LayerResult {
   std::vector<TensorType> outputs;
@@ -281,6 +297,8 @@ struct LayerResult {
   std::vector<std::vector<Scratch>> forward_moments;
   std::vector<Scratch> backward_scratch;  // when its backward runs
   BackwardProgram backward_program;        // unset: backward runs as one node
+  /// Every field: the graph shares one result between layers whose rules gave equal ones.
+  friend bool operator==(const LayerResult&, const LayerResult&) = default;
 
   void save_input(int i, std::string what = "input");
   void save_output(int i, std::string what = "output");

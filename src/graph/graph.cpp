@@ -13,6 +13,7 @@
 #include "fast_path.hpp"
 #include "parameters.hpp"
 #include "references.hpp"
+#include "result_pool.hpp"
 #include "value_names.hpp"
 
 namespace nnmem {
@@ -210,8 +211,9 @@ class Builder {
       inputs.push_back({std::move(type), graph_.values[v].requires_grad, layout, copy < 0 && graph_.values[v].strided, copy >= 0});
     }
     const LayerCall call{layer.name, attrs, inputs, ctx_, layer.trainable && ctx_.mode == Mode::Train};
+    LayerResult result;
     try {
-      node.result = def->infer(call);
+      result = def->infer(call);
     } catch (const LayerError& e) {
       const Attribute* attr = e.attribute().empty() ? nullptr : layer.find_attr(e.attribute());
       throw Error(attr ? attr->value.loc : layer.loc, layer.title() + ": " + e.what());
@@ -223,15 +225,17 @@ class Builder {
       throw SizeError(layer.loc, layer.title() + ": the sizes it computes from the input" + (inputs.size() > 1 ? "s " : " ") +
                                      from + " do not fit in 64 bits (" + e.what() + ")");
     }
-    if (auto gap = detail::cpu_kernel_gap(def->type, call, node.result)) throw Error(layer.type_loc, layer.title() + ": " + *gap);
+    for (auto& p : result.params) p.dtype = ctx_.float_dtype;
+    if (auto gap = detail::cpu_kernel_gap(def->type, call, result)) throw Error(layer.type_loc, layer.title() + ": " + *gap);
+    node.result = results_.share(def, std::move(result));
     count_parameters(layer, node);
     detail::assign_parameters(graph_, node, node_index, names_, ctx_.float_dtype);
     // The parameters' low-precision copies. Autocast caches those of parameters that require a
     // gradient until it exits (after the loss); a frozen layer's are made anew at every use. A
     // shared or tied parameter's cached copy is made by its first use and found by the others.
-    node.param_casts.reserve(node.result.params.size());
-    for (std::size_t k = 0; k < node.result.params.size(); ++k) {
-      const ParamDecl& p = node.result.params[k];
+    node.param_casts.reserve(node.result->params.size());
+    for (std::size_t k = 0; k < node.result->params.size(); ++k) {
+      const ParamDecl& p = node.result->params[k];
       int copy = -1;
       if (policy == Autocast::Lower && autocast_eligible(p.dtype) && p.dtype != *graph_.options.amp && !p.cast_by_layer) {
         const auto cached = cached_param_copies_.find(node.params[k]);
@@ -248,14 +252,14 @@ class Builder {
       node.param_casts.push_back(copy);
     }
 
-    const bool has_trainable_params = node.trainable && !node.result.params.empty();
+    const bool has_trainable_params = node.trainable && !node.result->params.empty();
     const bool requires_grad =
         ctx_.mode == Mode::Train && (call.any_input_requires_grad() || has_trainable_params);
-    node.outputs.reserve(node.result.outputs.size());
-    for (std::size_t k = 0; k < node.result.outputs.size(); ++k) {
-      const TensorType& out = node.result.outputs[k];
+    node.outputs.reserve(node.result->outputs.size());
+    for (std::size_t k = 0; k < node.result->outputs.size(); ++k) {
+      const TensorType& out = node.result->outputs[k];
       check_fits(out, layer.loc, [&] {
-        return layer.title() + ": " + (node.result.outputs.size() == 1 ? "the output" : "output " + std::to_string(k));
+        return layer.title() + ": " + (node.result->outputs.size() == 1 ? "the output" : "output " + std::to_string(k));
       });
       // PyTorch can make a 0-D scalar (x.squeeze(0) on [1]), but every rule and the loss read
       // the batch from dimension 0: a 0-D tensor crashed the next View (found while fuzzing,
@@ -272,20 +276,20 @@ class Builder {
                                           : extra_names_.emplace_back(layer.name + ":" + std::to_string(k));
       const int v = new_value(std::string(key), out, node_index, key);
       graph_.values[v].requires_grad = requires_grad;
-      graph_.values[v].layout = output_layout(node.result, k, inputs);
-      graph_.values[v].strided = k == 0 && node.result.output_strided;
+      graph_.values[v].layout = output_layout(*node.result, k, inputs);
+      graph_.values[v].strided = k == 0 && node.result->output_strided;
       // Every output of a view is a view (a split's parts); an in-place op writes output 0.
-      const bool aliased = node.result.alias == Alias::View || (k == 0 && node.result.alias == Alias::InPlace);
+      const bool aliased = node.result->alias == Alias::View || (k == 0 && node.result->alias == Alias::InPlace);
       graph_.values[v].storage = aliased ? graph_.values[node.read(0)].storage
-                                 : new_storage(v, k == 0 ? node.result.output_storage_bytes : 0);
-      if (k == 0 && (node.result.alias == Alias::Parameter || node.result.alias == Alias::Buffer))
+                                 : new_storage(v, k == 0 ? node.result->output_storage_bytes : 0);
+      if (k == 0 && (node.result->alias == Alias::Parameter || node.result->alias == Alias::Buffer))
         graph_.storages[graph_.values[v].storage].bytes = 0;  // counted as a parameter or buffer
       node.outputs.push_back(v);
     }
-    if (node.result.alias == Alias::InPlace && ctx_.mode == Mode::Train) check_inplace(layer, node);
+    if (node.result->alias == Alias::InPlace && ctx_.mode == Mode::Train) check_inplace(layer, node);
     for (int v : node.inputs) graph_.values[v].readers.push_back(node_index);
-    for (std::size_t k = 0; k < node.result.saved.size(); ++k) {
-      const int v = node.saved_value(node.result.saved[k]);
+    for (std::size_t k = 0; k < node.result->saved.size(); ++k) {
+      const int v = node.saved_value(node.result->saved[k]);
       if (v < 0) continue;
       auto& saver = first_saver_[graph_.values[v].storage];
       if (saver.first < 0) saver = {node_index, static_cast<int>(k)};
@@ -305,9 +309,9 @@ class Builder {
   // Parameters and buffers: each tensor's size, and the buffers' total, must fit (the
   // parameters' count is detail::assign_parameters's).
   void count_parameters(const LayerSpec& layer, Node& node) const {
-    for (const auto& p : node.result.params)
+    for (const auto& p : node.result->params)
       check_fits(p.shape, ctx_.float_dtype, layer.loc, [&] { return layer.title() + ": the " + p.name; });  // so its numel fits too
-    for (const auto& b : node.result.buffers) {
+    for (const auto& b : node.result->buffers) {
       const std::int64_t bytes =
           check_fits(b.shape, b.dtype, layer.loc, [&] { return layer.title() + ": the buffer" + (b.name.empty() ? "" : " " + b.name); });
       try {
@@ -328,7 +332,7 @@ class Builder {
     const Node& earlier = graph_.nodes[saver_node];
     const LayerSpec& saver = graph_.layer(earlier);
     throw Error(layer.loc,
-                layer.title() + " works in place, but it would overwrite the " + earlier.result.saved[saved].what +
+                layer.title() + " works in place, but it would overwrite the " + earlier.result->saved[saved].what +
                     " that " + saver.title() + " keeps for its backward pass; PyTorch would fail in backward. Set inplace: false",
                 {{saver.loc, saver.title() + " is here"}});
   }
@@ -343,7 +347,7 @@ class Builder {
         throw Error(in.loc, "input '" + in.name + "' is never read by any layer");
       }
     for (Node& node : graph_.nodes) {
-      if (node.result.alias == Alias::Buffer) continue;  // a module's buffer forward need not read
+      if (node.result->alias == Alias::Buffer) continue;  // a module's buffer forward need not read
       const bool used = std::any_of(node.outputs.begin(), node.outputs.end(),
                                     [&](int v) { return !graph_.values[v].readers.empty() || returned[v]; });
       const LayerSpec& layer = graph_.layer(node);
@@ -367,6 +371,7 @@ class Builder {
   detail::ValueNames names_;
   std::deque<std::string> extra_names_;  // the names of outputs after the first ("lstm:1"), which names_ views
   std::unordered_map<int, int> cached_param_copies_;      // parameter -> autocast's cached copy
+  detail::ResultPool results_;
   std::vector<std::pair<int, int>> first_saver_;  // per storage: (node, its Saved index), or (-1, -1)
 };
 

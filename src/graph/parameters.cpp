@@ -39,15 +39,14 @@ void check_size(const LayerSpec& layer, const ParamDecl& mine, const TensorType&
 void assign_parameters(Graph& graph, Node& node, int node_index, const ValueNames& values,
                        DType float_dtype) {
   const LayerSpec& layer = graph.layer(node);
-  LayerResult& r = node.result;
-  for (auto& p : r.params) p.dtype = float_dtype;
+  const LayerResult& r = *node.result;
   node.params.assign(r.params.size(), -1);
   if (!layer.shares.empty()) {
     const Node& owner = named_node(graph, values, layer.shares, layer, layer.shares_loc, "share");
     const LayerSpec& theirs = graph.layer(owner);
     if (theirs.type != layer.type || owner.params.size() != r.params.size())
       throw Error(layer.shares_loc, layer.title() + ": shares the module of " + theirs.title() + ", which has the parameters (" +
-                                        param_names(owner.result) + "); this layer would have (" + param_names(r) + ")");
+                                        param_names(*owner.result) + "); this layer would have (" + param_names(r) + ")");
     for (std::size_t k = 0; k < r.params.size(); ++k) {
       check_size(layer, r.params[k], graph.parameters[static_cast<std::size_t>(owner.params[k])].type,
                  theirs.title() + "'s", layer.shares_loc);
@@ -64,10 +63,10 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
     const Node& owner = named_node(graph, values, tie.layer, layer, tie.loc, "tie");
     const LayerSpec& theirs = graph.layer(owner);
     std::size_t j = 0;
-    while (j < owner.result.params.size() && owner.result.params[j].name != tie.target) ++j;
-    if (j == owner.result.params.size())
+    while (j < owner.result->params.size() && owner.result->params[j].name != tie.target) ++j;
+    if (j == owner.result->params.size())
       throw Error(tie.loc, layer.title() + ": tie: " + theirs.title() + " has no parameter '" + tie.target +
-                               "' (its parameters: " + param_names(owner.result) + ")");
+                               "' (its parameters: " + param_names(*owner.result) + ")");
     const int id = owner.params[j];
     check_size(layer, r.params[k], graph.parameters[static_cast<std::size_t>(id)].type,
                theirs.name + "." + tie.target, tie.loc);
@@ -203,7 +202,7 @@ void order_parameters(Graph& graph) {
   for (const Parameter& p : graph.parameters) {
     start.push_back(keys.size());
     const Node& owner = graph.nodes[static_cast<std::size_t>(p.owner)];
-    tree.key(owner.result.alias == Alias::Parameter ? graph.layer(owner).name : p.name, keys);
+    tree.key(owner.result->alias == Alias::Parameter ? graph.layer(owner).name : p.name, keys);
   }
   start.push_back(keys.size());
   const auto less = [&](int a, int b) {

@@ -28,9 +28,9 @@ std::int64_t largest_dimension(const Graph& g) {
   };
   for (const TensorValue& v : g.values) each(v.type.shape, 0);
   for (const Node& n : g.nodes) {
-    for (const Saved& s : n.result.saved) each(s.type.shape, 0);
-    for (const ParamDecl& p : n.result.params) each(p.shape, 0);
-    for (const ParamDecl& b : n.result.buffers) each(b.shape, 0);
+    for (const Saved& s : n.result->saved) each(s.type.shape, 0);
+    for (const ParamDecl& p : n.result->params) each(p.shape, 0);
+    for (const ParamDecl& b : n.result->buffers) each(b.shape, 0);
   }
   return most;
 }
@@ -68,7 +68,7 @@ bool same_but_batch(const Graph& small, const Graph& big) {
       for (const int out : small.nodes[i].outputs)
         if (same_shape(small, in, out) != same_shape(big, in, out)) return false;
   for (std::size_t i = 0; i < small.nodes.size(); ++i) {
-    const LayerResult &x = small.nodes[i].result, &y = big.nodes[i].result;
+    const LayerResult &x = *small.nodes[i].result, &y = *big.nodes[i].result;
     if (x.saved.size() != y.saved.size() || x.alias != y.alias || x.grad_passthrough != y.grad_passthrough ||
         x.broadcasts != y.broadcasts || small.nodes[i].param_bytes != big.nodes[i].param_bytes ||
         small.nodes[i].buffer_bytes != big.nodes[i].buffer_bytes)

@@ -54,23 +54,23 @@ ModelTensors model_tensors(const Graph& g) {
     const LayerSpec& layer = g.layer(node);
     if (layer.functional || !layer.shares.empty()) continue;  // a call of another layer's module adds nothing
     // A Parameter or Buffer layer is a tensor its parent module holds itself ("features.1.0.layer_scale").
-    const bool tensor_only = node.result.alias == Alias::Parameter || node.result.alias == Alias::Buffer;
+    const bool tensor_only = node.result->alias == Alias::Parameter || node.result->alias == Alias::Buffer;
     const std::size_t last_dot = layer.name.rfind('.');
     std::string module = !tensor_only ? layer.name : last_dot == std::string::npos ? "" : layer.name.substr(0, last_dot);
     const std::string base = base_of_call(layer.name);
-    if (!base.empty() && node.result.params.empty() && node.result.buffers.empty() && names_by_base[base] > 1 &&
+    if (!base.empty() && node.result->params.empty() && node.result->buffers.empty() && names_by_base[base] > 1 &&
         types_by_base[base].size() == 1)
       module = base;
     add_module(module);
-    for (const ParamDecl& p : node.result.params)  // a child module's ("out_proj.weight" of MultiheadAttention)
+    for (const ParamDecl& p : node.result->params)  // a child module's ("out_proj.weight" of MultiheadAttention)
       if (!tensor_only && p.name.find('.') != std::string::npos) add_module(module + "." + p.name.substr(0, p.name.rfind('.')));
-    for (std::size_t k = 0; k < node.result.params.size(); ++k) {
-      const ParamDecl& p = node.result.params[k];
+    for (std::size_t k = 0; k < node.result->params.size(); ++k) {
+      const ParamDecl& p = node.result->params[k];
       const auto [first, fresh] = entry_of_parameter.emplace(node.params[k], static_cast<int>(m.state.size()));
       m.state.push_back({tensor_only ? layer.name : layer.name + "." + p.name, {p.shape, p.dtype}, false, node.trainable,
                          fresh ? -1 : first->second});
     }
-    for (const ParamDecl& b : node.result.buffers)
+    for (const ParamDecl& b : node.result->buffers)
       if (b.persistent) m.state.push_back({b.name.empty() ? layer.name : layer.name + "." + b.name, {b.shape, b.dtype}, true, false});
   }
   for (const std::string& module : g.spec.unnamed_modules) add_module(module);  // `modules:`: no layer of their own

@@ -113,7 +113,7 @@ LayerEstimate layer_row(const Graph& graph, std::size_t n, const detail::Checkpo
   l.trainable_params = node.trainable ? node.param_count : 0;
   l.param_bytes = node.param_bytes;
   l.buffer_bytes = node.buffer_bytes;
-  l.macs = node.result.macs;
+  l.macs = node.result->macs;
   const auto keep = [&](int v) {
     const int storage = graph.values[static_cast<std::size_t>(v)].storage;
     if (first_keep(storage)) l.saved_bytes = sum(l.saved_bytes, graph.storages[static_cast<std::size_t>(storage)].bytes);
@@ -123,7 +123,7 @@ LayerEstimate layer_row(const Graph& graph, std::size_t n, const detail::Checkpo
   if (segment && n == segment->first)
     for (int v : segment->inputs) keep(v);
   if (in_autograd && !segment) {
-    for (const Saved& s : node.result.saved) {
+    for (const Saved& s : node.result->saved) {
       if (s.of == Saved::Of::Extra) {
         if (!s.wrapped_number || graph.options.torch->hooks_see_wrapped_numbers) l.saved_bytes = sum(l.saved_bytes, s.type.bytes());
         continue;

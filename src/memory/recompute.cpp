@@ -117,8 +117,8 @@ CheckpointPlan plan_checkpoints(const Graph& graph, const RecomputeOptions& opti
       const Node& node = graph.nodes[i];
       const bool autograd = in_autograd(graph, node);
       grad_path = grad_path || autograd;
-      trainable = trainable || (node.trainable && !node.result.params.empty());
-      if (autograd && !node.result.saved.empty()) s.keepers.push_back(i);
+      trainable = trainable || (node.trainable && !node.result->params.empty());
+      if (autograd && !node.result->saved.empty()) s.keepers.push_back(i);
       for (int v : node.inputs) {
         const int producer = value(graph, v).producer;
         if ((producer < 0 || static_cast<std::size_t>(producer) < s.first) &&
@@ -145,7 +145,7 @@ CheckpointPlan plan_checkpoints(const Graph& graph, const RecomputeOptions& opti
                                         "or use the non-reentrant implementation");
     for (std::size_t i = s.first; i <= s.last; ++i) {
       const Node& node = graph.nodes[i];
-      if (node.result.alias != Alias::InPlace) continue;
+      if (node.result->alias != Alias::InPlace) continue;
       const int target = value(graph, node.inputs.front()).storage;
       for (int v : s.inputs)
         if (value(graph, v).storage == target)

@@ -34,7 +34,7 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
   const char* again = pass == Pass::Recompute ? " (recomputed)" : "";
   const bool keeps = graph_.options.mode == Mode::Train && in_autograd(node);
   // Stopping before the output exists: everything the node keeps is packed before its kernel.
-  const bool no_output = stop && std::all_of(node.result.saved.begin(), node.result.saved.end(),
+  const bool no_output = stop && std::all_of(node.result->saved.begin(), node.result->saved.end(),
                                              [](const Saved& s) { return s.before_output(); });
   // Autocast's copies of the inputs and parameters, made as the layer runs; a cached
   // parameter copy is also held by autocast's cache until the loss is computed.
@@ -48,13 +48,13 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
   }
   // Unkept, a copy an op of its own made before this one (F.pad's) lives until this op has run.
   if (pass == Pass::Checkpointed && keeps)
-    for (const Saved& s : node.result.saved)
+    for (const Saved& s : node.result->saved)
       if (s.of == Saved::Of::Extra && s.made == Saved::Made::Separate)
         copies.push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), {s.what, " of ", name}, 1));
-  const bool early = node.result.scratch_before_output;
+  const bool early = node.result->scratch_before_output;
   if (!no_output && node.fused == Fused::No) {
-    for (const auto& moment : node.result.forward_moments) scratch(moment, name, [](const Scratch&) { return true; });
-    if (early) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
+    for (const auto& moment : node.result->forward_moments) scratch(moment, name, [](const Scratch&) { return true; });
+    if (early) scratch(node.result->forward_scratch, name, [](const Scratch&) { return true; });
   }
   std::vector<int> fresh;
   fresh.reserve(node.outputs.size());
@@ -70,10 +70,10 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
     if (pass != Pass::Recompute && value(v).held_until >= 0) memory_.hold(block_of(v));  // forward()'s code refers to it
   }
   if (keeps && pass != Pass::Checkpointed) {
-    kept_[i].reserve(kept_[i].size() + node.result.saved.size());
-    kept_saved_[i].reserve(kept_saved_[i].size() + node.result.saved.size());
-    for (std::size_t k = 0; k < node.result.saved.size(); ++k) {
-      const Saved& s = node.result.saved[k];
+    kept_[i].reserve(kept_[i].size() + node.result->saved.size());
+    kept_saved_[i].reserve(kept_saved_[i].size() + node.result->saved.size());
+    for (std::size_t k = 0; k < node.result->saved.size(); ++k) {
+      const Saved& s = node.result->saved[k];
       if (no_output && !s.before_output()) continue;
       if (s.of == Saved::Of::Extra) {
         kept_[i].push_back(memory_.alloc(MemoryKind::Activations, s.type.bytes(), {s.what, " of ", name, again}, 1));
@@ -86,7 +86,7 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
       kept_saved_[i].push_back(static_cast<int>(k));
     }
   }
-  if (!early && !no_output && node.fused == Fused::No) scratch(node.result.forward_scratch, name, [](const Scratch&) { return true; });
+  if (!early && !no_output && node.fused == Fused::No) scratch(node.result->forward_scratch, name, [](const Scratch&) { return true; });
   for (int b : fresh) memory_.release(b);
   if (!stop)  // a stopped recomputation drops its reads as it unwinds
     for (int v : node.inputs) drop_read(block_of(v));
@@ -191,7 +191,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
     const std::string& name = graph_.layer(node).name;
     memory_.at(Phase::Backward, name);
     const bool passthrough =
-        (node.result.grad_passthrough || node.result.alias == Alias::View) && !node.result.grad_scatters;
+        (node.result->grad_passthrough || node.result->alias == Alias::View) && !node.result->grad_scatters;
     // The gradient of its first output that has one (an LSTM whose h_n alone is read gets only
     // h_n's); none: no gradient reached it. A split's backward fills the outputs that got none
     // with zeros, then concatenates them into the input's gradient (_split_with_sizes_backward).
@@ -200,7 +200,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
     checkpoint_.before_node(i, grad_);
     const int grad_out = grad_.at(*with_grad);
     std::vector<int> zeros;
-    if (node.result.grad_scatters)
+    if (node.result->grad_scatters)
       for (int v : node.outputs)
         if (grad_.count(v) == 0)
           zeros.push_back(memory_.alloc(MemoryKind::Transients, value(v).type.bytes(), {"zeros for the grad of ", value(v).name}));
@@ -211,7 +211,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         if (!value(node.inputs[k]).requires_grad || (only >= 0 && k != static_cast<std::size_t>(only))) continue;
         const TensorType& in_type = value(node.read(k)).type;
-        const bool broadcast = node.result.broadcasts && in_type.shape != out_type.shape;
+        const bool broadcast = node.result->broadcasts && in_type.shape != out_type.shape;
         // The engine casts a gradient to its input's dtype: one passed on to an input of
         // another dtype (add's type promotion) is a new tensor, not the output's gradient.
         if (passthrough && !broadcast && in_type.dtype == out_type.dtype) {
@@ -228,7 +228,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
                                                       {"grad of input of ", name, " before reduction"}));
           continue;
         }
-        const std::int64_t bytes = k == 0 && node.result.input_grad_storage ? node.result.input_grad_storage->bytes() : in_type.bytes();
+        const std::int64_t bytes = k == 0 && node.result->input_grad_storage ? node.result->input_grad_storage->bytes() : in_type.bytes();
         contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, {"grad of input of ", name}));
       }
       for (const auto& [at, type] : reductions) {
@@ -242,8 +242,8 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
     };
     // Parameters' gradients: the node's own, then those the engine sums down after it. A
     // tensor read as the parameter itself (Alias::Parameter): the output's gradient is .grad.
-    const bool read_as_is = node.trainable && node.result.alias == Alias::Parameter;
-    std::vector<int> param_grads(node.trainable ? node.result.params.size() : 0, -1);
+    const bool read_as_is = node.trainable && node.result->alias == Alias::Parameter;
+    std::vector<int> param_grads(node.trainable ? node.result->params.size() : 0, -1);
     // A sparse gradient (Embedding's `sparse: true`): its values are the output's gradient and
     // its indices view the ids (a model input): AccumulateGrad keeps both as .grad, no copy.
     const auto sparse = [&](std::size_t k) -> const Parameter* {
@@ -256,7 +256,7 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
         return;
       }
       const int copy = node.param_casts[k];
-      const ParamDecl& p = node.result.params[k];
+      const ParamDecl& p = node.result->params[k];
       const TensorType type = copy >= 0 ? value(copy).type : TensorType{p.shape, p.dtype};
       param_grads[k] = memory_.alloc(MemoryKind::Gradients, type.bytes(), {"grad of ", name, ".", p.name});
     };
@@ -268,8 +268,8 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
         if (handed[k] || param_grads[k] < 0) continue;
         handed[k] = true;
         if (node.param_casts[k] >= 0)
-          param_grads[k] = cast_back(param_grads[k], TensorType{node.result.params[k].shape, node.result.params[k].dtype}.bytes(),
-                                     {"grad of ", name, ".", node.result.params[k].name});
+          param_grads[k] = cast_back(param_grads[k], TensorType{node.result->params[k].shape, node.result->params[k].dtype}.bytes(),
+                                     {"grad of ", name, ".", node.result->params[k].name});
         // .grad is made in the first micro-step (when set_to_none left none); later ones, and
         // --keep-grads, have AccumulateGrad add into it and free the new gradient.
         int complete = param_gradient(node.params[k], param_grads[k]);
@@ -282,25 +282,25 @@ void StepSimulator::backward(const std::vector<TensorType>&) {
           continue;
         }
         // AccumulateGrad's copy into the parameter's strides, made where it would keep the gradient itself
-        if (node.result.params[k].grad_restrided && micro_ == 1 && !options_.keep_grads)
-          complete = cast_back(complete, memory_.bytes(complete), {"grad of ", name, ".", node.result.params[k].name,
+        if (node.result->params[k].grad_restrided && micro_ == 1 && !options_.keep_grads)
+          complete = cast_back(complete, memory_.bytes(complete), {"grad of ", name, ".", node.result->params[k].name,
                                                                    " (AccumulateGrad's copy in the parameter's strides)"});
         if (shard_.take_gradient(node.params[k], complete)) continue;  // reduce-scattered as its unit ends
         if (micro_ == 1) memory_.mark(complete, Carry::Grad);
         if (options_.keep_grads || micro_ > 1) memory_.release(complete);
       }
     };
-    if (node.result.backward_program) {
+    if (node.result->backward_program) {
       run_program(i, input_grads, param_grad, hand_over, !param_grads.empty());
       if (checkpoint_.hands_over(i)) release_kept(i);
     } else {
       input_grads(-1);
-      std::vector<int> late = scratch(node.result.backward_scratch, name, [](const Scratch& s) { return s.freed_before_param_grads; });
+      std::vector<int> late = scratch(node.result->backward_scratch, name, [](const Scratch& s) { return s.freed_before_param_grads; });
       if (read_as_is) memory_.hold(param_grads[0] = grad_out);
       for (const bool summed : {false, true}) {
         if (summed && checkpoint_.hands_over(i)) release_kept(i);  // the recomputed tensors die with the apply
         for (std::size_t k = 0; k < param_grads.size(); ++k)
-          if (node.result.params[k].grad_summed == summed && !read_as_is) param_grad(k);
+          if (node.result->params[k].grad_summed == summed && !read_as_is) param_grad(k);
       }
       for (int b : late) memory_.release(b);
     }
@@ -340,7 +340,7 @@ void StepSimulator::run_program(std::size_t i, const std::function<void(int)>& i
   std::vector<bool> with_grad;
   for (int v : node.outputs) with_grad.push_back(grad_.count(v) > 0);
   std::map<int, int> temporaries;  // the program's index -> block
-  for (const BackwardEvent& e : node.result.backward_program(with_grad)) {
+  for (const BackwardEvent& e : node.result->backward_program(with_grad)) {
     switch (e.kind) {
       case BackwardEvent::Kind::Temporary:
         temporaries[e.index] = memory_.alloc(MemoryKind::Transients, e.type.bytes(), {e.what, " of ", name});
@@ -348,7 +348,7 @@ void StepSimulator::run_program(std::size_t i, const std::function<void(int)>& i
       case BackwardEvent::Kind::Free: memory_.release(temporaries.at(e.index)); break;
       case BackwardEvent::Kind::InputGrad: input_grads(e.index); break;
       case BackwardEvent::Kind::ParamGrad:  // one the layer does not have (a bias) is skipped
-        if (trainable && static_cast<std::size_t>(e.index) < node.result.params.size()) param_grad(static_cast<std::size_t>(e.index));
+        if (trainable && static_cast<std::size_t>(e.index) < node.result->params.size()) param_grad(static_cast<std::size_t>(e.index));
         break;
       case BackwardEvent::Kind::ParamGradsDone: hand_over(); break;
       case BackwardEvent::Kind::ReleaseSaved: {

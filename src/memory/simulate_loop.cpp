@@ -90,14 +90,14 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
   for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
     const Node& n = graph_.nodes[i];
     const std::string& name = graph_.layer(n).name;
-    for (std::size_t k = 0; k < n.result.params.size(); ++k) {
-      const ParamDecl& p = n.result.params[k];
+    for (std::size_t k = 0; k < n.result->params.size(); ++k) {
+      const ParamDecl& p = n.result->params[k];
       if (k < n.params.size() && graph_.parameters[static_cast<std::size_t>(n.params[k])].owner != static_cast<int>(i)) continue;
       const std::int64_t bytes = sharding.parameters ? shards.param_bytes.at(static_cast<std::size_t>(n.params[k])) : TensorType{p.shape, p.dtype}.bytes();
       if (bytes > 0) persist(MemoryKind::Parameters, bytes, {sharding.parameters ? "parameter shard " : "parameter ", name, ".", p.name}, Carry::Model);
     }
     if (graph_.layer(n).shares.empty())
-      for (const ParamDecl& b : n.result.buffers)
+      for (const ParamDecl& b : n.result->buffers)
         persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), {"buffer ", name, b.name.empty() ? "" : ".", b.name}, Carry::Model);
   }
   // The data-parallel wrapper, built around the model: DDP's gradient buckets.

@@ -28,11 +28,11 @@ std::vector<Ready> ready_order(const Graph& graph) {
   std::vector<Ready> out;
   for (std::size_t i = graph.nodes.size(); i-- > 0;) {
     const Node* n = &graph.nodes[i];
-    if (!n->trainable || n->result.params.empty()) continue;
+    if (!n->trainable || n->result->params.empty()) continue;
     const std::string& layer = graph.layer(*n).name;
     std::vector<Ready> own;
-    for (std::size_t k = 0; k < n->result.params.size(); ++k) {
-      const ParamDecl& p = n->result.params[k];
+    for (std::size_t k = 0; k < n->result->params.size(); ++k) {
+      const ParamDecl& p = n->result->params[k];
       if (k < n->params.size() && graph.parameters[static_cast<std::size_t>(n->params[k])].owner != static_cast<int>(i)) continue;
       own.push_back({layer + "." + p.name, TensorType{p.shape, p.dtype}.bytes(), p.dtype});
     }

@@ -34,7 +34,7 @@ std::vector<Unit> units_of(const Graph& g) {
     const LayerSpec& l = g.layer(g.nodes[i]);
     if (units.empty() || units.back().name != l.unit) units.push_back({l.unit, {}, false});
     units.back().nodes.push_back(i);
-    units.back().layer = units.back().layer || (l.unit_is_block ? true : !g.nodes[i].result.params.empty());
+    units.back().layer = units.back().layer || (l.unit_is_block ? true : !g.nodes[i].result->params.empty());
     blocks = blocks || l.unit_is_block;
   }
   if (blocks)
@@ -89,7 +89,7 @@ std::vector<std::int64_t> chunk_of_units(const std::vector<Unit>& units, const s
 ModelSpec stage_spec(const Graph& g, const std::vector<bool>& mine, bool last, std::int64_t index) {
   std::vector<bool> constant(g.values.size(), false);
   for (const Node& n : g.nodes) {
-    const bool c = n.result.params.empty() && std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return constant[static_cast<std::size_t>(v)]; });
+    const bool c = n.result->params.empty() && std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return constant[static_cast<std::size_t>(v)]; });
     for (int v : n.outputs) constant[static_cast<std::size_t>(v)] = c;
   }
   std::vector<bool> keep = mine;

@@ -25,7 +25,7 @@ bool reduces(const std::string& t) {
 }
 
 bool elementwise(const Node& n, const Graph& g) {
-  if (!n.result.params.empty() || n.outputs.size() != 1) return false;
+  if (!n.result->params.empty() || n.outputs.size() != 1) return false;
   const Shape& out = g.values[static_cast<std::size_t>(n.outputs.front())].type.shape;
   return std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) {
     return g.values[static_cast<std::size_t>(v)].type.shape.size() <= out.size();

@@ -207,7 +207,7 @@ class Splitter {
       return role(n, TpRole::VocabEmbedding);
     }
     if (in == kWhole) {
-      if (!n.result.params.empty()) role(n, TpRole::Replicated);
+      if (!n.result->params.empty()) role(n, TpRole::Replicated);
       return;
     }
     const int out = n.outputs.front();
@@ -257,7 +257,7 @@ class Splitter {
     if (static_cast<std::size_t>(split_[static_cast<std::size_t>(reader)]) + dims >= shape(reader).size())
       fail(n, "normalises over the sequence of " + split_text(reader) + ", which --sequence-parallel splits");
     carry(out, split_[static_cast<std::size_t>(reader)], reader);
-    if (!n.result.params.empty()) role(n, TpRole::Replicated);
+    if (!n.result->params.empty()) role(n, TpRole::Replicated);
   }
 
   // Column-parallel (whole input, or a sequence shard it gathers) or row-parallel (input split

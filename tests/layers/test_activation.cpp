@@ -193,8 +193,8 @@ TEST_CASE("Activations: the output dtype of integer inputs") {
   const std::string spec = "inputs: {x: {shape: [3], dtype: int64}}\nlayers:\n  - {type: ReLU}\n  - {type: Sigmoid}\n";
   const Graph g = graph_from(spec);
   REQUIRE(g.nodes.size() == 2);
-  CHECK(g.nodes[0].result.outputs[0].dtype == DType::Int64);
-  CHECK(g.nodes[1].result.outputs[0].dtype == DType::Float32);
+  CHECK(g.nodes[0].result->outputs[0].dtype == DType::Int64);
+  CHECK(g.nodes[1].result->outputs[0].dtype == DType::Float32);
 }
 
 TEST_CASE("Activations: what in-place variants keep, by who needs a gradient") {

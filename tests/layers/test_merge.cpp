@@ -235,7 +235,7 @@ TEST_CASE("Merge layers in a spec: input counts and located errors") {
   // Concat of per-sample [3, 4] and [5, 4] along dim 1 -> [1, 8, 4]
   const Graph g = graph_from(two_inputs("[3, 4]", "[5, 4]", "{type: Concat, inputs: [a, b], dim: 1}"));
   REQUIRE(g.nodes.size() == 1);
-  CHECK(out_shape(g.nodes[0].result) == "[1, 8, 4]");
+  CHECK(out_shape(*g.nodes[0].result) == "[1, 8, 4]");
   CHECK(error_from(two_inputs("[3, 4]", "[5, 5]", "{type: Concat, inputs: [a, b], dim: 1}")) ==
         "test.yaml:5:5: error: Concat '0': inputs must match in every dimension but dim 1, found [1, 3, 4], [1, 5, 5]");
   CHECK(error_from(two_inputs("[3, 4]", "[3, 4]", "{type: Concat, inputs: [a, b], dim: 3}")) ==
