@@ -29,13 +29,18 @@ struct GraphOptions {
   const TorchProfile* torch = &default_torch_profile();
 };
 
+/// A node's per-input, per-output and per-parameter lists, a value's readers: almost every
+/// layer and value has one or two of each, held inline (no allocation; bench/README.md,
+/// "Small vectors inline").
+using NodeIndices = SmallVector<int, 2>;
+
 struct TensorValue {
   std::string name;            // the producing layer's name, or the model input's name
   TensorType type;
   int producer = -1;           // node index; -1 for a model input
   int storage = -1;            // index into Graph::storages
   bool requires_grad = false;
-  std::vector<int> readers;    // nodes that read it, in execution order
+  NodeIndices readers;         // nodes that read it, in execution order
   int copy_of = -1;            // autocast: the value this is a cast copy of
   bool param_copy = false;     // autocast: a parameter's low-precision copy
   bool cached = false;         // autocast keeps it until the forward pass and loss are done
@@ -71,10 +76,6 @@ struct Storage {
 /// its workspace: neither the outputs nor the scratch of the layers Inside it are allocated,
 /// and of the layer that makes its Output only that output.
 enum class Fused { No, Inside, Output };
-
-/// A node's per-input, per-output and per-parameter lists: almost every layer has one or two
-/// of each, held inline (no allocation; bench/README.md, "Small vectors inline").
-using NodeIndices = SmallVector<int, 2>;
 
 struct Node {
   int layer = -1;              // index into Graph::spec.layers
