@@ -281,7 +281,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
     if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, kept_grads);
 
-    const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, trainable_params);
+    const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, std::move(trainable_params));
     if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);
     // The events are recorded for whoever reads them: the timeline's readers, the allocator's replay.
     // Without a timeline, the replay's own steps (8 bytes an event, not a TimelineEvent's 32).
@@ -289,7 +289,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
                           : events                                  ? Record::Events
                           : graph.options.device == Device::Cuda ? Record::Replay
                                                                     : Record::Figures;
-    step = detail::simulate_step(graph, options, e.losses, trainable_params, checkpoints, shards, record);
+    step = detail::simulate_step(graph, options, e.losses, checkpoints, shards, record);
     t.peak_bytes = step.peak;
     t.peak_phase = step.peak_phase;
     t.peak_layer = step.peak_layer;

@@ -33,7 +33,7 @@ std::int64_t shard_bytes(const Sharding& s, const TensorType& t) {
   return checked_mul(ceil_div(numel, n), dtype_size(t.dtype));
 }
 
-ShardPlan plan_sharding(const Graph& graph, const Sharding& s, const std::vector<TensorType>& trainable) {
+ShardPlan plan_sharding(const Graph& graph, const Sharding& s, std::vector<TensorType> trainable) {
   ShardPlan p;
   p.unit_of.assign(graph.nodes.size(), -1);
   for (const Parameter& param : graph.parameters)
@@ -44,14 +44,13 @@ ShardPlan plan_sharding(const Graph& graph, const Sharding& s, const std::vector
   std::map<DType, std::int64_t> flat;  // dtype -> trainable elements
   for (const TensorType& t : trainable) flat[t.dtype] = checked_add(flat[t.dtype], t.numel());
   const auto master = [&](DType d) { return s.master_weights && low_precision(d) ? DType::Float32 : d; };
-  if (!s.optimizer) {
-    p.optimizer_params = trainable;
-  } else if (s.split == Sharding::Split::FlatAll) {
+  // Unsharded, the optimizer steps every trainable tensor as it is: `trainable`, moved in below.
+  if (s.optimizer && s.split == Sharding::Split::FlatAll) {
     for (const auto& [dtype, numel] : flat) {
       p.optimizer_params.push_back(TensorType{{ceil_div(numel, s.group)}, master(dtype)});
       p.optimizer_names.push_back("the flat " + std::string(dtype_name(dtype)) + " partition");
     }
-  } else {
+  } else if (s.optimizer) {
     for (const TensorType& t : trainable) p.optimizer_params.push_back(TensorType{{shard_bytes(s, t) / dtype_size(t.dtype)}, master(t.dtype)});
   }
   // ZeRO's float32 master partition of 16-bit parameters (float32 ones are their own).
@@ -68,6 +67,7 @@ ShardPlan plan_sharding(const Graph& graph, const Sharding& s, const std::vector
     for (const auto& [dtype, numel] : flat) total = checked_add(total, numel);
     p.reduce_bucket_bytes = checked_mul(std::min(s.reduce_bucket_elements, total), dtype_size(trainable.front().dtype));
   }
+  if (!s.optimizer) p.optimizer_params = std::move(trainable);
   if (!s.active()) return p;
   // The units: each layer with parameters (ZeRO), or each top-level entry holding some (FSDP).
   std::set<int> seen;

@@ -39,7 +39,7 @@ struct ShardPlan {
 };
 
 /// The plan for `graph`'s trainable parameters under `s` (empty units without sharding).
-ShardPlan plan_sharding(const Graph& graph, const Sharding& s, const std::vector<TensorType>& trainable);
+ShardPlan plan_sharding(const Graph& graph, const Sharding& s, std::vector<TensorType> trainable);
 
 /// The estimate's totals as one rank holds them: its parameters, gradients and optimizer state
 /// on the device, and what its node's CPU memory holds for its ranks (--offload).

@@ -179,7 +179,7 @@ int StepSimulator::param_gradient(int param, int contribution) {
   return done;
 }
 
-void StepSimulator::backward(const std::vector<TensorType>&) {
+void StepSimulator::backward() {
   const int root = loss_backward();
 
   const bool add_into = options_.keep_grads || micro_ > 1;  // .grad exists: gradients are added into it
@@ -367,9 +367,8 @@ void StepSimulator::run_program(std::size_t i, const std::function<void(int)>& i
 }
 
 StepResult simulate_step(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
-                         const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints,
-                         const ShardPlan& shards, Record record) {
-  return StepSimulator(graph, options, losses, checkpoints, shards, record).run(trainable_params);
+                         const CheckpointPlan& checkpoints, const ShardPlan& shards, Record record) {
+  return StepSimulator(graph, options, losses, checkpoints, shards, record).run();
 }
 
 }  // namespace nnmem::detail

@@ -21,9 +21,9 @@ StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, con
     if (graph.values[v].held_until >= 0) unreferenced_after_[graph.values[v].held_until].push_back(static_cast<int>(v));
 }
 
-StepResult StepSimulator::run(const std::vector<TensorType>& params) {
+StepResult StepSimulator::run() {
   const bool training = graph_.options.mode == Mode::Train;
-  persistent(params, training);
+  persistent(training);
   // Gradient accumulation: the first micro-step (after zero_grad), one of those in between
   // (they all spend memory alike), and the last (with the optimizer's step).
   const std::int64_t k = training ? options_.grad_accum : 1;
@@ -35,7 +35,7 @@ StepResult StepSimulator::run(const std::vector<TensorType>& params) {
     forward(training);
     if (!training) break;
     loss_forward();
-    backward(params);
+    backward();
     if (m == k && !options_.parallel.sharding.offload_optimizer) {  // offloaded: the CPU steps it
       // ZeRO on 16-bit parameters: the gradient partition in float32, the master weights' .grad for the step.
       const std::int64_t master = shard_.plan().master_bytes;
@@ -80,7 +80,7 @@ std::vector<std::string_view> StepSimulator::param_names() const {
   return names;
 }
 
-void StepSimulator::persistent(const std::vector<TensorType>& params, bool training) {
+void StepSimulator::persistent(bool training) {
   memory_.at(Phase::Forward, "");
   // Parameters and buffers layer by layer, as model.to(device) moves them.
   // ZeRO-3 and FSDP keep a shard of each (none when offloaded). A shared module's or a tied
@@ -151,7 +151,7 @@ void StepSimulator::persistent(const std::vector<TensorType>& params, bool train
       const Parameter& p = graph_.parameters[k];
       if (!p.trainable) continue;
       if (p.sparse_rows == 0) {
-        grads.push_back(persist(MemoryKind::Gradients, params[t].bytes(), {"grad of ", names.at(t), " (from the previous step)"}, Carry::LastGrad));
+        grads.push_back(persist(MemoryKind::Gradients, p.type.bytes(), {"grad of ", names.at(t), " (from the previous step)"}, Carry::LastGrad));
       } else {  // its values, its indices viewing the ids; set_to_none=False: the copy AccumulateGrad made of both
         const std::int64_t values = p.grad_bytes() - checked_mul(p.sparse_rows, dtype_size(DType::Int64));
         grads.push_back(persist(MemoryKind::Gradients, options_.keep_grads ? p.grad_bytes() : values,

@@ -86,8 +86,7 @@ struct StepResult {
 struct CheckpointPlan;
 struct ShardPlan;
 StepResult simulate_step(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
-                         const std::vector<TensorType>& trainable_params, const CheckpointPlan& checkpoints,
-                         const ShardPlan& shards, Record record);
+                         const CheckpointPlan& checkpoints, const ShardPlan& shards, Record record);
 
 /// estimate(graph, options) up to what needs only the step it simulated (its events and the
 /// trace of its blocks), which it hands to the caller: finish_estimate adds the rest, after the

@@ -21,7 +21,7 @@ class StepSimulator {
   StepSimulator(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
                 const CheckpointPlan& checkpoints, const ShardPlan& shards, Record record);
 
-  StepResult run(const std::vector<TensorType>& params);
+  StepResult run();
 
  private:
   const TensorValue& value(int v) const { return graph_.values[static_cast<std::size_t>(v)]; }
@@ -35,7 +35,7 @@ class StepSimulator {
   // --- the loop around the step (simulate_loop.cpp): what lives across steps and micro-steps
   int persist(MemoryKind kind, std::int64_t bytes, What what, Carry carry);
   std::vector<std::string_view> param_names() const;
-  void persistent(const std::vector<TensorType>& params, bool training);
+  void persistent(bool training);
   void next_micro_step(std::int64_t m);
   void mark_carried_out();
 
@@ -81,7 +81,7 @@ class StepSimulator {
   void accumulate(int v, int contribution);
   void add_into(int& existing, int contribution, std::int64_t whole);
   int param_gradient(int param, int contribution);
-  void backward(const std::vector<TensorType>&);
+  void backward();
   void release_kept(std::size_t node);
   void run_program(std::size_t node, const std::function<void(int)>& input_grads, const std::function<void(std::size_t)>& param_grad,
                    const std::function<void()>& hand_over, bool trainable);
