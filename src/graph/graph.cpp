@@ -60,6 +60,7 @@ class Builder {
                                        [] { return std::string("'outputs'"); }));
     check_everything_used();
     detail::order_parameters(graph_);
+    graph_.parameters.shrink_to_fit();  // grown one layer at a time: up to twice what it holds
     detail::mark_python_references(graph_, [&](const std::string& name) {
       return value_of(name, spec.loc, [] { return std::string("a reference"); });
     });
