@@ -197,7 +197,7 @@ TEST_CASE("every layer's output shape is PyTorch's, on every validation network"
         }
         // A tied parameter (GPT-2's lm_head.weight) is its owner's: PyTorch lists it under both modules.
         const auto spec_layer = std::find_if(spec.layers.begin(), spec.layers.end(), [&](const LayerSpec& l) { return l.name == name; });
-        if (spec_layer == spec.layers.end() || spec_layer->ties.empty()) CHECK(params == layer["params"].get<std::int64_t>());
+        if (spec_layer == spec.layers.end() || spec_layer->links().ties.empty()) CHECK(params == layer["params"].get<std::int64_t>());
         ++compared;
       }
       // A model with several outputs (a loss each) has a shape per output.

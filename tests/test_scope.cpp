@@ -54,7 +54,7 @@ TEST_CASE("scope: a variable puts top-level members in a submodule; references k
   for (const auto& l : headed.layers) names.push_back(l.name);
   CHECK(names == std::vector<std::string>{"base.emb.fc", "base.enc.a", "base.enc.b", "cls.fc", "out"});
   CHECK(headed.layers[3].inputs == std::vector<std::string>{"base.enc.a"});
-  CHECK(headed.layers[3].ties.at(0).layer == "base.enc.b");
+  CHECK(headed.layers[3].links().ties.at(0).layer == "base.enc.b");
   REQUIRE(headed.registrations.size() == 1);
   CHECK(headed.registrations[0].module == "base.enc");
   CHECK(headed.unnamed_modules == std::vector<std::string>{"base.enc.unused"});

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,6 +56,18 @@ struct ParamTie {
   SourceLoc loc;
 };
 
+/// What few layers have: a module called again, tied parameters, a checkpointed segment. Held
+/// apart from the LayerSpec (LayerSpec::links), so that a layer with none of it costs a pointer.
+struct LayerLinks {
+  std::string shares;                // `share: NAME`: calls the module of that (qualified) layer again
+  SourceLoc shares_loc;
+  std::vector<ParamTie> ties;
+  /// Activation checkpointing (`checkpoint: true`): the entry that asked for it — this layer, or
+  /// the block instance it belongs to ("layer1.0"); its layers form one checkpointed segment.
+  std::string checkpoint;
+  SourceLoc checkpoint_loc;          // that entry's `checkpoint` key
+};
+
 struct LayerSpec {
   std::string name;                  // fully qualified: "layer1.0.conv1"
   std::string type;                  // PyTorch class name: "Conv2d"
@@ -63,13 +76,8 @@ struct LayerSpec {
   std::vector<Attribute> attrs;
   bool trainable = true;             // false: its parameters get no gradient and no optimizer state
   bool functional = false;           // called as a function in PyTorch (F.relu, x.view): no module
-  std::string shares;                // `share: NAME`: calls the module of that (qualified) layer again
-  SourceLoc shares_loc;
-  std::vector<ParamTie> ties;
-  /// Activation checkpointing (`checkpoint: true`): the entry that asked for it — this layer, or
-  /// the block instance it belongs to ("layer1.0"); its layers form one checkpointed segment.
-  std::string checkpoint;
-  SourceLoc checkpoint_loc;          // that entry's `checkpoint` key
+  /// Shared by copies of the LayerSpec: read it with links(), change it with edit_links().
+  std::shared_ptr<LayerLinks> linked;
   /// The top-level entry (a layer or a block instance; each `repeat` instance its own) this
   /// layer belongs to, and whether it is a block instance: --checkpoint blocks|every:K.
   std::string unit;
@@ -78,6 +86,10 @@ struct LayerSpec {
   SourceLoc type_loc;
 
   const Attribute* find_attr(std::string_view attr) const;
+  /// Its sharing, ties and checkpointed segment (all empty for most layers).
+  const LayerLinks& links() const;
+  /// Its own LayerLinks to change (copied first when another LayerSpec shares them).
+  LayerLinks& edit_links();
 
   /// How messages name the layer: "Conv2d 'stage2.conv'".
   std::string title() const { return type + " '" + name + "'"; }

@@ -356,7 +356,7 @@ class Builder {
       // (YOLOv8's DFL convolution in training): counted, never graded; so is a tied one (T5's
       // encoder.embed_tokens, holding the shared weight that another layer reads and grades).
       // An untied trainable one would have no gradient, which nnmem does not model: an error.
-      if (!used && !(layer.type == "Parameter" && (!layer.trainable || !layer.ties.empty()))) {
+      if (!used && !(layer.type == "Parameter" && (!layer.trainable || !layer.links().ties.empty()))) {
         throw Error(layer.loc, "the output of " + layer.title() +
                                    " is never used; read it from a later layer, list it in 'outputs', or remove it" +
                                    (layer.type == "Parameter" ? " (or freeze it: trainable: false)" : ""));

@@ -52,7 +52,7 @@ ModelTensors model_tensors(const Graph& g) {
   };
   for (const Node& node : g.nodes) {
     const LayerSpec& layer = g.layer(node);
-    if (layer.functional || !layer.shares.empty()) continue;  // a call of another layer's module adds nothing
+    if (layer.functional || !layer.links().shares.empty()) continue;  // a call of another layer's module adds nothing
     // A Parameter or Buffer layer is a tensor its parent module holds itself ("features.1.0.layer_scale").
     const bool tensor_only = node.result->alias == Alias::Parameter || node.result->alias == Alias::Buffer;
     const std::size_t last_dot = layer.name.rfind('.');

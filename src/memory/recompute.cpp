@@ -66,9 +66,10 @@ std::vector<Group> groups(const Graph& g, const RecomputeOptions& o) {
   if (o.segments == CheckpointSegments::Spec) {
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       const LayerSpec& l = layer(i);
-      if (l.checkpoint.empty()) continue;
-      if (!out.empty() && out.back().last + 1 == i && out.back().name == l.checkpoint) out.back().last = i;
-      else out.push_back({l.checkpoint, l.checkpoint_loc, i, i, true});
+      const LayerLinks& links = l.links();
+      if (links.checkpoint.empty()) continue;
+      if (!out.empty() && out.back().last + 1 == i && out.back().name == links.checkpoint) out.back().last = i;
+      else out.push_back({links.checkpoint, links.checkpoint_loc, i, i, true});
     }
     return out;
   }

@@ -96,7 +96,7 @@ void StepSimulator::persistent(bool training) {
       const std::int64_t bytes = sharding.parameters ? shards.param_bytes.at(static_cast<std::size_t>(n.params[k])) : TensorType{p.shape, p.dtype}.bytes();
       if (bytes > 0) persist(MemoryKind::Parameters, bytes, {sharding.parameters ? "parameter shard " : "parameter ", name, ".", p.name}, Carry::Model);
     }
-    if (graph_.layer(n).shares.empty())
+    if (graph_.layer(n).links().shares.empty())
       for (const ParamDecl& b : n.result->buffers)
         persist(MemoryKind::Buffers, TensorType{b.shape, b.dtype}.bytes(), {"buffer ", name, b.name.empty() ? "" : ".", b.name}, Carry::Model);
   }

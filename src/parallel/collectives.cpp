@@ -24,8 +24,11 @@ LayerSpec collective_layer(const LayerSpec& at, const char* type, std::string na
   s.input_locs = {at.loc};
   s.attrs = {{"sequence_parallel", ranks_value(ranks, at.loc), at.loc}};
   s.functional = true;
-  s.checkpoint = at.checkpoint;
-  s.checkpoint_loc = at.checkpoint_loc;
+  if (!at.links().checkpoint.empty()) {
+    LayerLinks& links = s.edit_links();
+    links.checkpoint = at.links().checkpoint;
+    links.checkpoint_loc = at.links().checkpoint_loc;
+  }
   s.unit = at.unit;
   s.unit_is_block = at.unit_is_block;
   s.loc = s.type_loc = at.loc;
@@ -81,7 +84,7 @@ void add_global_memory_buffer(ModelSpec& stage, const Graph& g) {
   }
   if (!first) return;
   LayerSpec at = *first;
-  at.checkpoint.clear();  // made with the model, outside any segment; in the stage's last unit
+  if (!at.links().checkpoint.empty()) at.edit_links().checkpoint.clear();  // made with the model, outside any segment; in the stage's last unit
   at.unit = stage.layers.back().unit;
   at.unit_is_block = stage.layers.back().unit_is_block;
   for (const auto& [dtype, elements] : largest) {

@@ -117,11 +117,11 @@ ModelSpec stage_spec(const Graph& g, const std::vector<bool>& mine, bool last, s
     if (!keep[i]) continue;
     const Node& n = g.nodes[i];
     LayerSpec l = g.layer(n);
-    if (!l.shares.empty() && !names.count(l.shares))
-      throw Error(l.shares_loc, "--pp: '" + l.name + "' calls the module of '" + l.shares + "' again, which runs on another "
+    if (!l.links().shares.empty() && !names.count(l.links().shares))
+      throw Error(l.links().shares_loc, "--pp: '" + l.name + "' calls the module of '" + l.links().shares + "' again, which runs on another "
                                 "pipeline stage; a shared module must stay on one stage");
     // A weight tied to another stage's layer is a copy of its own there (Megatron's word embeddings on the last stage).
-    std::erase_if(l.ties, [&](const ParamTie& t) { return !names.count(t.layer); });
+    if (!l.links().ties.empty()) std::erase_if(l.edit_links().ties, [&](const ParamTie& t) { return !names.count(t.layer); });
     for (int v : n.inputs) {
       const TensorValue& val = g.values[static_cast<std::size_t>(v)];
       if ((val.producer >= 0 && keep[static_cast<std::size_t>(val.producer)]) || !read_in.insert(val.name).second) continue;

@@ -296,8 +296,11 @@ class Expander {
     layer.trainable = inherited.trainable;
     layer.functional = inherited.functional;
     resolve_sharing(e, scope, vars, who, layer);
-    layer.checkpoint = inherited.checkpoint;
-    layer.checkpoint_loc = inherited.checkpoint_loc;
+    if (!inherited.checkpoint.empty()) {
+      LayerLinks& links = layer.edit_links();
+      links.checkpoint = inherited.checkpoint;
+      links.checkpoint_loc = inherited.checkpoint_loc;
+    }
     layer.unit = inherited.unit;
     layer.unit_is_block = inherited.unit_is_block;
     budget_.spend_values(e.loc, static_cast<std::int64_t>(inputs.size()));

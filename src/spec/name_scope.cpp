@@ -99,8 +99,9 @@ std::vector<std::string> NameScope::python_references(const RawEntry& e, const s
 void resolve_sharing(const RawEntry& e, const NameScope& scope, const VarScope& vars, const std::string& who,
                      LayerSpec& layer) {
   if (e.share) {
-    layer.shares = scope.resolve(*e.share, nullptr, who);
-    layer.shares_loc = e.share->loc;
+    LayerLinks& links = layer.edit_links();
+    links.shares = scope.resolve(*e.share, nullptr, who);
+    links.shares_loc = e.share->loc;
   }
   for (const auto& [param, raw] : e.ties) {
     const Value v = evaluate(raw, vars, who, "tie: " + param.name);
@@ -114,7 +115,7 @@ void resolve_sharing(const RawEntry& e, const NameScope& scope, const VarScope& 
       throw Error(target.loc, who + ": tie: " + param.name + " names a parameter as LAYER.PARAM (wte.weight), found '" +
                            target.name + "'");
     const Named owner{target.name.substr(0, dot), target.loc};
-    layer.ties.push_back({param.name, scope.resolve(owner, nullptr, who), target.name.substr(dot + 1), target.loc});
+    layer.edit_links().ties.push_back({param.name, scope.resolve(owner, nullptr, who), target.name.substr(dot + 1), target.loc});
   }
 }
 
