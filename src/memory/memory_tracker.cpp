@@ -46,6 +46,18 @@ void MemoryTracker::at(Phase phase, std::string_view layer) {
   layer_ = it->second;
 }
 
+void MemoryTracker::at(Phase phase, std::size_t node, std::string_view layer) {
+  if (record_ == Record::Figures) return at(phase, layer);
+  phase_ = phase;
+  if (node >= node_layer_ids_.size()) node_layer_ids_.resize(node + 1, kNoLayer);
+  std::uint32_t& id = node_layer_ids_[node];
+  if (id == kNoLayer) {
+    id = static_cast<std::uint32_t>(timeline_.layers.size());
+    timeline_.layers.emplace_back(layer);
+  }
+  layer_ = id;
+}
+
 void MemoryTracker::micro_step(std::int64_t m) {
   timeline_.micro_steps.push_back(m);
   micro_ = static_cast<std::uint16_t>(timeline_.micro_steps.size() - 1);

@@ -94,6 +94,8 @@ class MemoryTracker {
   explicit MemoryTracker(Record record = Record::Timeline);
   /// Where subsequent events are attributed.
   void at(Phase phase, std::string_view layer);
+  /// The same for graph node `node`, named `layer`: its name is kept once, found by the index.
+  void at(Phase phase, std::size_t node, std::string_view layer);
   /// Gradient accumulation: which micro-step subsequent events belong to.
   void micro_step(std::int64_t m);
 
@@ -150,6 +152,8 @@ class MemoryTracker {
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> layer_ids_;  // timeline_.layers, interned
+  std::vector<std::uint32_t> node_layer_ids_;  // per graph node: its name in timeline_.layers, or kNoLayer
+  static constexpr std::uint32_t kNoLayer = ~std::uint32_t{0};
   Phase phase_ = Phase::Forward;
   std::uint32_t layer_ = 0;  // in timeline_.layers
   std::uint16_t micro_ = 0;  // in timeline_.micro_steps

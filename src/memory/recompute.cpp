@@ -242,7 +242,7 @@ void CheckpointRun::recompute(const Segment& s, bool full) {
   }
   const std::size_t stop = full ? s.last : s.keepers.back();
   for (std::size_t j = s.first; j <= stop; ++j) {
-    memory_.at(Phase::Backward, graph_.layer(graph_.nodes[j]).name);
+    memory_.at(Phase::Backward, j, graph_.layer(graph_.nodes[j]).name);
     sim_.recompute_node(j, !full && j == stop);
   }
   memory_.release(fork);
@@ -269,7 +269,7 @@ void CheckpointRun::before_node(std::size_t node, std::map<int, int>& grads) {
     f.recomputed = true;  // the first unpack
     recompute(*s, !graph_.options.torch->checkpoint_early_stop);
   }
-  memory_.at(Phase::Backward, graph_.layer(graph_.nodes[node]).name);
+  memory_.at(Phase::Backward, node, graph_.layer(graph_.nodes[node]).name);
 }
 
 bool CheckpointRun::hands_over(std::size_t node) const {

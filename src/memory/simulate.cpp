@@ -30,7 +30,7 @@ namespace nnmem::detail {
 void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
   const Node& node = graph_.nodes[i];
   const std::string& name = graph_.layer(node).name;
-  if (pass != Pass::Recompute) memory_.at(Phase::Forward, name);
+  if (pass != Pass::Recompute) memory_.at(Phase::Forward, i, name);
   const char* again = pass == Pass::Recompute ? " (recomputed)" : "";
   const bool keeps = graph_.options.mode == Mode::Train && in_autograd(node);
   // Stopping before the output exists: everything the node keeps is packed before its kernel.
@@ -189,7 +189,7 @@ void StepSimulator::backward() {
     const Node& node = graph_.nodes[i];
     if (!in_autograd(node)) continue;
     const std::string& name = graph_.layer(node).name;
-    memory_.at(Phase::Backward, name);
+    memory_.at(Phase::Backward, i, name);
     const bool passthrough =
         (node.result->grad_passthrough || node.result->alias == Alias::View) && !node.result->grad_scatters;
     // The gradient of its first output that has one (an LSTM whose h_n alone is read gets only
