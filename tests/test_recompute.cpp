@@ -109,7 +109,7 @@ TEST_CASE("recomputation is in the timeline: 2.x's non-reentrant one stops at th
     std::vector<std::string> outputs;
     for (const auto& ev : e.timeline)
       if (ev.delta > 0 && e.timeline.layer(ev).rfind("blocks.2.", 0) == 0 && e.timeline.tensor(ev).find("(recomputed)") != std::string::npos)
-        outputs.push_back(e.timeline.tensor(ev));
+        outputs.emplace_back(e.timeline.tensor(ev));
     return outputs;
   };
   EstimateOptions o = cpu();

@@ -6,8 +6,10 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nnmem/graph.hpp"
@@ -193,17 +195,44 @@ struct TimelineEvent {
   std::uint16_t micro = 0;         // index in Timeline::micro_steps
 };
 
+/// Many short texts in one store (a timeline's block descriptions, a million at 100,000
+/// layers): each a view into pieces of 64 KiB, instead of a std::string of its own with, past
+/// 15 characters, an allocation of its own.
+class Texts {
+ public:
+  Texts() = default;
+  Texts(const Texts& other) { *this = other; }
+  Texts(Texts&&) noexcept = default;
+  Texts& operator=(const Texts& other);
+  Texts& operator=(Texts&&) noexcept = default;
+  /// Appends the text that is `parts` one after the other.
+  void push_back(const std::string_view* parts, std::size_t count);
+  void push_back(std::string_view text) { push_back(&text, 1); }
+
+  std::string_view operator[](std::size_t k) const { return texts_[k]; }
+  std::size_t size() const { return texts_.size(); }
+  bool empty() const { return texts_.empty(); }
+  auto begin() const { return texts_.begin(); }
+  auto end() const { return texts_.end(); }
+
+ private:
+  static constexpr std::size_t kPiece = std::size_t{64} << 10;
+  std::vector<std::unique_ptr<char[]>> pieces_;
+  std::size_t used_ = kPiece;  // of the last piece: a new one is needed
+  std::vector<std::string_view> texts_;
+};
+
 /// The simulated step's allocations and releases in order, and the words they name, each kept
 /// once: the layer names (and "loss", "optimizer", …) events are attributed to, and per block
 /// what it holds. Iterates and indexes as its events do.
 struct Timeline {
   std::vector<TimelineEvent> events;
   std::vector<std::string> layers;   // the layer (or "loss", "optimizer") responsible, by TimelineEvent::layer
-  std::vector<std::string> tensors;  // by block: "output of fc1", "grad of input", "exp_avg_sq.sqrt()", …
+  Texts tensors;                      // by block: "output of fc1", "grad of input", "exp_avg_sq.sqrt()", …
   std::vector<std::int64_t> micro_steps = {1};  // with gradient accumulation: which micro-step (1-based)
 
   const std::string& layer(const TimelineEvent& ev) const { return layers[ev.layer]; }
-  const std::string& tensor(const TimelineEvent& ev) const { return tensors[static_cast<std::size_t>(ev.block)]; }
+  std::string_view tensor(const TimelineEvent& ev) const { return tensors[static_cast<std::size_t>(ev.block)]; }
   std::int64_t micro_step(const TimelineEvent& ev) const { return micro_steps[ev.micro]; }
 
   std::size_t size() const { return events.size(); }

@@ -11,15 +11,6 @@ What::What(std::initializer_list<std::string_view> parts) : size_(parts.size()) 
   std::copy(parts.begin(), parts.end(), parts_.begin());
 }
 
-std::string What::joined() const {
-  std::size_t bytes = 0;  // reserved at once: "output of blocks.12.fc1" would grow twice past the inline 15 bytes
-  for (std::size_t k = 0; k < size_; ++k) bytes += parts_[k].size();
-  std::string text;
-  text.reserve(bytes);
-  for (std::size_t k = 0; k < size_; ++k) text += parts_[k];
-  return text;
-}
-
 std::uint32_t ReplaySteps::layer(std::size_t k) const {
   const auto after = std::upper_bound(runs_.begin(), runs_.end(), k, [](std::size_t s, const auto& run) { return s < run.first; });
   return after == runs_.begin() ? 0 : std::prev(after)->second;
@@ -65,7 +56,7 @@ void MemoryTracker::micro_step(std::int64_t m) {
 
 int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, What what, int refs) {
   blocks_.push_back({bytes, refs, true, kind});
-  if (record_ == Record::Timeline) timeline_.tensors.push_back(what.joined());
+  if (record_ == Record::Timeline) what.add_to(timeline_.tensors);
   live_ = checked_add(live_, bytes);
   const int id = static_cast<int>(blocks_.size()) - 1;
   record(id, bytes);
@@ -91,7 +82,7 @@ void MemoryTracker::release(int block) {
 void MemoryTracker::misuse(const char* what, int block) const {
   const auto k = static_cast<std::size_t>(block);
   throw std::logic_error(std::string("simulation ") + what + ": block " + std::to_string(block) +
-                         (k < timeline_.tensors.size() ? " (" + timeline_.tensors[k] + ")" : std::string()));
+                         (k < timeline_.tensors.size() ? " (" + std::string(timeline_.tensors[k]) + ")" : std::string()));
 }
 
 Timeline MemoryTracker::take_timeline() {

@@ -46,7 +46,8 @@ class What {
   What(const char* text) : parts_{text}, size_(1) {}
   What(const std::string& text) : parts_{text}, size_(1) {}
   What(std::initializer_list<std::string_view> parts);
-  std::string joined() const;
+  /// Appends the description, its parts joined, to `texts`.
+  void add_to(Texts& texts) const { texts.push_back(parts_.data(), size_); }
 
  private:
   std::array<std::string_view, 5> parts_;

@@ -245,7 +245,7 @@ class EventWriter {
   }
 
   void operator()(JsonOut& j, const TimelineEvent& ev) {
-    const std::string& tensor = timeline_.tensor(ev);
+    const std::string_view tensor = timeline_.tensor(ev);
     const bool plain = plain_[static_cast<std::size_t>(ev.block)];
     if (!plain) escaped_.clear(), append_string(escaped_, tensor);
     const std::string& phase = phases_[static_cast<std::size_t>(ev.phase)];
@@ -254,7 +254,7 @@ class EventWriter {
     Pointer p(j.text(), keys_.size() + phase.size() + layer.size() + (plain ? tensor.size() + 2 : escaped_.size()) +
                             kind.size() + 4 * Pointer::kIntBytes);
     p << keys_.key(0) << phase << keys_.key(1) << layer << keys_.key(2);
-    if (plain) p << '"' << std::string_view(tensor) << '"';
+    if (plain) p << '"' << tensor << '"';
     else p << std::string_view(escaped_);
     p << keys_.key(3) << ev.delta << keys_.key(4) << ev.live << keys_.key(5) << kind << keys_.key(6)
       << std::int64_t{ev.block};
