@@ -226,7 +226,7 @@ class Builder {
       throw SizeError(layer.loc, layer.title() + ": the sizes it computes from the input" + (inputs.size() > 1 ? "s " : " ") +
                                      from + " do not fit in 64 bits (" + e.what() + ")");
     }
-    for (auto& p : result.params) p.dtype = ctx_.float_dtype;
+    for (auto& p : result.params) p.dtype = ctx_.float_dtype;  // the model's, whatever the rule declared
     if (auto gap = detail::cpu_kernel_gap(def->type, call, result)) throw Error(layer.type_loc, layer.title() + ": " + *gap);
     node.result = results_.share(def, std::move(result));
     count_parameters(layer, node);
