@@ -11,6 +11,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "nnmem/profile.hpp"
@@ -248,6 +249,7 @@ class BackwardProgram {
   using Write = std::function<std::vector<BackwardEvent>(const std::vector<bool>& output_has_grad)>;
   BackwardProgram() = default;
   template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, BackwardProgram>)
   BackwardProgram(F write) : write_(std::move(write)) {}  // NOLINT: a lambda assigned as it is
   explicit operator bool() const { return static_cast<bool>(write_); }
   std::vector<BackwardEvent> operator()(const std::vector<bool>& output_has_grad) const { return write_(output_has_grad); }

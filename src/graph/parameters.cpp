@@ -40,22 +40,23 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
                        DType float_dtype) {
   const LayerSpec& layer = graph.layer(node);
   const LayerResult& r = *node.result;
+  const LayerLinks& links = layer.links();
   node.params.assign(r.params.size(), -1);
-  if (!layer.links().shares.empty()) {
-    const Node& owner = named_node(graph, values, layer.links().shares, layer, layer.links().shares_loc, "share");
+  if (!links.shares.empty()) {
+    const Node& owner = named_node(graph, values, links.shares, layer, links.shares_loc, "share");
     const LayerSpec& theirs = graph.layer(owner);
     if (theirs.type != layer.type || owner.params.size() != r.params.size())
-      throw Error(layer.links().shares_loc, layer.title() + ": shares the module of " + theirs.title() + ", which has the parameters (" +
+      throw Error(links.shares_loc, layer.title() + ": shares the module of " + theirs.title() + ", which has the parameters (" +
                                         param_names(*owner.result) + "); this layer would have (" + param_names(r) + ")");
     for (std::size_t k = 0; k < r.params.size(); ++k) {
       check_size(layer, r.params[k], graph.parameters[static_cast<std::size_t>(owner.params[k])].type,
-                 theirs.title() + "'s", layer.links().shares_loc);
+                 theirs.title() + "'s", links.shares_loc);
       node.params[k] = owner.params[k];
     }
     node.buffer_bytes = 0;
     node.trainable = owner.trainable;
   }
-  for (const ParamTie& tie : layer.links().ties) {
+  for (const ParamTie& tie : links.ties) {
     std::size_t k = 0;
     while (k < r.params.size() && r.params[k].name != tie.param) ++k;
     if (k == r.params.size())
