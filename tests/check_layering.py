@@ -14,7 +14,7 @@ STAGES = {"": 0, "spec": 1, "layers": 2, "graph": 3, "memory": 4, "parallel": 5,
 # Public headers, by the stage that defines what they declare.
 PUBLIC = {
     "checked.hpp": 0, "diagnostic.hpp": 0, "dtype.hpp": 0, "shape.hpp": 0, "profile.hpp": 0,
-    "small_vector.hpp": 0,
+    "small_vector.hpp": 0, "rare.hpp": 0,
     "spec.hpp": 1, "yaml_tree.hpp": 1,
     "layer.hpp": 2,
     "graph.hpp": 3,

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "nnmem/diagnostic.hpp"
+#include "nnmem/rare.hpp"
 #include "nnmem/shape.hpp"
 
 namespace nnmem {
@@ -57,7 +57,7 @@ struct ParamTie {
 };
 
 /// What few layers have: a module called again, tied parameters, a checkpointed segment. Held
-/// apart from the LayerSpec (LayerSpec::links), so that a layer with none of it costs a pointer.
+/// apart from the LayerSpec (LayerSpec::links()), so that a layer with none of it costs a pointer.
 struct LayerLinks {
   std::string shares;                // `share: NAME`: calls the module of that (qualified) layer again
   SourceLoc shares_loc;
@@ -76,8 +76,7 @@ struct LayerSpec {
   std::vector<Attribute> attrs;
   bool trainable = true;             // false: its parameters get no gradient and no optimizer state
   bool functional = false;           // called as a function in PyTorch (F.relu, x.view): no module
-  /// Shared by copies of the LayerSpec: read it with links(), change it with edit_links().
-  std::shared_ptr<LayerLinks> linked;
+  Rare<LayerLinks> linked;           // read it with links(), change it with edit_links()
   /// The top-level entry (a layer or a block instance; each `repeat` instance its own) this
   /// layer belongs to, and whether it is a block instance: --checkpoint blocks|every:K.
   std::string unit;
@@ -88,8 +87,8 @@ struct LayerSpec {
   const Attribute* find_attr(std::string_view attr) const;
   /// Its sharing, ties and checkpointed segment (all empty for most layers).
   const LayerLinks& links() const;
-  /// Its own LayerLinks to change (copied first when another LayerSpec shares them).
-  LayerLinks& edit_links();
+  /// Its LayerLinks, to change (made empty first when it has none).
+  LayerLinks& edit_links() { return linked.edit(); }
 
   /// How messages name the layer: "Conv2d 'stage2.conv'".
   std::string title() const { return type + " '" + name + "'"; }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "expression.hpp"
+#include "nnmem/rare.hpp"
 #include "nnmem/spec.hpp"
 
 namespace nnmem::raw {
@@ -42,27 +43,6 @@ struct RawAttr {
   std::string name;
   SourceLoc key_loc;
   RawValue value;
-};
-
-/// An optional value kept on the heap: a pointer's 8 bytes while absent, where a RawValue held
-/// in a std::optional takes 224 whether there or not. For the keys most entries leave out: a
-/// written-out spec of 100,000 layers holds 100,000 entries at once (1,768 bytes each with
-/// eight of these inline). Copies copy the value.
-template <class T>
-class Rare {
- public:
-  Rare() = default;
-  Rare(T value) : p_(std::make_unique<T>(std::move(value))) {}
-  Rare(const Rare& other) : p_(other.p_ ? std::make_unique<T>(*other.p_) : nullptr) {}
-  Rare(Rare&&) noexcept = default;
-  Rare& operator=(const Rare& other) { return *this = Rare(other); }
-  Rare& operator=(Rare&&) noexcept = default;
-  explicit operator bool() const { return p_ != nullptr; }
-  const T& operator*() const { return *p_; }
-  const T* operator->() const { return p_.get(); }
-
- private:
-  std::unique_ptr<T> p_;
 };
 
 /// One entry of a `layers:` list: a layer (`type`) or a block instance (`block`).

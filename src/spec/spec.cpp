@@ -118,12 +118,6 @@ const LayerLinks& LayerSpec::links() const {
   return linked ? *linked : none;
 }
 
-LayerLinks& LayerSpec::edit_links() {
-  if (!linked) linked = std::make_shared<LayerLinks>();
-  else if (linked.use_count() > 1) linked = std::make_shared<LayerLinks>(*linked);
-  return *linked;
-}
-
 // The two stages of loading: the YAML reader (loader.cpp, extends.cpp) and the expander (expand.cpp).
 ModelSpec parse_spec(const std::string& text, const std::string& file, const LoadOptions& options) {
   return raw::expand(raw::read_extended(text, file, options), options);
