@@ -221,6 +221,15 @@ TEST_CASE("names: collisions say who holds the name; unnamed layers are named by
   CHECK(load_error("inputs: {x: [8]}\nlayers:\n  - {name: r.1, type: ReLU}\n  - {name: r, type: Tanh, repeat: 2}\n") ==
         "test.yaml:4:12: error: Tanh 'r': 'repeat' names its instance 1 'r.1', but that name is already used by "
         "ReLU 'r.1' (line 3)");
+  // After thousands of names (the table of taken names grown many times over), either input.
+  const std::string many = "inputs: {a: [8], b: [8]}\nlayers:\n  - {name: r, type: ReLU, input: a, repeat: 3000}\n";
+  CHECK(load_error(many + "  - {name: b, type: Tanh}\n") ==
+        "test.yaml:4:12: error: Tanh 'b': the name 'b' is already used by input 'b' (line 1)");
+  CHECK(load_error(many + "  - {name: a, type: Tanh}\n") ==
+        "test.yaml:4:12: error: Tanh 'a': the name 'a' is already used by input 'a' (line 1)");
+  CHECK(load_error(many + "  - {name: r.1234, type: Tanh}\n") ==
+        "test.yaml:4:12: error: Tanh 'r.1234': the name 'r.1234' is already used by ReLU 'r.1234' (line 3)");
+  CHECK(load(many + "  - {name: r.3000, type: Tanh}\n").layers.size() == 3001);
 }
 
 TEST_CASE("expansion errors that involve several places") {

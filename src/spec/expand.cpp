@@ -6,11 +6,11 @@
 // instance.
 #include <algorithm>
 #include <filesystem>
-#include <unordered_map>
 
 #include "expand.hpp"
 #include "expand_budget.hpp"
 #include "name_scope.hpp"
+#include "taken_names.hpp"
 
 namespace nnmem::raw {
 namespace {
@@ -34,14 +34,6 @@ struct Inherited {
 struct Instance {
   std::int64_t index = 0;
   const std::string* entry_title = nullptr;  // the repeated entry: "Linear 'fc'"
-};
-
-/// Who holds a qualified name, for collision messages: where it was named (in the RawSpec, which
-/// outlives the expansion) and which layer it is (its title, "Linear 'fc.1'", built only for a
-/// message), or -1 for an input.
-struct Holder {
-  const SourceLoc* loc;
-  std::ptrdiff_t layer;
 };
 
 class Expander {
@@ -75,7 +67,8 @@ class Expander {
     top.until_return = top.by_model = &until_return;
     for (const auto& in : raw_.inputs) {
       spec.inputs.push_back(expand_input(in, input_shapes_, globals_));
-      claim(in.name.name, in.name.loc, -1, "input '" + in.name.name + "'", nullptr);
+      claim(in.name.name, in.name.loc, -static_cast<std::ptrdiff_t>(spec.inputs.size()), "input '" + in.name.name + "'",
+            nullptr);  // input k is holder -1 - k
       top.bound[in.name.name] = in.name.name;
     }
     if (raw_.inputs.size() == 1) top.previous = raw_.inputs[0].name.name;
@@ -147,18 +140,23 @@ class Expander {
 
   // --- names --------------------------------------------------------------------------------
 
-  // Takes `qualified` for the input (layer -1) or the layer of spec_->layers `layer` named at `at`.
-  void claim(const std::string& qualified, const SourceLoc& at, std::ptrdiff_t layer, const std::string& who, const Instance* instance) {
-    const auto [it, fresh] = taken_.emplace(qualified, Holder{&at, layer});
-    if (fresh) return;
-    const Holder& h = it->second;
-    const std::string title = h.layer < 0 ? "input '" + qualified + "'"
-                                          : spec_->layers[static_cast<std::size_t>(h.layer)].type + " '" + qualified + "'";
-    const std::string holder = title + " (line " + std::to_string(h.loc->line) + ")";
+  // Takes `qualified` for the layer of spec_->layers `holder` (about to be added), or for holder
+  // < 0 the model's input -1 - holder, named at `at`.
+  void claim(const std::string& qualified, const SourceLoc& at, std::ptrdiff_t holder, const std::string& who,
+             const Instance* instance) {
+    const auto name_of = [this](std::ptrdiff_t h) -> std::string_view {
+      return h < 0 ? raw_.inputs[static_cast<std::size_t>(-1 - h)].name.name : spec_->layers[static_cast<std::size_t>(h)].name;
+    };
+    const TakenNames::Holder* taken = taken_.take(qualified, {holder, &at}, name_of);
+    if (!taken) return;
+    const TakenNames::Holder& h = *taken;
+    const std::string title = h.holder < 0 ? "input '" + qualified + "'"
+                                           : spec_->layers[static_cast<std::size_t>(h.holder)].type + " '" + qualified + "'";
+    const std::string used_by = title + " (line " + std::to_string(h.loc->line) + ")";
     if (instance)
       fail(at, *instance->entry_title + ": 'repeat' names its instance " + std::to_string(instance->index) + " '" +
-                   qualified + "', but that name is already used by " + holder);
-    fail(at, who + ": the name '" + qualified + "' is already used by " + holder);
+                   qualified + "', but that name is already used by " + used_by);
+    fail(at, who + ": the name '" + qualified + "' is already used by " + used_by);
   }
 
   std::vector<std::string> entry_inputs(const RawEntry& e, const NameScope& scope, const std::string& local,
@@ -372,7 +370,7 @@ class Expander {
   VarScope globals_;
   ModuleScope modules_;  // `scope:`
   std::map<std::string, RawValue> input_shapes_;  // --input overrides
-  std::unordered_map<std::string, Holder> taken_;
+  TakenNames taken_;
   std::vector<std::string> stack_;       // blocks being instantiated, outermost first
   ModelSpec* spec_ = nullptr;
 };
