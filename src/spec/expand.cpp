@@ -218,7 +218,7 @@ class Expander {
         inputs.front() = output;  // the next reads it in place of its first input; the others stay (a mask, cos/sin)
       }
     } else {
-      output = instantiate(e, qualified, inputs, scope, vars, inherited, nullptr);
+      output = instantiate(e, qualified, inputs, scope, vars, inherited, nullptr, &who);
     }
     scope.bound[local] = output;
     scope.previous = output;
@@ -238,9 +238,11 @@ class Expander {
     return v;
   }
 
+  // `known_title`: the entry's title under these variables and name, if made already.
   std::string instantiate(const RawEntry& e, const std::string& qualified, const std::vector<std::string>& inputs,
-                          const NameScope& scope, const VarScope& vars, Inherited inherited, const Instance* instance) {
-    const std::string who = title(e, qualified, vars);
+                          const NameScope& scope, const VarScope& vars, Inherited inherited, const Instance* instance,
+                          const std::string* known_title = nullptr) {
+    const std::string who = known_title ? *known_title : title(e, qualified, vars);
     const std::optional<Named> block = block_of(e, vars, who);
     if (e.trainable) inherited.trainable = evaluate_bool(*e.trainable, vars, who, "'trainable'") && inherited.trainable;
     if (e.functional) inherited.functional = evaluate_bool(*e.functional, vars, who, "'functional'") || inherited.functional;
