@@ -50,6 +50,7 @@ TextTable layer_table(const Estimate& e, int depth, bool raw) {
   t.column("Params");
   t.column("MACs");
   if (training(e)) t.column(raw ? "Saved bytes" : "Saved");
+  std::vector<std::string> row;  // one row's cells, copied into the table: one vector for all rows
   for (std::size_t i = 0; i < e.layers.size();) {
     const std::string group = depth > 0 ? prefix(e.layers[i].name, depth) : e.layers[i].name;
     std::size_t j = i;
@@ -69,14 +70,13 @@ TextTable layer_table(const Estimate& e, int depth, bool raw) {
     const auto figure = [&](std::int64_t v, std::string (*readable)(std::int64_t)) {
       return raw ? std::to_string(v) : v ? readable(v) : "--";
     };
-    std::vector<std::string> row;  // its cells moved in: a braced list would copy each
-    row.reserve(5);
+    row.clear();
     row.push_back(std::move(label));
     row.push_back(shapes(e.layers[j - 1].outputs));
     row.push_back(raw || !params ? figure(params, nullptr) : with_commas(params) + (frozen ? "*" : ""));
     row.push_back(figure(macs, human_count));
     if (training(e)) row.push_back(figure(saved, human_bytes));
-    t.row(std::move(row));
+    t.row(row);
     i = j;
   }
   return t;

@@ -14,49 +14,54 @@ void TextTable::column(std::string header, Align align) {
   aligns_.push_back(align);
 }
 
-void TextTable::row(std::vector<std::string> cells) {
-  cells.resize(headers_.size());
-  rows_.push_back({std::move(cells), pending_rule_});
+void TextTable::row(const std::vector<std::string>& cells) {
+  for (std::size_t c = 0; c < headers_.size(); ++c) {
+    if (c < cells.size()) text_ += cells[c];
+    ends_.push_back(text_.size());
+  }
+  rules_.push_back(pending_rule_);
   pending_rule_ = false;
 }
 
 void TextTable::rule() { pending_rule_ = true; }
 
 std::string TextTable::text() const {
-  std::vector<std::size_t> width(headers_.size());
-  for (std::size_t c = 0; c < headers_.size(); ++c) {
+  const std::size_t columns = headers_.size();
+  std::vector<std::size_t> width(columns);
+  for (std::size_t c = 0; c < columns; ++c) {
     width[c] = headers_[c].size();
-    for (const Row& r : rows_) width[c] = std::max(width[c], r.cells[c].size());
+    for (std::size_t r = 0; r < rows(); ++r) width[c] = std::max(width[c], length(r * columns + c));
   }
   std::size_t total = 0;
   for (std::size_t w : width) total += w + 2;
   const std::string line(total > 2 ? total - 2 : 0, '-');
   std::string out;
-  out.reserve((rows_.size() + 2) * total);
+  out.reserve((rows() + 2) * total);
   // Appends a row in place, each cell padded to its column's width.
-  const auto render = [&](const std::vector<std::string>& cells) {
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      const bool last = c + 1 == cells.size();
-      const std::size_t fill = last && aligns_[c] == Align::Left ? 0 : width[c] - std::min(width[c], cells[c].size());
+  const auto render = [&](const auto& cell) {
+    for (std::size_t c = 0; c < columns; ++c) {
+      const std::string_view text = cell(c);
+      const bool last = c + 1 == columns;
+      const std::size_t fill = last && aligns_[c] == Align::Left ? 0 : width[c] - std::min(width[c], text.size());
       if (aligns_[c] == Align::Right) out.append(fill, ' ');
-      out += cells[c];
+      out += text;
       if (aligns_[c] == Align::Left) out.append(fill, ' ');
       if (!last) out += "  ";
     }
     out.erase(out.find_last_not_of(' ') + 1);  // an empty last column leaves no trailing spaces
     out += '\n';
   };
-  render(headers_);
+  render([&](std::size_t c) { return std::string_view(headers_[c]); });
   (out += line) += '\n';
-  for (const Row& r : rows_) {
-    if (r.rule_before) (out += line) += '\n';
-    render(r.cells);
+  for (std::size_t r = 0; r < rows(); ++r) {
+    if (rules_[r]) (out += line) += '\n';
+    render([&](std::size_t c) { return cell(r, c); });
   }
   return out;
 }
 
 std::string TextTable::markdown() const {
-  const auto escape = [](const std::string& s) {
+  const auto escape = [](std::string_view s) {
     std::string out;
     for (char ch : s) out += ch == '|' ? "\\|" : std::string(1, ch);
     return out;
@@ -71,11 +76,11 @@ std::string TextTable::markdown() const {
   out += '\n';
   out += under;
   out += '\n';
-  for (const Row& r : rows_) {
+  for (std::size_t r = 0; r < rows(); ++r) {
     out += "|";
-    for (const auto& cell : r.cells) {
+    for (std::size_t c = 0; c < headers_.size(); ++c) {
       out += ' ';
-      out += escape(cell);
+      out += escape(cell(r, c));
       out += " |";
     }
     out += "\n";
@@ -84,22 +89,22 @@ std::string TextTable::markdown() const {
 }
 
 std::string TextTable::csv() const {
-  const auto quote = [](const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string out = "\"";
+  std::string out;
+  const auto quote = [&](std::string_view s) {
+    if (s.find_first_of(",\"\n") == std::string_view::npos) return void(out += s);
+    out += '"';
     for (char ch : s) out += ch == '"' ? "\"\"" : std::string(1, ch);
-    return out + "\"";
+    out += '"';
   };
-  const auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (std::size_t c = 0; c < cells.size(); ++c) {
+  const auto line = [&](const auto& cell) {
+    for (std::size_t c = 0; c < headers_.size(); ++c) {
       if (c) out += ',';
-      out += quote(cells[c]);
+      quote(cell(c));
     }
-    return out + "\n";
+    out += '\n';
   };
-  std::string out = line(headers_);
-  for (const Row& r : rows_) out += line(r.cells);
+  line([&](std::size_t c) { return std::string_view(headers_[c]); });
+  for (std::size_t r = 0; r < rows(); ++r) line([&](std::size_t c) { return cell(r, c); });
   return out;
 }
 

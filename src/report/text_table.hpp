@@ -3,7 +3,9 @@
 // comparisons, sweeps, checkpoints) builds one and picks the rendering.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nnmem::report {
@@ -13,11 +15,11 @@ class TextTable {
   enum class Align { Left, Right };
 
   void column(std::string header, Align align = Align::Right);
-  /// One row, a cell per column (missing cells are empty).
-  void row(std::vector<std::string> cells);
+  /// One row, a cell per column (missing cells are empty; cells past the last column are dropped).
+  void row(const std::vector<std::string>& cells);
   /// A horizontal rule before the next row (terminal rendering only).
   void rule();
-  bool empty() const { return rows_.empty(); }
+  bool empty() const { return rules_.empty(); }
 
   /// Columns padded to their widest cell, two spaces apart, a rule under the headers.
   std::string text() const;
@@ -25,13 +27,22 @@ class TextTable {
   std::string csv() const;
 
  private:
-  struct Row {
-    std::vector<std::string> cells;
-    bool rule_before = false;
-  };
+  std::size_t rows() const { return rules_.size(); }
+  // Row r's cell c.
+  std::string_view cell(std::size_t r, std::size_t c) const {
+    const std::size_t k = r * headers_.size() + c;
+    return std::string_view(text_).substr(ends_[k] - length(k), length(k));
+  }
+  std::size_t length(std::size_t k) const { return ends_[k] - (k == 0 ? 0 : ends_[k - 1]); }
+
   std::vector<std::string> headers_;
   std::vector<Align> aligns_;
-  std::vector<Row> rows_;
+  // The rows' cells, row by row, end to end in one string (a table of a 100,000-layer model has
+  // half a million cells: a string and a vector each were most of the report's memory), and
+  // where each ends.
+  std::string text_;
+  std::vector<std::size_t> ends_;
+  std::vector<bool> rules_;  // per row: a rule before it
   bool pending_rule_ = false;
 };
 
