@@ -65,9 +65,9 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
   return {};
 }
 
-std::vector<StateTensor> optimizer_state_tensors(const StepOptions& options, Device device,
+std::vector<OptimizerTensor> optimizer_state_tensors(const StepOptions& options, Device device,
                                                  const std::vector<TensorType>& params) {
-  std::vector<StateTensor> out;
+  std::vector<OptimizerTensor> out;
   out.reserve(params.size() * 4 + 2);  // at most four slots a parameter, and Adam8bit's two maps
   const auto add = [&](int param, const char* slot, std::int64_t bytes) { out.push_back({param, slot, bytes}); };
   const std::int64_t step_scalar = device == Device::Cpu ? 4 : 0;  // a CPU tensor on CUDA

@@ -113,7 +113,7 @@ void StepSimulator::persistent(bool training) {
   if (training && !sharding.offload_optimizer) {
     if (shards.master_bytes > 0)
       persist(MemoryKind::OptimizerState, shards.master_bytes, "optimizer state: float32 master weights (partition)", Carry::State);
-    for (const StateTensor& t : optimizer_state_tensors(options_, graph_.options.device, shards.optimizer_params))
+    for (const OptimizerTensor& t : optimizer_state_tensors(options_, graph_.options.device, shards.optimizer_params))
       persist(MemoryKind::OptimizerState, t.bytes,
               {"optimizer state: ", t.slot, t.param >= 0 ? " of " : "", t.param >= 0 ? state_name(t.param) : ""},
               Carry::State);

@@ -20,14 +20,14 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
                                            const std::vector<TensorType>& params);
 
 /// One tensor of the optimizer's state: `param` indexes the parameters (-1: shared by all).
-struct StateTensor {
+struct OptimizerTensor {
   int param = -1;
   const char* slot = "";  // a literal: a large model has hundreds of thousands of these
   std::int64_t bytes = 0;
 };
 /// The same state tensor by tensor, in the order the optimizer creates them (parameter by
 /// parameter, each one's slots); per slot, the bytes add up to optimizer_slots'.
-std::vector<StateTensor> optimizer_state_tensors(const StepOptions& options, Device device,
+std::vector<OptimizerTensor> optimizer_state_tensors(const StepOptions& options, Device device,
                                                  const std::vector<TensorType>& params);
 
 /// Throws Error (at the Embedding) when a sparse gradient meets what nnmem does not model with
