@@ -7,19 +7,13 @@
 #include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
+#include "python_float.hpp"
 
 namespace nnmem {
 namespace {
 
-constexpr std::int64_t kExact = std::int64_t{1} << 53;
-
 // float(n): n as a double, exactly.
-double exact(std::int64_t n) {
-  if (n >= kExact || n <= -kExact)
-    throw SizeError(SourceLoc{}, "--convention deepspeed: " + with_commas(n) +
-                                     " is beyond 2^53, where DeepSpeed's float arithmetic is not exact");
-  return static_cast<double>(n);
-}
+double exact(std::int64_t n) { return detail::python_float(n, "deepspeed", "DeepSpeed's"); }
 
 // int(x) of a non-negative double.
 std::int64_t truncate(double x) {

@@ -7,16 +7,12 @@
 #include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 #include "nnmem/parallel.hpp"
+#include "python_float.hpp"
 
 namespace nnmem {
 namespace {
 
-constexpr std::int64_t kExact = std::int64_t{1} << 53;
-
-double exact(std::int64_t n) {
-  if (n >= kExact) throw SizeError(SourceLoc{}, "--convention megatron: " + with_commas(n) + " is beyond 2^53, where Python's float arithmetic is not exact");
-  return static_cast<double>(n);
-}
+double exact(std::int64_t n) { return detail::python_float(n, "megatron", "Python's"); }
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw Error(SourceLoc{}, "--convention megatron: " + what);
