@@ -247,12 +247,13 @@ TEST_CASE("layers whose rules give equal results share one result; unequal ones 
   CHECK(g.nodes[0].params[0] != g.nodes[2].params[0]);
 
   detail::ResultPool pool;
-  const LayerDef def{.type = "T"};
+  LayerDef def, other;
+  def.type = "T";
+  other.type = "U";
   LayerResult r;
   r.outputs = {TensorType{{2, 3}}};
   const auto first = pool.share(&def, LayerResult(r));
   CHECK(pool.share(&def, LayerResult(r)) == first);
-  const LayerDef other{.type = "U"};
   CHECK(pool.share(&other, LayerResult(r)) != first);  // pooled per layer type
   r.macs = 1;
   CHECK(pool.share(&def, LayerResult(r)) != first);
