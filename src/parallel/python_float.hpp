@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 
-#include "nnmem/checked.hpp"
 #include "nnmem/diagnostic.hpp"
 
 namespace nnmem::detail {
