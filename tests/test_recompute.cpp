@@ -123,6 +123,29 @@ TEST_CASE("recomputation is in the timeline: 2.x's non-reentrant one stops at th
   CHECK(recomputed(estimate_from(mlp(true), with(o, CheckpointSegments::Spec, 0, CheckpointImpl::Reentrant))) == whole);
 }
 
+TEST_CASE("under autocast, a recomputation's parameter copies leave autocast's cache as it exits") {
+  // Each recomputation re-enters autocast and casts the blocks' weights again; its exit drops
+  // them from the cache, so none outlives the step: its blocks of autocast weight copies are all
+  // freed by the step's end (they were not, and the CUDA replay refused the step), and the
+  // peak is PyTorch's (the resblock networks' autocast runs, test_step.cpp).
+  for (const CheckpointImpl impl : {CheckpointImpl::NonReentrant, CheckpointImpl::Reentrant}) {
+    CAPTURE(static_cast<int>(impl));
+    EstimateOptions o = with(cpu(), CheckpointSegments::Spec, 0, impl);
+    o.graph.amp = DType::BFloat16;
+    const Estimate e = estimate_from(mlp(true), o);
+    std::int64_t copies = 0, recomputed = 0;
+    for (const auto& ev : e.timeline)
+      if (ev.kind == MemoryKind::WeightCopies) {
+        copies += ev.delta;
+        if (ev.delta > 0 && ev.phase == Phase::Backward) ++recomputed;
+      }
+    CHECK(recomputed == 12);  // fc1's and fc2's weights and biases, cast again in each of the three blocks
+    CHECK(copies == 0);
+    o.graph.device = Device::Cuda;
+    CHECK(estimate_from(mlp(true), o).totals.reserved_bytes > 0);
+  }
+}
+
 TEST_CASE("checkpointing does nothing in evaluation, and frozen entries are left out of a plan") {
   EstimateOptions o = cpu();
   o.graph.mode = Mode::Eval;

@@ -223,9 +223,11 @@ void CheckpointRun::held(int block, int reads) {
 }
 
 // The segment's forward again, from the inputs its frame kept, under fork_rng (which saves the
-// surrounding RNG state first). In full (reentrant, 1.13), every node runs and the function's
-// result is held by its caller; 2.x's non-reentrant recomputation raises once the last kept
-// tensor is saved, and unwinds.
+// surrounding RNG state first) and the autocast state of its forward: both implementations
+// recompute inside `with torch.autocast(...)`, whose exit, the outermost one in backward, drops
+// the parameter copies it cached (a copy a recomputed node keeps lives on), before fork_rng's
+// exit. In full (reentrant, 1.13), every node runs and the function's result is held by its
+// caller; 2.x's non-reentrant recomputation raises once the last kept tensor is saved, and unwinds.
 void CheckpointRun::recompute(const Segment& s, bool full) {
   const int fork = memory_.alloc(MemoryKind::Activations, rng_bytes_, "RNG state saved by fork_rng");
   std::vector<std::pair<int, int>> outer;  // (value, block): the blocks outside, put back after
@@ -245,6 +247,7 @@ void CheckpointRun::recompute(const Segment& s, bool full) {
     memory_.at(Phase::Backward, j, graph_.layer(graph_.nodes[j]).name);
     sim_.recompute_node(j, !full && j == stop);
   }
+  sim_.autocast_exit();
   memory_.release(fork);
   active_ = nullptr;
   std::vector<int> left;  // what the recomputation still holds: its result, or what it unwinds

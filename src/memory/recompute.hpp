@@ -58,6 +58,7 @@ class CheckpointRun {
   struct Simulator {
     std::function<int&(int value)> block_of;
     std::function<void(std::size_t node, bool stop)> recompute_node;  // stop: 2.x's early stop there
+    std::function<void()> autocast_exit;  // the recomputation leaves its `with torch.autocast(...)`
   };
   CheckpointRun(const Graph& graph, const CheckpointPlan& plan, MemoryTracker& memory, Simulator simulator);
 

@@ -14,7 +14,8 @@ StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, con
       checkpoints_(checkpoints),
       checkpoint_(graph, checkpoints, memory_,
                   {[this](int v) -> int& { return block_of(v); },
-                   [this](std::size_t node, bool stop) { forward_node(node, Pass::Recompute, stop); }}),
+                   [this](std::size_t node, bool stop) { forward_node(node, Pass::Recompute, stop); },
+                   [this] { if (!cached_copies_.empty()) release_autocast_cache(); }}),
       shard_(graph, options.parallel.sharding, shards, memory_) {
   for (int v : graph.outputs) returned_[static_cast<std::size_t>(v)] = true;
   for (std::size_t v = 0; v < graph.values.size(); ++v)
