@@ -18,6 +18,8 @@ import os
 import torch
 import torch.distributed as dist
 
+from instrument import storage_key
+
 STRATEGIES = ("ddp", "fsdp-full", "fsdp-grad-op", "fsdp-no-shard", "fsdp2", "fsdp2-grad-op")
 
 
@@ -64,7 +66,7 @@ def param_storages(model):
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
     handles = [m._handle for m in FSDP.fsdp_modules(model) if getattr(m, "_handle", None) is not None]
     tensors = [h.flat_param for h in handles] if handles else [local(p) for p in model.parameters()]
-    return {t.untyped_storage().data_ptr() for t in tensors}
+    return {storage_key(t)[0] for t in tensors}
 
 
 def ddp_bucket_bytes(model, rebuilt=True):
@@ -103,7 +105,7 @@ def ddp_workspace(rebuilt):
 def shard_storages(model):
     """The data pointers of the parameters' shards, right after wrapping (later, SHARD_GRAD_OP's
     parameters may be unsharded)."""
-    return {local(p).untyped_storage().data_ptr() for p in model.parameters()}
+    return {storage_key(local(p))[0] for p in model.parameters()}  # 1.13 has no untyped_storage()
 
 
 def fsdp_workspace(shards):
