@@ -115,6 +115,14 @@ SCALING_VARIANTS = [
     ("adam", True, ("--grad-accum", "3", "--checkpoint", "blocks") + _NR),
     ("momentum", True, ("--grad-accum", "2", "--checkpoint", "blocks") + _R),
 ]
+# The same under bfloat16 autocast: each recomputation re-enters autocast and casts the
+# parameters again, and leaving it drops those copies from autocast's cache.
+SCALING_AMP_VARIANTS = [
+    ("sgd", True, ("--checkpoint", "blocks") + _NR),
+    ("adam", True, ("--checkpoint", "blocks") + _R),
+    ("adam", True, ("--checkpoint", "every:3") + _NR),
+    ("momentum", True, ("--grad-accum", "2", "--checkpoint", "blocks") + _NR),
+]
 # Megatron's selective recomputation (every F.scaled_dot_product_attention call checkpointed,
 # non-reentrant) on GPT-2, whose DynamicCache copies of k and v the checkpoint keeps.
 HF_SELECTIVE_NETWORKS = ["hf_gpt2_sdpa"]
@@ -225,7 +233,8 @@ def combos(network, extra_only=False, parallel_only=False):
             if network in AMP_NETWORKS_2 + HF_AMP_NETWORKS else []
         variants = [(b0, o, True, None, i, ()) for o, i in
                     (OPTIM_VARIANTS_2 if network in OPTIM_NETWORKS_2 else HF_VARIANTS_2 if network.startswith("hf_") else [])]
-    scaling = [(b0, o, s, None, None, x) for o, s, x in SCALING_VARIANTS] if network in SCALING_NETWORKS else []
+    scaling = [(b0, o, s, None, None, x) for o, s, x in SCALING_VARIANTS] + \
+        [(b0, o, s, "bfloat16", None, x) for o, s, x in SCALING_AMP_VARIANTS] if network in SCALING_NETWORKS else []
     if VERSION != "1.13" and network in HF_SELECTIVE_NETWORKS:
         scaling += [(b0, o, s, None, None, x) for o, s, x in HF_SELECTIVE_VARIANTS]
     runs = plain + amp + variants + scaling + parallel
