@@ -37,6 +37,43 @@ TEST_CASE("every example estimates, in training and in inference, on both device
   CHECK(count >= 15);
 }
 
+TEST_CASE("every example replays on CUDA as large models train: autocast with checkpointing, accumulating") {
+  // The CUDA replay refuses a step that leaves a tensor of its own behind (autocast's copies
+  // recomputed under checkpointing once did, silently on the CPU): each example either
+  // estimates, with the allocator's figures above the step's, or is refused with a located error.
+  struct Config {
+    DType amp;
+    CheckpointImpl impl;
+    std::int64_t grad_accum;
+    int at_least;  // examples that estimate
+  };
+  for (const Config& c : {Config{DType::BFloat16, CheckpointImpl::NonReentrant, 1, 40},
+                          Config{DType::Float16, CheckpointImpl::Reentrant, 2, 35}}) {
+    int estimated = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(source_path("examples"))) {
+      if (entry.path().extension() != ".yaml") continue;
+      const std::string name = "examples/" + entry.path().filename().string();
+      CAPTURE(name);
+      CAPTURE(static_cast<int>(c.impl));
+      EstimateOptions o;
+      o.graph.batch = 2;
+      o.graph.amp = c.amp;
+      o.step.optimizer = example_optimizer(name);
+      o.step.checkpoint = {CheckpointSegments::Blocks, 0, c.impl};
+      o.step.grad_accum = c.grad_accum;
+      try {
+        const Estimate e = estimate_file(name, o);
+        CHECK(e.totals.max_allocated_bytes >= e.totals.peak_bytes);
+        CHECK(e.totals.reserved_bytes >= e.totals.max_allocated_bytes);
+        ++estimated;
+      } catch (const Error& refused) {
+        CHECK(refused.loc().known());
+      }
+    }
+    CHECK(estimated >= c.at_least);
+  }
+}
+
 TEST_CASE("an estimate without its timeline has every figure of one with it") {
   // StepOptions::timeline off records neither the events' words nor, without a replay, the
   // events: the same step, so the same figures (the JSON without its timeline holds them all).
