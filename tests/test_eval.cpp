@@ -158,3 +158,20 @@ TEST_CASE("a block instance's inputs live until its last layer has run") {
   const Totals t = estimate_from(spec, o).totals;
   CHECK((t.peak_bytes - t.param_bytes - t.input_bytes) / 1024 == 3);  // stem's output beside act's input and output
 }
+
+TEST_CASE("an inference pass is the same whatever --loop says, and replays on CUDA with it") {
+  // --loop function is a train_step() returning loss.item(): it once left inference's output
+  // unmarked, and the CUDA replay refused the pass as one leaving a tensor of its own behind.
+  EstimateOptions plain = eval_on_cpu(), function = eval_on_cpu();
+  function.step.loop = Loop::Function;
+  for (const char* example : {"examples/residual_net.yaml", "examples/gpt2.yaml"}) {
+    CAPTURE(example);
+    for (Device device : {Device::Cpu, Device::Cuda}) {
+      plain.graph.device = function.graph.device = device;
+      const Estimate p = estimate_file(example, plain), f = estimate_file(example, function);
+      CHECK(f.totals.peak_bytes == p.totals.peak_bytes);
+      CHECK(f.totals.reserved_bytes == p.totals.reserved_bytes);
+      CHECK(f.totals.max_allocated_bytes == p.totals.max_allocated_bytes);
+    }
+  }
+}

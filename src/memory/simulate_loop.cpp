@@ -186,7 +186,9 @@ void StepSimulator::next_micro_step(std::int64_t m) {
 // What this step leaves for the next: `out` and `loss` (gradients are marked in backward);
 // a step written as a function has freed them as it returned.
 void StepSimulator::mark_carried_out() {
-  if (options_.loop == Loop::Function) return;
+  // A train_step() has let go of its `out` and `loss` as it returned; inference has no loop
+  // around it to speak of (its output is this pass's, whatever --loop says).
+  if (options_.loop == Loop::Function && graph_.options.mode == Mode::Train) return;
   for (int v : graph_.outputs)
     if (block_of(v) >= 0 && memory_.carry(block_of(v)) == Carry::None) memory_.mark(block_of(v), Carry::Output);
   if (loss_block_ >= 0) memory_.mark(loss_block_, Carry::Loss);
