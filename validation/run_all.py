@@ -115,13 +115,16 @@ SCALING_VARIANTS = [
     ("adam", True, ("--grad-accum", "3", "--checkpoint", "blocks") + _NR),
     ("momentum", True, ("--grad-accum", "2", "--checkpoint", "blocks") + _R),
 ]
-# The same under bfloat16 autocast: each recomputation re-enters autocast and casts the
-# parameters again, and leaving it drops those copies from autocast's cache.
+# Some of the same under bfloat16 autocast: each recomputation re-enters autocast and casts the
+# parameters again, and leaving it drops those copies from autocast's cache; and accumulating
+# with kept gradients, the 16-bit gradients cast back into float32 .grad each micro-step.
 SCALING_AMP_VARIANTS = [
     ("sgd", True, ("--checkpoint", "blocks") + _NR),
     ("adam", True, ("--checkpoint", "blocks") + _R),
     ("adam", True, ("--checkpoint", "every:3") + _NR),
     ("momentum", True, ("--grad-accum", "2", "--checkpoint", "blocks") + _NR),
+    ("adam", True, ("--checkpoint", "blocks") + _R + ("--loop", "function")),
+    ("momentum", False, ("--grad-accum", "2")),
 ]
 # Megatron's selective recomputation (every F.scaled_dot_product_attention call checkpointed,
 # non-reentrant) on GPT-2, whose DynamicCache copies of k and v the checkpoint keeps.
