@@ -85,6 +85,12 @@ LayerResult infer_sequence(const LayerCall& call, Cell cell) {
   // Under CPU autocast oneDNN's LSTM runs in the low-precision dtype (its outputs too; what it
   // keeps: recurrent_onednn.cpp).
   const std::optional<DType> onednn_low = onednn ? call.ctx.amp : std::nullopt;
+  // In float16 nothing was measured: torch 2.13 refused it on the CPU that measures (AVX512-BF16,
+  // no AVX512-FP16), and what it keeps where it runs is unknown.
+  if (onednn_low == DType::Float16)
+    throw LayerError("float16 autocast on the CPU is not modelled for oneDNN's LSTM (PyTorch " + std::string(call.ctx.torch->version) +
+                     " refused it where measured: RuntimeError: could not create a primitive descriptor for the LSTM forward "
+                     "propagation primitive); expected --amp bfloat16 or --device cuda, found --amp float16 --device cpu");
   if (onednn_low)
     for (TensorType& out : res.outputs) out.dtype = *onednn_low;
   const bool backward = call.training() && (call.input_requires_grad() || call.trainable);
