@@ -160,7 +160,7 @@ def report(rows, modelled, out):
     for r in rows:
         head = "%-18s b=%-4d %-8s %-5s %-7s" % (r["network"], r["batch"], r["optimizer"],
                                                  "none" if r["set_to_none"] else "keep",
-                                                 "bf16" if r["amp"] else "fused" if r["fused"] else
+                                                 {"bfloat16": "bf16", "float16": "f16"}.get(r["amp"], r["amp"]) if r["amp"] else "fused" if r["fused"] else
                                                  "fe" if r["foreach"] else "")
         if r["checkpoint"] or r["grad_accum"] > 1 or r["loop"] != "plain" or r["parallel"]:
             head += " [%s]" % variant(r)

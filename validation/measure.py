@@ -2,7 +2,7 @@
 """One training-memory measurement in this (fresh) process; prints one JSON
 object.  Usage (torch 1.13: /usr/bin/python3; torch 2.13: /work/venv213/bin/python):
   PYTHON validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam|adamw
-                   [--set-to-none | --keep-grads] [--amp bfloat16] [--foreach | --fused] [--loop plain|function]
+                   [--set-to-none | --keep-grads] [--amp bfloat16|float16] [--foreach | --fused] [--loop plain|function]
                    [--checkpoint blocks|every:K|selective [--checkpoint-impl reentrant|non-reentrant]] [--grad-accum K]
                    [--trace FILE] [--threads N]
 See README.md for what every field means."""
@@ -345,7 +345,7 @@ def main():
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--set-to-none", action="store_true", help="zero_grad(set_to_none=True) (default)")
     g.add_argument("--keep-grads", action="store_true", help="zero_grad(set_to_none=False)")
-    ap.add_argument("--amp", choices=["bfloat16"], help="run forward and loss under CPU autocast")
+    ap.add_argument("--amp", choices=["bfloat16", "float16"], help="run forward and loss under CPU autocast")
     f = ap.add_mutually_exclusive_group()
     f.add_argument("--foreach", action="store_true", help="the optimizer's multi-tensor implementation")
     f.add_argument("--fused", action="store_true", help="the optimizer's fused kernel (torch 2.x on the CPU)")

@@ -73,6 +73,11 @@ AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "dif
                                  "seed_conv", "concat_fork", "multihead_net", "zoo_net", "zoo_seq", "zoo_torch2",
                                  "simple_cnn_fixed", "seed_conv_256", "davenet_audio", "lstm_lm_smoothed", "lstm_lm_shifted",
                                  "davenet_vgg16", "vgg16", "resnet50"]
+# float16 CPU autocast (torch 2.x only: 1.13's CPU autocast takes bfloat16 alone), at the first
+# batch, SGD and Adam: linear, convolution with batch norm, residual blocks, the generic GRU, the
+# cells, MultiheadAttention. Not oneDNN's LSTM: torch 2.13 refuses it here ("could not create a
+# primitive descriptor for the LSTM forward propagation primitive"), and so does nnmem.
+AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cells", "mha_masked"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2, LLaMA, BERT
 # (BertModel and BertForPreTraining), T5 and ViT, both attention implementations. Those nnmem is
@@ -234,6 +239,7 @@ def combos(network, extra_only=False, parallel_only=False):
     else:
         amp = [(b0, o, True, "bfloat16", None, ()) for o in AMP_OPTIMIZERS] \
             if network in AMP_NETWORKS_2 + HF_AMP_NETWORKS else []
+        amp += [(b0, o, True, "float16", None, ()) for o in AMP_OPTIMIZERS] if network in AMP16_NETWORKS_2 else []
         variants = [(b0, o, True, None, i, ()) for o, i in
                     (OPTIM_VARIANTS_2 if network in OPTIM_NETWORKS_2 else HF_VARIANTS_2 if network.startswith("hf_") else [])]
     scaling = [(b0, o, s, None, None, x) for o, s, x in SCALING_VARIANTS] + \
