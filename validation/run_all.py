@@ -74,10 +74,15 @@ AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "dif
                                  "simple_cnn_fixed", "seed_conv_256", "davenet_audio", "lstm_lm_smoothed", "lstm_lm_shifted",
                                  "davenet_vgg16", "vgg16", "resnet50"]
 # float16 CPU autocast (torch 2.x only: 1.13's CPU autocast takes bfloat16 alone), at the first
-# batch, SGD and Adam: linear, convolution with batch norm, residual blocks, the generic GRU, the
-# cells, MultiheadAttention. Not oneDNN's LSTM: torch 2.13 refuses it here ("could not create a
-# primitive descriptor for the LSTM forward propagation primitive"), and so does nnmem.
-AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cells", "mha_masked"]
+# batch, SGD and Adam: the small networks, the generic GRU and the cells, MultiheadAttention and
+# the Transformer layers, the vision zoo, Hugging Face's models. Not oneDNN's LSTM: torch 2.13
+# refuses it here ("could not create a primitive descriptor for the LSTM forward propagation
+# primitive"), and so does nnmem.
+AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cells", "mha_masked", "lenet5", "se_net",
+                    "zoo_net", "zoo_seq", "activations_net", "concat_fork", "concat_net", "residual_net", "frozen_backbone",
+                    "davenet_audio", "efficientnet_b0", "convnext_valid", "unet_valid", "diffusion_unet", "yolov8n",
+                    "yolo11n", "torch_encoder", "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_bert_sdpa",
+                    "hf_t5_sdpa", "hf_vit_sdpa"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2, LLaMA, BERT
 # (BertModel and BertForPreTraining), T5 and ViT, both attention implementations. Those nnmem is
