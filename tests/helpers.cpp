@@ -37,13 +37,14 @@ ModelSpec validation_network(const std::string& name) {
 }
 
 // The run as estimate options: the fixture's torch version, batch, optimizer and its
-// implementation, zero_grad mode, autocast, checkpointing, gradient accumulation and the loop.
+// implementation, zero_grad mode, autocast, a 16-bit model, checkpointing, gradient accumulation and the loop.
 // Every run is one nnmem can estimate.
 EstimateOptions fixture_run_options(const std::string& version, const nlohmann::json& run) {
   EstimateOptions o;
   o.graph.torch = find_torch_profile(version);
   REQUIRE(o.graph.torch != nullptr);
   if (run.contains("amp") && !run["amp"].is_null()) o.graph.amp = parse_dtype(run["amp"].get<std::string>());
+  if (run.contains("dtype")) o.graph.float_dtype = parse_dtype(run["dtype"].get<std::string>());  // a 16-bit model
   o.step.foreach = run.value("foreach", false);
   o.step.fused = run.value("fused", false);
   o.graph.batch = run["batch"];

@@ -110,6 +110,8 @@ def scaling_args(run):
         args += ["--grad-accum", str(run["grad_accum"])]
     if run.get("loop", "plain") != "plain":
         args += ["--loop", run["loop"]]
+    if run.get("dtype"):
+        args += ["--dtype", run["dtype"]]
     return args
 
 
@@ -127,7 +129,7 @@ def compare(nnmem, version, only=None):
                    "checkpoint": run.get("checkpoint"), "checkpoint_impl": run.get("checkpoint_impl"),
                    "grad_accum": run.get("grad_accum", 1), "loop": run.get("loop", "plain"),
                    "parallel": run.get("parallel"), "world_size": run.get("world_size", 1),
-                   "bucket_cap_mb": run.get("bucket_cap_mb"),
+                   "bucket_cap_mb": run.get("bucket_cap_mb"), "dtype": run.get("dtype"),
                    "peak_modelled": not peak_not_modelled(network, version, amp=run.get("amp")),
                    "saved": (run["saved_bytes"], None), "peak": (run["peak_bytes"], None),
                    "peak_where": (run["peak_phase"], run.get("peak_module") or "", "", ""), "heuristic": None}
@@ -162,7 +164,7 @@ def report(rows, modelled, out):
                                                  "none" if r["set_to_none"] else "keep",
                                                  {"bfloat16": "bf16", "float16": "f16"}.get(r["amp"], r["amp"]) if r["amp"] else "fused" if r["fused"] else
                                                  "fe" if r["foreach"] else "")
-        if r["checkpoint"] or r["grad_accum"] > 1 or r["loop"] != "plain" or r["parallel"]:
+        if r["checkpoint"] or r["grad_accum"] > 1 or r["loop"] != "plain" or r["parallel"] or r["dtype"]:
             head += " [%s]" % variant(r)
         if not r["estimated"]:
             out.write("-- %s peak %13d measured; nnmem has no option for this variant\n" % (head, r["peak"][0]))

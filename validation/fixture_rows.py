@@ -41,7 +41,8 @@ EXACT = ["param_bytes", "buffer_bytes", "grad_bytes", "optimizer_state_bytes", "
 
 
 def variant(r):
-    words = [r["amp"] + " autocast" if r["amp"] else "", "fused" if r["fused"] else "foreach" if r["foreach"] else ""]
+    words = [r["amp"] + " autocast" if r["amp"] else "", "a %s model" % r["dtype"] if r.get("dtype") else "",
+             "fused" if r["fused"] else "foreach" if r["foreach"] else ""]
     if r.get("checkpoint"):
         words.append("checkpoint %s, %s" % (r["checkpoint"], r["checkpoint_impl"]))
     if r.get("grad_accum", 1) > 1:

@@ -2,7 +2,7 @@
 """One training-memory measurement in this (fresh) process; prints one JSON
 object.  Usage (torch 1.13: /usr/bin/python3; torch 2.13: /work/venv213/bin/python):
   PYTHON validation/measure.py NETWORK --batch B --optimizer sgd|momentum|adam|adamw
-                   [--set-to-none | --keep-grads] [--amp bfloat16|float16] [--foreach | --fused] [--loop plain|function]
+                   [--set-to-none | --keep-grads] [--amp bfloat16|float16] [--dtype bfloat16|float16] [--foreach | --fused] [--loop plain|function]
                    [--checkpoint blocks|every:K|selective [--checkpoint-impl reentrant|non-reentrant]] [--grad-accum K]
                    [--trace FILE] [--threads N]
 See README.md for what every field means."""
@@ -149,6 +149,8 @@ def run(args):
         res["checkpoint"], res["checkpoint_impl"] = args.checkpoint, args.checkpoint_impl
     if args.grad_accum > 1:
         res["grad_accum"] = args.grad_accum
+    if args.dtype:  # likewise
+        res["dtype"] = args.dtype
     if args.parallel:
         rank, world = data_parallel.setup()
         res.update(parallel=args.parallel, world_size=world, rank=rank)
@@ -163,11 +165,13 @@ def run(args):
                  record_shapes=True) as prof:
         with Marker("nnmem::build"):
             model = net.build()
+            if args.dtype:  # a 16-bit model, as `model.to(torch.bfloat16)` makes one
+                model = model.to(getattr(torch, args.dtype))
             model.train()
             if net.input_dtype == "int64":
                 x = torch.randint(0, net.vocab, (args.batch, *net.input_shape))
             else:
-                x = torch.randn(args.batch, *net.input_shape, dtype=getattr(torch, net.input_dtype))
+                x = torch.randn(args.batch, *net.input_shape, dtype=getattr(torch, args.dtype or net.input_dtype))
             # A network whose model computes its own loss (Hugging Face's labels=...) is called
             # with the targets in training: forward(ys) returns its output, whose .loss is it.
             forward = (lambda ys=None: net.call(model, x, ys) if ys is not None else net.call(model, x)) if net.call \
@@ -346,6 +350,7 @@ def main():
     g.add_argument("--set-to-none", action="store_true", help="zero_grad(set_to_none=True) (default)")
     g.add_argument("--keep-grads", action="store_true", help="zero_grad(set_to_none=False)")
     ap.add_argument("--amp", choices=["bfloat16", "float16"], help="run forward and loss under CPU autocast")
+    ap.add_argument("--dtype", choices=["bfloat16", "float16"], help="the model (model.to(dtype)) and its float input in this dtype")
     f = ap.add_mutually_exclusive_group()
     f.add_argument("--foreach", action="store_true", help="the optimizer's multi-tensor implementation")
     f.add_argument("--fused", action="store_true", help="the optimizer's fused kernel (torch 2.x on the CPU)")
