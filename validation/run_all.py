@@ -78,6 +78,11 @@ AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "dif
 # the Transformer layers, the vision zoo, Hugging Face's models. Not oneDNN's LSTM: torch 2.13
 # refuses it here ("could not create a primitive descriptor for the LSTM forward propagation
 # primitive"), and so does nnmem.
+AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cells", "mha_masked", "lenet5", "se_net",
+                    "zoo_net", "zoo_seq", "activations_net", "concat_fork", "concat_net", "residual_net", "frozen_backbone",
+                    "davenet_audio", "efficientnet_b0", "convnext_valid", "unet_valid", "diffusion_unet", "yolov8n",
+                    "yolo11n", "torch_encoder", "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_bert_sdpa",
+                    "hf_t5_sdpa", "hf_vit_sdpa"]
 # A 16-bit model (`model.to(dtype)`, no autocast; torch 2.x), at the first batch, SGD and Adam:
 # cross-entropy networks, in bfloat16 and float16. Not the recurrent ones: nnmem refuses a 16-bit
 # RNN, GRU or LSTM on the CPU (measured off; layers/recurrent.cpp).
@@ -85,11 +90,6 @@ DTYPE_NETWORKS_2 = ["mlp", "tf_mnist_cnn", "bn_relu_cnn", "lenet5", "resblock_ml
                     "convnext_valid", "unet_valid", "yolov8n", "torch_encoder"]
 # (hf_bert_sdpa as a 16-bit model: exact with Adam, but with SGD the peak, in its attention's
 # backward, is 384 bytes above nnmem's; not followed yet.)
-AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cells", "mha_masked", "lenet5", "se_net",
-                    "zoo_net", "zoo_seq", "activations_net", "concat_fork", "concat_net", "residual_net", "frozen_backbone",
-                    "davenet_audio", "efficientnet_b0", "convnext_valid", "unet_valid", "diffusion_unet", "yolov8n",
-                    "yolo11n", "torch_encoder", "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_bert_sdpa",
-                    "hf_t5_sdpa", "hf_vit_sdpa"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2, LLaMA, BERT
 # (BertModel and BertForPreTraining), T5 and ViT, both attention implementations. Those nnmem is
@@ -298,7 +298,7 @@ def run_network(network, jobs, extra_only=False, parallel_only=False, missing_on
         with open(fixture_path(network)) as f:
             old = json.load(f)
         runs = [r for r in old["runs"] if not r.get("amp") and not r.get("foreach") and not r.get("fused")
-                and not r.get("checkpoint") and not r.get("grad_accum") and not r.get("loop")
+                and not r.get("checkpoint") and not r.get("grad_accum") and not r.get("loop") and not r.get("dtype")
                 and r["optimizer"] in OPTIMIZERS]
         per_batch = old["per_batch"]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
