@@ -285,3 +285,27 @@ TEST_CASE("a constant expression is folded when compiled: one operation, however
   REQUIRE(bad);
   CHECK(bad->ops.size() == 3);
 }
+
+TEST_CASE("a compiled expression is evaluated on a stack as deep as it nests, and its length is bounded") {
+  // 200,000 reads of a variable: one value a read would be 200,000 values held at once.
+  std::string text = "w";
+  for (int i = 0; i < 199999; ++i) text += i % 3 == 0 ? "+w" : i % 3 == 1 ? "*1+w" : "-(w-w)+w";
+  const auto program = nnmem::expr::compile(text);
+  REQUIRE(program);
+  CHECK(program->ops.size() > 400000);
+  const auto w = [](const std::string& name) -> std::optional<nnmem::expr::Scalar> {
+    if (name == "w") return std::int64_t{3};
+    return std::nullopt;
+  };
+  CHECK(std::get<std::int64_t>(nnmem::expr::evaluate(*program, w)) == 3 * 200000);
+  CHECK(nnmem::expr::evaluate(*program, w) == nnmem::expr::evaluate(text, w));
+  // Conditionals keep their test on the stack until both branches are made.
+  const auto choose = nnmem::expr::compile("w > 2 ? (w < 5 ? w * 10 : 0) : w == 3 ? 1 : 2");
+  REQUIRE(choose);
+  CHECK(std::get<std::int64_t>(nnmem::expr::evaluate(*choose, w)) == 30);
+  // Longer than the limit: refused where it is written, before it is parsed.
+  const std::string longest = "$1" + std::string(nnmem::expr::kMaxExpressionLength - 1, ' ');
+  CHECK(int_of("\"" + longest + "\"") == 1);
+  CHECK(expression_error("\"" + longest + " \"") ==
+        "test.yaml:3:44: error: this expression is 1,048,577 characters long; the limit is 1,048,576");
+}

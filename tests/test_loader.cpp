@@ -185,6 +185,9 @@ TEST_CASE("YAML mistakes that yaml-cpp reports obscurely, or not at all") {
         "holds a comma");
   // Empty documents each read their '---', so they are not taken for that loop.
   CHECK(load_error(kTail + "---\n---\n---\n").find("several YAML documents") != std::string::npos);
+  // Nothing after the third document is read: what follows cannot change the verdict.
+  CHECK(load_error(kTail + "---\nx: 1\n---\n---\n{\n") ==
+        "test.yaml:5:1: error: the file holds several YAML documents; a spec is one document");
   CHECK(load_error("layers:\n  - \n  x: 1\n") == "test.yaml:3:3: error: invalid YAML: end of map not found");
 }
 

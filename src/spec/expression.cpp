@@ -2,11 +2,14 @@
 #include "expression_ops.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -21,12 +24,14 @@ enum class Tok { Int, Real, Ident, String, Op, End };
 
 struct Token {
   Tok kind;
-  std::string text;
+  std::string_view text;  // in the expression's text, which outlives the parse
   std::size_t offset;
 };
 
 // Reads an expression's tokens one at a time: a parser needs only the next one. A 14 MB
-// expression's tokens, all read first, took 670 MB.
+// expression's tokens, all read first, took 670 MB. A token is a view of the text: a string
+// per token, and each operator compared with the seven of two characters, were most of the
+// time such an expression took to read.
 class Lexer {
  public:
   explicit Lexer(const std::string& s) : s_(s), current_(lex()) {}
@@ -40,8 +45,7 @@ class Lexer {
 
  private:
   Token lex() {
-    static const char* const two_char_ops[] = {"==", "!=", "<=", ">=", "&&", "||", "//"};
-    const std::string& s = s_;
+    const std::string_view s = s_;
     std::size_t& i = i_;
     while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
     if (i >= s.size()) return {Tok::End, "", s.size()};
@@ -70,13 +74,16 @@ class Lexer {
       i = close + 1;
       return {Tok::String, s.substr(start + 1, close - start - 1), start};
     }
-    std::string op(1, c);
-    for (const char* two : two_char_ops)
-      if (s.compare(i, 2, two) == 0) op = two;
-    if (op.size() == 1 && std::string("+-*/%()<>!?:,").find(c) == std::string::npos)
+    std::size_t length = 1;
+    if (i + 1 < s.size()) {
+      const char d = s[i + 1];
+      if ((d == '=' && (c == '=' || c == '!' || c == '<' || c == '>')) || (c == d && (c == '&' || c == '|' || c == '/')))
+        length = 2;  // == != <= >= && || //
+    }
+    if (length == 1 && std::string_view("+-*/%()<>!?:,").find(c) == std::string_view::npos)
       throw ExprError(std::string("unexpected character '") + c + "'", start);
-    i += op.size();
-    return {Tok::Op, op, start};
+    i += length;
+    return {Tok::Op, s.substr(start, length), start};
   }
 
   const std::string& s_;
@@ -95,8 +102,8 @@ void check_tokens(const std::string& text) {
 std::string spell(const Token& t) {
   switch (t.kind) {
     case Tok::End: return "the end of the expression";
-    case Tok::String: return "the string '" + t.text + "'";
-    default: return "'" + t.text + "'";
+    case Tok::String: return "the string '" + std::string(t.text) + "'";
+    default: return "'" + std::string(t.text) + "'";
   }
 }
 
@@ -144,7 +151,7 @@ class Parser {
     return false;
   }
 
-  static int precedence(const std::string& op) {
+  static int precedence(std::string_view op) {
     if (op == "?") return 1;
     if (op == "||") return 2;
     if (op == "&&") return 3;
@@ -155,8 +162,9 @@ class Parser {
     return 0;
   }
 
-  // `after` names what precedes the operand ("'*'", "'('"), for "expected a value after …".
-  V parse(int min_prec, const std::string& after) {
+  // `after` is what precedes the operand ("*", "("), for "expected a value after '*'"; a view,
+  // quoted only for the message.
+  V parse(int min_prec, std::string_view after) {
     const Depth depth(*this);
     V left = parse_unary(after);
     while (peek().kind == Tok::Op) {
@@ -166,36 +174,36 @@ class Parser {
       next();
       if (op.text == "?") {
         sink_.condition(left, op.offset);
-        V a = parse(0, "'?'");
+        V a = parse(0, "?");
         if (!accept(":"))
           throw ExprError("expected ':' in 'a ? b : c', found " + spell(peek()), peek().offset);
-        V b = parse(0, "':'");
+        V b = parse(0, ":");
         left = sink_.choose(std::move(left), op.offset, std::move(a), std::move(b));
         continue;
       }
-      V right = parse(prec, "'" + op.text + "'");
+      V right = parse(prec, op.text);
       left = sink_.binary(op.text, op.offset, std::move(left), std::move(right));
     }
     return left;
   }
 
-  V parse_unary(const std::string& after) {
+  V parse_unary(std::string_view after) {
     const Token t = next();
     switch (t.kind) {
-      case Tok::Int: {
-        errno = 0;
-        char* end = nullptr;
-        const long long v = std::strtoll(t.text.c_str(), &end, 10);
-        if (errno == ERANGE) throw ExprError("integer " + t.text + " does not fit in 64 bits", t.offset);
-        return sink_.literal(static_cast<std::int64_t>(v));
-      }
-      case Tok::Real: {
-        char* end = nullptr;
-        const double v = std::strtod(t.text.c_str(), &end);
-        if (*end != '\0') throw ExprError("malformed number '" + t.text + "'", t.offset);
+      case Tok::Int: {  // digits only
+        std::int64_t v = 0;
+        if (std::from_chars(t.text.data(), t.text.data() + t.text.size(), v).ec == std::errc::result_out_of_range)
+          throw ExprError("integer " + std::string(t.text) + " does not fit in 64 bits", t.offset);
         return sink_.literal(v);
       }
-      case Tok::String: return sink_.literal(t.text);
+      case Tok::Real: {
+        const std::string text(t.text);
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (*end != '\0') throw ExprError("malformed number '" + text + "'", t.offset);
+        return sink_.literal(v);
+      }
+      case Tok::String: return sink_.literal(std::string(t.text));
       case Tok::Ident: {
         if (t.text == "true") return sink_.literal(true);
         if (t.text == "false") return sink_.literal(false);
@@ -204,17 +212,17 @@ class Parser {
       }
       case Tok::Op:
         if (t.text == "(") {
-          V v = parse(0, "'('");
+          V v = parse(0, "(");
           if (!accept(")")) throw ExprError("expected ')', found " + spell(peek()), peek().offset);
           return v;
         }
-        if (t.text == "-") return sink_.negate(parse(8, "'-'"), t.offset);
-        if (t.text == "!") return sink_.logical_not(parse(8, "'!'"), t.offset);
+        if (t.text == "-") return sink_.negate(parse(8, "-"), t.offset);
+        if (t.text == "!") return sink_.logical_not(parse(8, "!"), t.offset);
         [[fallthrough]];
       case Tok::End:
         break;
     }
-    throw ExprError("expected a value" + (after.empty() ? std::string() : " after " + after) + ", found " +
+    throw ExprError("expected a value" + (after.empty() ? std::string() : " after '" + std::string(after) + "'") + ", found " +
                         spell(t),
                     t.offset);
   }
@@ -223,16 +231,17 @@ class Parser {
   // sqrt) or of two (min, max).
   V call(const Token& name) {
     const int arity = function_arity(name.text);
-    if (arity == 0) throw ExprError("unknown function '" + name.text + "' (known: round, floor, ceil, sqrt, min, max)", name.offset);
-    const std::string after = "'" + name.text + "('";
+    const std::string fn(name.text);
+    if (arity == 0) throw ExprError("unknown function '" + fn + "' (known: round, floor, ceil, sqrt, min, max)", name.offset);
+    const std::string after = fn + "(";
     V a = parse(0, after);
     if (arity == 2) {
-      if (!accept(",")) throw ExprError(name.text + "() takes two values: expected ',', found " + spell(peek()), peek().offset);
-      V b = parse(0, "','");
+      if (!accept(",")) throw ExprError(fn + "() takes two values: expected ',', found " + spell(peek()), peek().offset);
+      V b = parse(0, ",");
       if (!accept(")")) throw ExprError("expected ')', found " + spell(peek()), peek().offset);
       return sink_.binary(name.text, name.offset, std::move(a), std::move(b));
     }
-    if (!accept(")")) throw ExprError(name.text + "() takes one value: expected ')', found " + spell(peek()), peek().offset);
+    if (!accept(")")) throw ExprError(fn + "() takes one value: expected ')', found " + spell(peek()), peek().offset);
     return sink_.function(name.text, name.offset, std::move(a));
   }
 
@@ -247,7 +256,8 @@ struct Evaluate {
   const Lookup& lookup;
 
   Scalar literal(Scalar v) { return v; }
-  Scalar variable(const std::string& name, std::size_t offset) {
+  Scalar variable(std::string_view text, std::size_t offset) {
+    const std::string name(text);
     if (auto v = lookup(name)) return *v;
     throw ExprError("unknown variable '" + name + "'", offset, name);
   }
@@ -255,8 +265,8 @@ struct Evaluate {
   Scalar choose(Scalar cond, std::size_t, Scalar a, Scalar b) { return std::get<bool>(cond) ? std::move(a) : std::move(b); }
   Scalar negate(Scalar v, std::size_t offset) { return expr::negate(v, offset); }
   Scalar logical_not(Scalar v, std::size_t offset) { return !as_bool(v, offset); }
-  Scalar binary(const std::string& op, std::size_t offset, Scalar a, Scalar b) { return expr::binary(op, offset, a, b); }
-  Scalar function(const std::string& name, std::size_t offset, Scalar v) { return expr::function(name, offset, v); }
+  Scalar binary(std::string_view op, std::size_t offset, Scalar a, Scalar b) { return expr::binary(op, offset, a, b); }
+  Scalar function(std::string_view name, std::size_t offset, Scalar v) { return expr::function(name, offset, v); }
 };
 
 // Records each operation as the parser meets it, in the order Evaluate would compute it: the
@@ -267,12 +277,13 @@ struct Compile {
   std::unordered_map<std::string, std::uint32_t> name_ids;  // p.names, each once
 
   int add(Operation::Kind kind, std::size_t offset, int a = -1, int b = -1, int c = -1, std::uint32_t arg = 0) {
-    p.ops.push_back({kind, arg, offset, a, b, c});
+    // (An offset is within a spec's text, which the loader caps far below 4 GiB.)
+    p.ops.push_back({kind, arg, static_cast<std::uint32_t>(offset), a, b, c});
     return static_cast<int>(p.ops.size()) - 1;
   }
-  std::uint32_t name(const std::string& text) {
-    const auto [it, fresh] = name_ids.emplace(text, static_cast<std::uint32_t>(p.names.size()));
-    if (fresh) p.names.push_back(text);
+  std::uint32_t name(std::string_view text) {
+    const auto [it, fresh] = name_ids.try_emplace(std::string(text), static_cast<std::uint32_t>(p.names.size()));
+    if (fresh) p.names.push_back(it->first);
     return it->second;
   }
   const Scalar& value(int op) const { return p.literal(p.ops[static_cast<std::size_t>(op)]); }
@@ -281,7 +292,7 @@ struct Compile {
     p.literals.push_back(std::move(v));
     return add(Operation::Kind::Literal, 0, -1, -1, -1, static_cast<std::uint32_t>(p.literals.size() - 1));
   }
-  int variable(const std::string& text, std::size_t offset) { return add(Operation::Kind::Variable, offset, -1, -1, -1, name(text)); }
+  int variable(std::string_view text, std::size_t offset) { return add(Operation::Kind::Variable, offset, -1, -1, -1, name(text)); }
   void condition(int v, std::size_t offset) { add(Operation::Kind::Condition, offset, v); }
   int choose(int cond, std::size_t, int a, int b) { return add(Operation::Kind::Choose, 0, a, b, cond); }
   int negate(int v, std::size_t offset) {
@@ -292,11 +303,11 @@ struct Compile {
     if (auto folded = fold({v}, [&] { return Scalar(!as_bool(value(v), offset)); })) return *folded;
     return add(Operation::Kind::Not, offset, v);
   }
-  int binary(const std::string& op, std::size_t offset, int a, int b) {
+  int binary(std::string_view op, std::size_t offset, int a, int b) {
     if (auto folded = fold({a, b}, [&] { return expr::binary(op, offset, value(a), value(b)); })) return *folded;
     return add(Operation::Kind::Binary, offset, a, b, -1, name(op));
   }
-  int function(const std::string& fn, std::size_t offset, int v) {
+  int function(std::string_view fn, std::size_t offset, int v) {
     if (auto folded = fold({v}, [&] { return expr::function(fn, offset, value(v)); })) return *folded;
     return add(Operation::Kind::Function, offset, v, -1, -1, name(fn));
   }
@@ -358,30 +369,55 @@ std::shared_ptr<const Program> compile(const std::string& text) {
 }
 
 Scalar evaluate(const Program& program, const Lookup& lookup) {
-  // The operations are in the order Evaluate meets them; each one's operands come before it.
+  // The operations are in the order Evaluate meets them: each one's operands are the values
+  // made last and not yet used (a conditional's test stays until its Choose). So a stack holds
+  // the values, as deep as the expression nests; one value an operation took 370 MB for an
+  // expression reading a variable 4.6 million times.
   return overflow_as_expr_error([&] {
-    std::vector<Scalar> v(program.ops.size());
+    std::vector<Scalar> stack;
+    std::vector<int> made;  // the operation that made each value on the stack
+    const auto top = [&](int k) -> Scalar& {
+      if (made.empty() || made.back() != k) throw std::logic_error("a compiled expression's operand is not the value made last");
+      return stack.back();
+    };
+    const auto pop = [&](int k) {
+      Scalar v = std::move(top(k));
+      stack.pop_back();
+      made.pop_back();
+      return v;
+    };
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
       const Operation& op = program.ops[i];
-      const auto at = [&](int k) -> Scalar& { return v[static_cast<std::size_t>(k)]; };
+      Scalar v;
       switch (op.kind) {
-        case Operation::Kind::Literal: v[i] = program.literal(op); break;
+        case Operation::Kind::Literal: v = program.literal(op); break;
         case Operation::Kind::Variable: {
           const std::string& name = program.name(op);
           auto found = lookup(name);
           if (!found) throw ExprError("unknown variable '" + name + "'", op.offset, name);
-          v[i] = std::move(*found);
+          v = std::move(*found);
           break;
         }
-        case Operation::Kind::Condition: (void)as_bool(at(op.a), op.offset); break;
-        case Operation::Kind::Choose: v[i] = std::get<bool>(at(op.c)) ? at(op.a) : at(op.b); break;
-        case Operation::Kind::Negate: v[i] = negate(at(op.a), op.offset); break;
-        case Operation::Kind::Not: v[i] = !as_bool(at(op.a), op.offset); break;
-        case Operation::Kind::Binary: v[i] = binary(program.name(op), op.offset, at(op.a), at(op.b)); break;
-        case Operation::Kind::Function: v[i] = function(program.name(op), op.offset, at(op.a)); break;
+        case Operation::Kind::Condition: (void)as_bool(top(op.a), op.offset); continue;  // the test stays for Choose
+        case Operation::Kind::Choose: {
+          Scalar b = pop(op.b), a = pop(op.a);
+          v = std::get<bool>(pop(op.c)) ? std::move(a) : std::move(b);
+          break;
+        }
+        case Operation::Kind::Negate: v = negate(pop(op.a), op.offset); break;
+        case Operation::Kind::Not: v = !as_bool(pop(op.a), op.offset); break;
+        case Operation::Kind::Binary: {
+          const Scalar b = pop(op.b), a = pop(op.a);
+          v = binary(program.name(op), op.offset, a, b);
+          break;
+        }
+        case Operation::Kind::Function: v = function(program.name(op), op.offset, pop(op.a)); break;
       }
+      stack.push_back(std::move(v));
+      made.push_back(static_cast<int>(i));
     }
-    return v.back();
+    if (stack.size() != 1) throw std::logic_error("a compiled expression leaves " + std::to_string(stack.size()) + " values");
+    return std::move(stack.back());
   });
 }
 

@@ -24,6 +24,11 @@ std::string describe(const Scalar& value);
 /// real expression comes near it.
 inline constexpr int kMaxExpressionDepth = 500;
 
+/// How long an expression may be, in characters: a hundred times the 10,000 of the longest
+/// bench/pathological.py expects to work. Compiled, an expression takes 24 bytes a token, so a
+/// 9 MB one read 4.6 million variables through 220 MB of operations. The loader refuses a longer one.
+inline constexpr std::size_t kMaxExpressionLength = std::size_t{1} << 20;
+
 /// A problem in an expression; `offset` is the 0-based character position within it.
 class ExprError : public std::runtime_error {
  public:
@@ -53,7 +58,7 @@ struct Operation {
   enum class Kind : std::uint8_t { Literal, Variable, Condition, Choose, Negate, Not, Binary, Function };
   Kind kind;
   std::uint32_t arg = 0;  // Literal: Program::literals[arg]; Variable, Binary (its operator, or min, max), Function: Program::names[arg]
-  std::size_t offset;     // where in the text, for errors
+  std::uint32_t offset;   // where in the text, for errors
   int a = -1, b = -1;     // operands (Condition: the test; Choose: the branches)
   int c = -1;             // Choose: the test
 };

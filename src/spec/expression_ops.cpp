@@ -65,7 +65,7 @@ bool as_bool(const Scalar& v, std::size_t offset) {
   throw ExprError("expected true or false, found " + describe(v), offset);
 }
 
-Scalar binary(const std::string& o, std::size_t offset, const Scalar& a, const Scalar& b) {
+Scalar binary(std::string_view o, std::size_t offset, const Scalar& a, const Scalar& b) {
   if (o == "&&") return as_bool(a, offset) && as_bool(b, offset);
   if (o == "||") return as_bool(a, offset) || as_bool(b, offset);
   if (o == "==") return equal(a, b);
@@ -74,7 +74,7 @@ Scalar binary(const std::string& o, std::size_t offset, const Scalar& a, const S
   const auto* ib = std::get_if<std::int64_t>(&b);
   const bool numeric = (ia || std::holds_alternative<double>(a)) && (ib || std::holds_alternative<double>(b));
   if (!numeric)
-    throw ExprError("'" + o + "' needs numbers, found " + describe(a) + " and " + describe(b), offset);
+    throw ExprError("'" + std::string(o) + "' needs numbers, found " + describe(a) + " and " + describe(b), offset);
   if (o == "min" || o == "max") {  // Python's: the first of equal values
     const bool second = binary(o == "min" ? "<" : ">", offset, b, a) == Scalar(true);
     return second ? b : a;
@@ -91,7 +91,7 @@ Scalar binary(const std::string& o, std::size_t offset, const Scalar& a, const S
       // quotient, 2^63, does not fit; the remainder is 0 (and C's `%` would be undefined).
       if (y == -1) {
         if (o == "%") return std::int64_t{0};
-        if (x == INT64_MIN) throw_overflow(o.c_str(), x, y);
+        if (x == INT64_MIN) throw_overflow(std::string(o).c_str(), x, y);
       }
       const std::int64_t r = x % y;
       const bool floored = r != 0 && (r < 0) != (y < 0);
@@ -123,16 +123,16 @@ Scalar binary(const std::string& o, std::size_t offset, const Scalar& a, const S
   return x >= y;
 }
 
-int function_arity(const std::string& name) {
+int function_arity(std::string_view name) {
   if (name == "round" || name == "floor" || name == "ceil" || name == "sqrt") return 1;
   if (name == "min" || name == "max") return 2;
   return 0;
 }
 
-Scalar function(const std::string& name, std::size_t offset, const Scalar& v) {
+Scalar function(std::string_view name, std::size_t offset, const Scalar& v) {
   const auto* i = std::get_if<std::int64_t>(&v);
   const auto* r = std::get_if<double>(&v);
-  if (!i && !r) throw ExprError(name + "() needs a number, found " + describe(v), offset);
+  if (!i && !r) throw ExprError(std::string(name) + "() needs a number, found " + describe(v), offset);
   if (name == "sqrt") {  // math.sqrt: a real
     const double x = i ? static_cast<double>(*i) : *r;
     if (x < 0) throw ExprError("sqrt() of a negative number, " + describe(v), offset);
@@ -142,7 +142,7 @@ Scalar function(const std::string& name, std::size_t offset, const Scalar& v) {
   const double x = name == "floor" ? std::floor(*r) : name == "ceil" ? std::ceil(*r) : std::nearbyint(*r);
   // 2^63 is the first double above INT64_MAX; NaN fails both comparisons.
   if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
-    throw ExprError(name + "(" + describe(v) + ") is not a 64-bit integer", offset);
+    throw ExprError(std::string(name) + "(" + describe(v) + ") is not a 64-bit integer", offset);
   return static_cast<std::int64_t>(x);
 }
 

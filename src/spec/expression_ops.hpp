@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "expression.hpp"
 
@@ -13,12 +14,12 @@ namespace nnmem::expr {
 /// The value as a condition; ExprError at `offset` unless it is true or false.
 bool as_bool(const Scalar& v, std::size_t offset);
 /// `a op b` for the binary operators (+ - * / // % == != < > <= >= && ||).
-Scalar binary(const std::string& op, std::size_t offset, const Scalar& a, const Scalar& b);
+Scalar binary(std::string_view op, std::size_t offset, const Scalar& a, const Scalar& b);
 /// How many values the built-in function `name` takes (round, floor, ceil, sqrt: 1; min,
 /// max: 2); 0 when there is no such function.
-int function_arity(const std::string& name);
+int function_arity(std::string_view name);
 /// round(v), floor(v) or ceil(v), as Python's: an integer (round halves to even); sqrt(v), a real.
-Scalar function(const std::string& name, std::size_t offset, const Scalar& v);
+Scalar function(std::string_view name, std::size_t offset, const Scalar& v);
 /// `-v`.
 Scalar negate(const Scalar& v, std::size_t offset);
 

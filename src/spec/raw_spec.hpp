@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "expression.hpp"
+#include "nnmem/diagnostic.hpp"
 #include "nnmem/rare.hpp"
 #include "nnmem/spec.hpp"
 
@@ -28,8 +29,12 @@ struct RawValue {
   SourceLoc loc;
 };
 
-/// Makes `raw` the expression `text` (without its `$`), parsed once here for every evaluation.
+/// Makes `raw` the expression `text` (without its `$`), parsed once here for every evaluation;
+/// an Error at raw.loc if it is longer than expr::kMaxExpressionLength.
 inline void set_expression(RawValue& raw, std::string text) {
+  if (text.size() > expr::kMaxExpressionLength)
+    throw Error(raw.loc, "this expression is " + with_commas(static_cast<long long>(text.size())) +
+                             " characters long; the limit is " + with_commas(static_cast<long long>(expr::kMaxExpressionLength)));
   raw.program = expr::compile(text);
   raw.expression = std::move(text);
 }
