@@ -5,6 +5,8 @@ float32 model (every parameter float32), forward and backward, on the torch this
   /usr/bin/python3 validation/probe_autocast_113.py            # torch 1.13
   /work/venv213/bin/python validation/probe_autocast_113.py    # torch 2.13
   ... --bf16-model     also without autocast, the whole model bfloat16 (.bfloat16())
+  ... --f16-model      also without autocast, the whole model float16 (.half()); the layer
+                       reads the input itself (1.13's CPU Linear has no float16 kernel)
 
 Each case is a tiny module: a Linear over the last dimension (which autocast runs in
 bfloat16, so the layer's input is a bfloat16 tensor that needs a gradient, as in a network),
@@ -14,7 +16,9 @@ and backward), forward only with gradients (to tell a forward failure from a bac
 and eval under torch.no_grad(). A case whose input does not come from a bfloat16 op (Embedding's
 ids, a Parameter, a Constant, a Buffer) is not here: nothing bfloat16 reaches it. Prints one
 line per case: ok and the dtype of the layer's output (bfloat16, or float32 when autocast runs
-the op in float32), or the phase that raised and the first line of the error.
+the op in float32), or the phase that raised and the first line of the error. An output whose
+shape is not the float32 model's fails too ("wrong shape"): 1.13's bfloat16 ConvTranspose2d with
+as many output channels as input channels runs a plain convolution and returns its shape.
 """
 import sys
 
@@ -52,9 +56,10 @@ CASES = [
     ("Conv1d", S1, lambda: nn.Conv1d(4, 4, 3, padding=1)),
     ("Conv2d", S2, lambda: nn.Conv2d(4, 4, 3, padding=1)),
     ("Conv3d", S3, lambda: nn.Conv3d(4, 4, 3, padding=1)),
-    ("ConvTranspose1d", S1, lambda: nn.ConvTranspose1d(4, 4, 2, stride=2)),
-    ("ConvTranspose2d", S2, lambda: nn.ConvTranspose2d(4, 4, 2, stride=2)),
-    ("ConvTranspose3d", S3, lambda: nn.ConvTranspose3d(4, 4, 2, stride=2)),
+    ("ConvTranspose1d", S1, lambda: nn.ConvTranspose1d(4, 6, 2, stride=2)),
+    ("ConvTranspose2d", S2, lambda: nn.ConvTranspose2d(4, 6, 2, stride=2)),
+    ("ConvTranspose2d in = out channels", S2, lambda: nn.ConvTranspose2d(4, 4, 2, stride=2)),
+    ("ConvTranspose3d", S3, lambda: nn.ConvTranspose3d(4, 6, 2, stride=2)),
     ("BatchNorm1d", S1, lambda: nn.BatchNorm1d(4)),
     ("BatchNorm2d", S2, lambda: nn.BatchNorm2d(4)),
     ("BatchNorm3d", S3, lambda: nn.BatchNorm3d(4)),
@@ -185,43 +190,51 @@ def outputs(y):
     return [t for item in y for t in outputs(item)]
 
 
-def run(shape, make, phase, bf16_model):
-    pre = nn.Linear(shape[-1], shape[-1])
+def run(shape, make, phase, model_dtype):
+    """model_dtype None: float32 parameters under bfloat16 autocast; else the whole model in it."""
+    torch.manual_seed(0)
+    pre = nn.Linear(shape[-1], shape[-1]) if model_dtype != torch.float16 else nn.Identity()
     layer = make()
     if layer is None:
         return "absent"
     x = torch.randn(*shape)
-    if bf16_model:
-        pre, layer, x = pre.bfloat16(), layer.bfloat16(), x.bfloat16()
+    with torch.no_grad():
+        expected = [tuple(t.shape) for t in outputs(layer(pre(x)))]  # the float32 model's
+    if model_dtype is not None:
+        pre, layer, x = pre.to(model_dtype), layer.to(model_dtype), x.to(model_dtype)
+        x.requires_grad_(model_dtype == torch.float16 and phase != "eval")  # as a Linear's output would
     if phase == "eval":
         pre.eval(), layer.eval()
     with torch.no_grad() if phase == "eval" else torch.enable_grad():
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=not bf16_model):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=model_dtype is None):
             h = pre(x)
-            assert h.dtype == torch.bfloat16
+            assert h.dtype == (model_dtype or torch.bfloat16)
             y = layer(h)
+        found = [tuple(t.shape) for t in outputs(y)]
+        if found != expected:
+            raise RuntimeError("wrong shape: {}, the float32 model's {}".format(found, expected))
         if phase == "train":
             sum(t.float().sum() for t in outputs(y)).backward()
     return "ok ({})".format(str(outputs(y)[0].dtype).replace("torch.", ""))
 
 
-def attempt(shape, make, phase, bf16_model):
+def attempt(shape, make, phase, model_dtype):
     try:
-        return run(shape, make, phase, bf16_model)
+        return run(shape, make, phase, model_dtype)
     except Exception as e:  # noqa: BLE001 -- the point is to print whatever it raises
         return "{}: {}".format(type(e).__name__, str(e).strip().splitlines()[0])
 
 
-def table(bf16_model):
+def table(model_dtype):
     failing = 0
     for label, shape, make in CASES:
-        train = attempt(shape, make, "train", bf16_model)
+        train = attempt(shape, make, "train", model_dtype)
         if train.startswith("ok") or train == "absent":
             print("{:<62} {}".format(label, train))
             continue
         failing += 1
-        forward = attempt(shape, make, "forward", bf16_model)
-        evaluation = attempt(shape, make, "eval", bf16_model)
+        forward = attempt(shape, make, "forward", model_dtype)
+        evaluation = attempt(shape, make, "eval", model_dtype)
         where = "backward" if forward.startswith("ok") else "forward"
         print("{:<62} FAILS in {} ({}); eval: {}".format(label, where, train, evaluation))
     print("{} of {} cases fail".format(failing, len(CASES)))
@@ -229,10 +242,12 @@ def table(bf16_model):
 
 def main():
     print("torch {} CPU, bfloat16 autocast, float32 parameters, input from a bfloat16 Linear".format(torch.__version__))
-    table(bf16_model=False)
-    if "--bf16-model" in sys.argv:
-        print("\ntorch {} CPU, no autocast, the whole model bfloat16 (parameters and input)".format(torch.__version__))
-        table(bf16_model=True)
+    table(None)
+    for flag, dtype in (("--bf16-model", torch.bfloat16), ("--f16-model", torch.float16)):
+        if flag in sys.argv:
+            print("\ntorch {} CPU, no autocast, the whole model {} (parameters and input)".format(
+                torch.__version__, str(dtype).replace("torch.", "")))
+            table(dtype)
     return 0
 
 

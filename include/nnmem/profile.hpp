@@ -8,11 +8,15 @@
 #include <string>
 #include <string_view>
 
+#include "nnmem/dtype.hpp"
+
 namespace nnmem {
 
-/// A layer type whose CPU kernel cannot take a bfloat16 input in some version: what PyTorch
-/// raises, and when (validation/probe_autocast_113.py, validation/ops_saved_autocast.md).
-struct CpuBfloat16Gap {
+/// A layer type whose CPU kernel cannot take a 16-bit input in some version: what PyTorch
+/// raises, and when (validation/probe_autocast_113.py, validation/ops_saved_autocast.md). It
+/// applies where the layer computes in that dtype: its input and its output are in it (a
+/// Softmax with `dtype: float32` casts its input first, and runs).
+struct CpuKernelGap {
   enum class When {
     Always,         // forward raises whatever else the layer holds
     BesideFloat32,  // forward raises when the layer's parameters are not bfloat16 (autocast's float32 model)
@@ -22,6 +26,7 @@ struct CpuBfloat16Gap {
   std::string_view op;     // the aten op that fails: "layer_norm"
   When when = When::Always;
   std::string_view error;  // what PyTorch raises, verbatim
+  DType dtype = DType::BFloat16;  // the input it cannot take: bfloat16 or float16
 };
 
 struct TorchProfile {
@@ -107,7 +112,11 @@ struct TorchProfile {
   // (Hardtanh, ReLU6). 2.13 runs them all. A bfloat16 model (no autocast) meets the 3-D poolings'
   // gaps (autocast runs them in float32): 1.13 has no bfloat16 max_pool3d, avg_pool3d,
   // adaptive_avg_pool3d or adaptive_max_pool3d, 2.13 no avg_pool3d (validation/probe_autocast_113.py).
-  std::span<const CpuBfloat16Gap> cpu_bfloat16_gaps = {};
+  // 1.13's bfloat16 conv_transpose1d/2d/3d run a plain convolution (an error, or with as many
+  // output channels as input channels that convolution's smaller output). And 1.13's CPU has
+  // almost no float16 kernel (a float16 model: Linear's "addmm_impl_cpu_" not implemented for
+  // 'Half'): every layer the probe's --f16-model table fails is listed for float16.
+  std::span<const CpuKernelGap> cpu_kernel_gaps = {};
 
   // --- torch.utils.checkpoint, non-reentrant (use_reentrant=False)
   // Recomputation stops once the last tensor the segment's nodes keep has been recomputed
@@ -153,8 +162,8 @@ struct TorchProfile {
   bool cpu_autocast_in_float32(std::string_view type) const;
   /// Whether CPU autocast leaves the layer type in its input's dtype here, whatever its usual list.
   bool cpu_autocast_uncasts(std::string_view type) const;
-  /// What the layer type's CPU kernel cannot do with a bfloat16 input here, or nullptr.
-  const CpuBfloat16Gap* cpu_bfloat16_gap(std::string_view type) const;
+  /// What the layer type's CPU kernel cannot do with an input of this dtype here, or nullptr.
+  const CpuKernelGap* cpu_kernel_gap(std::string_view type, DType dtype) const;
 };
 
 /// Every profile nnmem has, newest first; the first is the default.

@@ -30,16 +30,19 @@ int run_layers(const std::string& type, const TorchProfile& torch) {
   std::cout << "inputs: " << inputs << '\n';
   for (const TorchProfile& p : torch_profiles())
     if (!p.has_layer(d->type)) std::cout << "not in PyTorch " << p.version << '\n';
-  for (const TorchProfile& p : torch_profiles()) {  // what its CPU kernels cannot do in bfloat16 (an error there)
-    const CpuBfloat16Gap* gap = p.cpu_bfloat16_gap(d->type);
-    if (!gap) continue;
-    using When = CpuBfloat16Gap::When;
-    std::cout << "PyTorch " << p.version << " on the CPU: " << gap->op
-              << (gap->when == When::BesideFloat32 ? " refuses a bfloat16 input beside float32 weights (under autocast)"
-                  : gap->when == When::InBackward  ? " has no bfloat16 kernel: training it with a bfloat16 input is an error"
-                                                   : " has no bfloat16 kernel: a bfloat16 input is an error")
-              << '\n';
-  }
+  for (const TorchProfile& p : torch_profiles())  // what its CPU kernels cannot do in 16 bits (an error there)
+    for (const DType dtype : {DType::BFloat16, DType::Float16}) {
+      const CpuKernelGap* gap = p.cpu_kernel_gap(d->type, dtype);
+      if (!gap) continue;
+      using When = CpuKernelGap::When;
+      const std::string name(dtype_name(dtype));
+      std::cout << "PyTorch " << p.version << " on the CPU: " << gap->op
+                << (gap->when == When::BesideFloat32 ? " refuses a " + name + " input beside float32 weights (under autocast)"
+                    : gap->when == When::InBackward
+                        ? " has no " + name + " kernel: training it with a " + name + " input is an error"
+                        : " has no " + name + " kernel: a " + name + " input is an error")
+                << '\n';
+    }
   if (!d->versions.empty()) std::cout << "by PyTorch version: " << d->versions << '\n';
   if (d->attrs.empty()) std::cout << "attributes: none\n";
   for (const auto& attr : d->attrs) std::cout << "  " << attr.name << ": " << attr.describe() << "\n      " << attr.help << '\n';

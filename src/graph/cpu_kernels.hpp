@@ -1,5 +1,5 @@
-// The CPU kernels a PyTorch version lacks for a bfloat16 input (TorchProfile::cpu_bfloat16_gaps):
-// a layer CPU bfloat16 autocast (or a bfloat16 model) would hand one is refused, not estimated.
+// The CPU kernels a PyTorch version lacks for a 16-bit input (TorchProfile::cpu_kernel_gaps): a
+// layer CPU bfloat16 autocast (or a bfloat16 or float16 model) would hand one is refused, not estimated.
 #pragma once
 
 #include <optional>
