@@ -126,6 +126,8 @@ constexpr CpuKernelGap kCpuKernelGapsIn1_13[] = {
 
 constexpr CpuKernelGap kCpuKernelGapsIn2_13[] = {
     {"AvgPool3d", "avg_pool3d", When::Always, "NotImplementedError: \"avg_pool3d_out_frame\" not implemented for 'BFloat16'"},
+    {"AvgPool3d", "avg_pool3d", When::Always, "NotImplementedError: \"avg_pool3d_out_frame\" not implemented for 'Half'",
+     DType::Float16},
 };
 
 constexpr std::array kProfiles = {
