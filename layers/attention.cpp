@@ -7,6 +7,7 @@
 //               heads), the softmax's probabilities and the copy bmm reads (two L x S tensors per
 //               head; a third, the dropout's, with dropout_p > 0), and v (a copy when repeated or
 //               converted). On the CPU a 16-bit input runs in float32: every kept tensor is.
+//               With dropout its backward is played node by node (math_backward, below).
 //   flash     — q, k, v, the output and the log-sum-exp [N, heads, L] in float32 (float64 for a
 //               float64 input), and, on the CPU, the mask converted to the query's dtype.
 //   efficient — (CUDA) q, k, v, the mask, the output, a log-sum-exp [N, heads, ceil(L/32)*32].
@@ -17,6 +18,8 @@
 // the query's, without dropout, else math (measured); on CUDA flash for 16-bit inputs without
 // a mask, else efficient, else math (sdp_utils.cpp's order; not measured).
 #include "attention.hpp"
+
+#include "backward_program.hpp"
 
 namespace nnmem::layers {
 
@@ -88,6 +91,77 @@ Shape weights_shape(const Shapes& s) {
   return w;
 }
 
+// The math composite's backward on the CPU with dropout, node by node as the engine runs it
+// (torch 2.13, validation/trace_diff.py on hf_bert_sdpa in float32, as a bfloat16 model and
+// under bfloat16 autocast):
+//   ToCopyBackward0      (16-bit inputs) the output's gradient made float32;
+//   UnsafeViewBackward0  the gradient folded to [N*H, L, Ev]: a copy of the transposed gradient
+//                        that the heads' merge (transpose, contiguous) passes back; nnmem's
+//                        Contiguous has copied it already, so the fold copies nothing here;
+//   BmmBackward0         attn @ v: v's gradient and the dropped weights'; lets go of the incoming
+//                        gradient, the dropped weights and v;
+//   MulBackward0         dropout: the probabilities' gradient; lets go of the mask;
+//   SafeSoftmaxBackward0 the scores' gradient; lets go of the probabilities;
+//   BmmBackward0         q @ k^T: the scaled q's and k's gradients; lets go of both;
+//   MulBackward1 x2      the scaling, k's first (made later in forward);
+//   ToCopyBackward0 x3   (16-bit inputs) v's, k's and q's gradients in the inputs' dtype.
+// Without it, the layer is one node making the three inputs' gradients at once, which is below
+// the composite's peak (its L x S gradients): a bfloat16 BERT's SGD step peaks in it.
+struct MathBackward {
+  TensorType q, k, v, out, weights;  // in the composite's dtype (float32 for a 16-bit input)
+  bool upcast;                       // the inputs are 16-bit: cast to float32 and back
+  int q_scaled, k_scaled, probs, mask, dropped, value;  // saved entries
+};
+
+std::vector<BackwardEvent> math_backward(const MathBackward& b) {
+  std::vector<BackwardEvent> events;
+  Program p(events);
+  int grad = -1;
+  if (b.upcast) {
+    grad = p.temporary(b.out, "grad of the output (float32)");
+    p.release_grad_out(0);
+  }
+  // attn @ v
+  const int v = b.upcast ? p.temporary(b.v, "grad of v (float32)") : -1;
+  if (!b.upcast) p.input_grad(2);
+  int w = p.temporary(b.weights, "grad of the dropped attention weights");
+  b.upcast ? p.free(grad) : p.release_grad_out(0);
+  p.release(b.dropped);
+  p.release(b.value);
+  // dropout, softmax
+  const int probs = p.temporary(b.weights, "grad of the attention probabilities");
+  p.free(w);
+  p.release(b.mask);
+  w = p.temporary(b.weights, "grad of the scores");
+  p.free(probs);
+  p.release(b.probs);
+  // q @ k^T, then the scaling: k's, then q's
+  int q = p.temporary(b.q, "grad of q scaled");
+  int k = p.temporary(b.k, "grad of k scaled");
+  p.free(w);
+  p.release(b.q_scaled);
+  p.release(b.k_scaled);
+  if (!b.upcast) {
+    p.input_grad(1);
+    p.free(k);
+    p.input_grad(0);
+    p.free(q);
+    return events;
+  }
+  const int k_unscaled = p.temporary(b.k, "grad of k (float32)");
+  p.free(k);
+  const int q_unscaled = p.temporary(b.q, "grad of q (float32)");
+  p.free(q);
+  // the casts back, the last made first
+  p.input_grad(2);
+  p.free(v);
+  p.input_grad(1);
+  p.free(k_unscaled);
+  p.input_grad(0);
+  p.free(q_unscaled);
+  return events;
+}
+
 void check_mask(const LayerCall& call, const Shapes& s) {
   if (call.inputs.size() < 4) return;
   if (call.attrs.flag("is_causal"))
@@ -155,15 +229,32 @@ LayerResult infer_sdpa(const LayerCall& call) {
   };
   if (kernel == Kernel::Math) {
     const DType math = cpu && dtype_size(dtype) == 2 ? DType::Float32 : dtype;  // the CPU upcasts 16-bit inputs
+    const auto last = [&res] { return static_cast<int>(res.saved.size()) - 1; };
+    MathBackward program{.q = {s.q, math}, .k = {with_lead(s.k), math}, .v = {with_lead(s.v), math}, .out = {s.out, math},
+                         .weights = {w, math}, .upcast = math != dtype, .q_scaled = -1, .k_scaled = -1, .probs = -1,
+                         .mask = -1, .dropped = -1, .value = -1};
     res.save_extra({s.q, math}, "query * sqrt(scale)");
+    program.q_scaled = last();
     res.save_extra({with_lead(s.k), math}, "key * sqrt(scale)");
+    program.k_scaled = last();
     res.save_extra({w, math}, "attention probabilities");
-    if (dropout > 0.0) res.save_extra({w, math}, "dropout's attention weights");
+    program.probs = last();
+    if (dropout > 0.0) {
+      res.save_extra({w, math}, "dropout's attention weights");
+      program.mask = last();
+    }
     res.save_extra({w, math}, "attention weights for bmm");
+    program.dropped = last();
     // bmm reads v folded to [N*H, S, Ev]: a copy unless v is contiguous in its own dtype.
     if (math != dtype || s.gqa_repeat || call.inputs[2].layout != Layout::Contiguous)
       res.save_extra({with_lead(s.v), math}, "value (copied)");
     else res.save_input(2, "value");
+    program.value = last();
+    // Node by node where measured: the CPU, 4-D inputs with dropout, k and v with the query's
+    // heads, all three needing a gradient.
+    if (cpu && s.rank == 4 && dropout > 0.0 && !s.gqa_repeat && call.input_requires_grad(0) && call.input_requires_grad(1) &&
+        call.input_requires_grad(2))
+      res.backward_program = [program](const std::vector<bool>&) { return math_backward(program); };
     return res;
   }
   for (int i = 0; i < 3; ++i) res.save_input(i, i == 0 ? "query" : i == 1 ? "key" : "value");

@@ -221,10 +221,11 @@ LayerResult infer_mha(const LayerCall& call) {
       kept.extra(Shape{}, "philox_offset", DType::Int64);
     }
     // Measured node by node (multihead_attention_backward.cpp), with and without masks:
-    // self-attention through one in_proj_weight, batch_first, on the CPU in 32 or 64 bits or
-    // under autocast.
+    // self-attention through one in_proj_weight, batch_first, on the CPU in 32 or 64 bits, under
+    // autocast, and as a 16-bit model (mha_masked, bfloat16 and float16 under torch 2.13: the
+    // same nodes in the same order, the kernel's gradients in the model's dtype).
     program.flash = true;
-    by_node = d.distinct == 1 && d.packed && !extra_rows && bf && cpu && (dtype_size(dtype) >= 4 || call.ctx.amp);
+    by_node = d.distinct == 1 && d.packed && !extra_rows && bf && cpu;
   } else {
     // The explicit path, or scaled_dot_product_attention's math composite: q scaled, k (the
     // composite scales it too), the softmax, dropout's mask and result, v.
@@ -249,11 +250,13 @@ LayerResult infer_mha(const LayerCall& call) {
       kept.extra(Shape{}, "num_heads, a wrapped number", DType::Int64);
     // Measured node by node (multihead_attention_backward.cpp), with and without masks
     // (1.13's baddbmm adds the mask and keeps nothing more): self-attention through one
-    // in_proj_weight, batch_first, need_weights=False, on the CPU in the input's dtype or under autocast (2.x's composite then in float32).
+    // in_proj_weight, batch_first, need_weights=False, on the CPU in the input's dtype, under
+    // autocast or as a 16-bit model (2.x's composite then in float32: torch_encoder's
+    // self-attention, bfloat16, the same nodes as under autocast).
     // Elsewhere backward's largest temporary, the attention weights' gradient (bmm's), L x S
     // per head, made before the parameters' gradients of in_proj, stands for the dozen nodes:
     // an upper bound where the step's peak falls inside it.
-    by_node = d.distinct == 1 && d.packed && !extra_rows && !need_weights && bf && cpu && (math == dtype || call.ctx.amp);
+    by_node = d.distinct == 1 && d.packed && !extra_rows && !need_weights && bf && cpu;
     if (!by_node) res.backward_scratch.push_back({{scores, math}, "gradient of the attention weights", true});
   }
   // The CPU's flash kernel writes its output in q's [L, N, H, hd] order: out_proj reads it as it

@@ -2,7 +2,7 @@
 """Where does nnmem's simulated step part from PyTorch's, allocation by allocation?
 
     python3 validation/trace_diff.py NETWORK --batch B --optimizer adam [--keep-grads]
-            [--amp bfloat16] [--foreach | --fused] [--torch 2.13] [--nnmem build/nnmem] [--all]
+            [--amp bfloat16] [--dtype bfloat16] [--foreach | --fused] [--torch 2.13] [--nnmem build/nnmem] [--all]
             [--mode eval]
 
 Measures the run with `measure.py --trace` under the interpreter of --torch (1.13:
@@ -60,6 +60,8 @@ def measured_events(args):
         cmd.append("--foreach")
     if args.fused:
         cmd.append("--fused")
+    if args.dtype:
+        cmd += ["--dtype", args.dtype]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd="/tmp")
     if p.returncode != 0:
         sys.exit(p.stderr)
@@ -99,7 +101,8 @@ def nnmem_events(args):
     if args.fused and not nnmem.has_fused:
         print("note: this nnmem has no --fused; it estimates the single-tensor loop\n")
     est = nnmem.run(args.torch, args.network, args.batch, args.optimizer, not args.keep_grads, mode=args.mode,
-                    amp=args.amp, foreach=args.foreach, fused=args.fused and nnmem.has_fused)
+                    amp=args.amp, foreach=args.foreach, fused=args.fused and nnmem.has_fused,
+                    variant_args=("--dtype", args.dtype) if args.dtype else ())
     events, started = [], False
     for t in est["timeline"]:
         if t["delta"] == 0:
@@ -236,6 +239,7 @@ def main():
     ap.add_argument("--optimizer", required=True)
     ap.add_argument("--keep-grads", action="store_true")
     ap.add_argument("--amp")
+    ap.add_argument("--dtype", choices=("bfloat16", "float16"), help="a 16-bit model (measure.py's --dtype)")
     ap.add_argument("--foreach", action="store_true")
     ap.add_argument("--fused", action="store_true")
     ap.add_argument("--torch", default="2.13", choices=sorted(PYTHON))
