@@ -136,6 +136,10 @@ SCALING_VARIANTS = [
     ("adam", True, ("--grad-accum", "3", "--checkpoint", "blocks") + _NR),
     ("momentum", True, ("--grad-accum", "2", "--checkpoint", "blocks") + _R),
 ]
+# Gradient accumulation with the regression and binary losses too, whose loss tensor is not the
+# 0-dim one the step binds (`loss / K` is): (optimizer, set_to_none, measure.py's arguments).
+ACCUM_NETWORKS = ["gru_tagger", "activations_net", "zoo_seq", "zoo_net"]
+ACCUM_VARIANTS = [("sgd", True, ("--grad-accum", "2")), ("adam", True, ("--grad-accum", "3"))]
 # Some of the same under bfloat16 autocast: each recomputation re-enters autocast and casts the
 # parameters again, and leaving it drops those copies from autocast's cache; and accumulating
 # with kept gradients, the 16-bit gradients cast back into float32 .grad each micro-step.
@@ -263,6 +267,8 @@ def combos(network, extra_only=False, parallel_only=False):
                     (OPTIM_VARIANTS_2 if network in OPTIM_NETWORKS_2 else HF_VARIANTS_2 if network.startswith("hf_") else [])]
     scaling = [(b0, o, s, None, None, x) for o, s, x in SCALING_VARIANTS] + \
         [(b0, o, s, "bfloat16", None, x) for o, s, x in SCALING_AMP_VARIANTS] if network in SCALING_NETWORKS else []
+    if network in ACCUM_NETWORKS:
+        scaling += [(b0, o, s, None, None, x) for o, s, x in ACCUM_VARIANTS]
     if VERSION != "1.13" and network in HF_SELECTIVE_NETWORKS:
         scaling += [(b0, o, s, None, None, x) for o, s, x in HF_SELECTIVE_VARIANTS]
     runs = plain + amp + variants + scaling + parallel
@@ -275,12 +281,13 @@ def combos(network, extra_only=False, parallel_only=False):
 
 
 def run_key(r):
-    """A measured run as combos() names it (runs without measure.py arguments beyond the step's)."""
-    if any(r.get(k) for k in ("checkpoint", "grad_accum", "loop", "parallel")):
+    """A measured run as combos() names it (runs without measure.py arguments beyond the step's,
+    a 16-bit model's --dtype or accumulation's --grad-accum alone)."""
+    if any(r.get(k) for k in ("checkpoint", "loop", "parallel")) or (r.get("grad_accum") and r.get("dtype")):
         return None
+    extra = ("--dtype", r["dtype"]) if r.get("dtype") else ("--grad-accum", str(r["grad_accum"])) if r.get("grad_accum") else ()
     return (r["batch"], r["optimizer"], r["set_to_none"], r.get("amp"),
-            "fused" if r.get("fused") else "foreach" if r.get("foreach") else None,
-            ("--dtype", r["dtype"]) if r.get("dtype") else ())
+            "fused" if r.get("fused") else "foreach" if r.get("foreach") else None, extra)
 
 
 def run_network(network, jobs, extra_only=False, parallel_only=False, missing_only=False):
@@ -293,7 +300,8 @@ def run_network(network, jobs, extra_only=False, parallel_only=False, missing_on
             old = json.load(f)
         runs, per_batch = old["runs"], old["per_batch"]
         measured = {run_key(r) for r in runs}
-        todo = [c for c in todo if (not c[5] or c[5][0] == "--dtype") and c not in measured]
+        todo = [c for c in todo if (not c[5] or (len(c[5]) == 2 and c[5][0] in ("--dtype", "--grad-accum")))
+                and c not in measured]
     elif parallel_only:  # keep every run of the existing fixture but the data-parallel ones
         with open(fixture_path(network)) as f:
             old = json.load(f)

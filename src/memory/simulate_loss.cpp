@@ -37,9 +37,13 @@ DType StepSimulator::total_dtype() const {
   return d;
 }
 
-// The storage behind the loss the step binds: a single unweighted term's own (mse's holds an
-// output-sized one), else the 0-dim product or sum's.
+// The storage behind the loss the step binds: under gradient accumulation the 0-dim `loss / K`;
+// else a single unweighted term's own (mse's holds an output-sized one), else the 0-dim product
+// or sum's. (Taking mse's for `loss / K` made the previous step's loss output-sized: the CUDA
+// replay, matching it by size, then never freed the 4-byte quotient the step had left, and a
+// block a step piled up until it gave up after 1,000 iterations, unconverged.)
 std::int64_t StepSimulator::total_bytes() const {
+  if (options_.grad_accum > 1) return dtype_size(total_dtype());
   if (losses_.size() == 1 && !losses_.front().term.weight) return losses_.front().tensors.loss_bytes;
   return dtype_size(total_dtype());
 }
