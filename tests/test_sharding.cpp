@@ -118,3 +118,29 @@ TEST_CASE("Sharding: conflicting options are errors that name both sides") {
   CHECK(parse_fsdp("shard_grad_op") == FsdpStrategy::ShardGradOp);
   CHECK_FALSE(parse_fsdp("FULL_SHARD"));
 }
+
+TEST_CASE("kept gradient shards are held by the CUDA replay as by the step") {
+  // --keep-grads under ZeRO-2/3 or FSDP: every step adds into the shards the last one left, so
+  // none is made anew and marked to carry over. The replay's first iteration then made none,
+  // and the later ones found none to take: what the device held left out the gradient shards
+  // (max_memory_allocated 2.1 MB below the step's peak on a 1.6 MB model over one GPU).
+  for (const std::int64_t gpus : {1, 4}) {
+    ParallelOptions fsdp;
+    fsdp.gpus = gpus;
+    fsdp.fsdp = FsdpStrategy::Full;
+    for (ParallelOptions p : {zero(2, gpus), zero(3, gpus), fsdp}) {
+      CAPTURE(gpus);
+      CAPTURE(p.zero);
+      EstimateOptions o;
+      o.graph.device = Device::Cuda;
+      o.graph.batch = 8;
+      o.step.keep_grads = true;
+      o.step.parallel = sharded_step(p);
+      o.step.plan_parallel = parallel_planner(p);
+      const Estimate e = estimate_from(kMlp, o);
+      REQUIRE(e.cuda_allocator);
+      CHECK(e.cuda_allocator->converged);
+      CHECK(e.totals.max_allocated_bytes >= e.totals.peak_bytes);
+    }
+  }
+}

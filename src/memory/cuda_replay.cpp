@@ -8,7 +8,9 @@
 //              loss and gradients are skipped, with their releases), the optimizer's state is
 //              created at the start of step() (as _init_group does, before any temporary),
 //              and with --keep-grads a new gradient becomes .grad instead of being added into
-//              it and freed (AccumulateGrad steals it when .grad is None);
+//              it and freed (AccumulateGrad steals it when .grad is None); a step that only ever
+//              adds into kept gradient shards (--keep-grads under ZeRO or FSDP) has them made
+//              where its backward ends, for the iterations after it to find;
 //   iteration n  the step's events as they are, the previous step's output, loss and gradients
 //              being the blocks iteration n-1 left (its Output, Loss and Grad blocks, matched by
 //              size). Inference is one forward pass after another, each output dropped once
@@ -170,9 +172,15 @@ class Replay {
       if (what.carry == Carry::Grad) grads.add(what.bytes, static_cast<int>(h));
     }
     bool state_made = !first || script_.eager_state;
+    bool grads_made = !first || script_.kept_grads.empty();
     const ReplaySteps& steps = script_.steps;
     for (std::size_t e = 0; e < steps.size(); ++e) {
       const ReplayStep step = steps[e];  // read once: the allocator's writes could alias the pieces
+      if (!grads_made && step.phase == Phase::Optimizer) {
+        grads_made = true;  // backward is over: the first step's gradient shards exist
+        for (const int block : script_.kept_grads)
+          if (!alloc(block, Carry::Grad, e)) return false;
+      }
       if (!state_made && step.phase == Phase::Optimizer) {
         state_made = true;  // created lazily, at the start of the first step()
         if (!alloc_all(script_.state, e)) return false;
@@ -204,7 +212,11 @@ class Replay {
           break;
       }
     }
-    if (!state_made && !alloc_all(script_.state, steps.empty() ? 0 : steps.size() - 1)) return false;
+    const std::size_t last = steps.empty() ? 0 : steps.size() - 1;
+    if (!grads_made)
+      for (const int block : script_.kept_grads)
+        if (!alloc(block, Carry::Grad, last)) return false;
+    if (!state_made && !alloc_all(script_.state, last)) return false;
     if (!script_.rebinds_output) {
       // Inference: one forward pass, whose output is dropped once it is made.
       for (std::size_t h = 0; h < held_.size(); ++h)
@@ -290,6 +302,7 @@ ReplayScript::ReplayScript(const Timeline& events, const AllocationTrace& trace,
 ReplayScript::ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, const StepOptions& options)
     : steps(std::move(recorded)), eager_state(options.optimizer == OptimizerKind::Adagrad),
       rebinds_output(std::find(trace.block_carry.begin(), trace.block_carry.end(), Carry::LastOutput) != trace.block_carry.end()) {
+  std::vector<int> last_grads;
   for (std::size_t e = 0; e < steps.size(); ++e) {
     Step& step = steps[e];
     step.carry = trace.block_carry[static_cast<std::size_t>(step.block)];
@@ -297,7 +310,12 @@ ReplayScript::ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, c
     if (step.carry == Carry::Model) model.push_back(step.block);
     if (step.carry == Carry::Batch) batch.push_back(step.block);
     if (step.carry == Carry::State) state.push_back(step.block);
+    if (step.carry == Carry::LastGrad) last_grads.push_back(step.block);
   }
+  // The previous step's gradients are what this one leaves marked Grad; when it leaves none
+  // (every gradient added into a kept shard), the first iteration has to make them.
+  if (options.keep_grads && std::find(trace.block_carry.begin(), trace.block_carry.end(), Carry::Grad) == trace.block_carry.end())
+    kept_grads = std::move(last_grads);
 }
 
 CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const std::vector<std::string>& layers,

@@ -109,6 +109,9 @@ struct ReplayScript {
   ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, const StepOptions& options);
   ReplaySteps steps;  // each event
   std::vector<int> model, batch, state;  // the blocks of Carry Model, Batch and State allocated, in order
+  // Kept gradients the step never makes anew (--keep-grads with sharded gradients: each step adds
+  // into the shards the last one left): the first iteration makes them, as its backward does.
+  std::vector<int> kept_grads;
   bool eager_state;     // Adagrad makes its state in its constructor
   bool rebinds_output;  // training: the next step's `out = model(x)` releases this one
 };
