@@ -56,12 +56,13 @@ std::vector<std::string> examples() {
   return out;
 }
 
-// Examples whose step is no function c + k x batch of the batch: a recurrent layer's tensors
-// have the batch in dimension 1 ([T, N, H], h_n) and oneDNN's workspace rounds to pages; a
-// sparse gradient (bow_sparse) is model state that grows with the batch. Their batch curve is
-// refused and fit searches on full estimates (tested below, as the others).
-const std::set<std::string> kNoCurve = {"examples/bow_sparse.yaml", "examples/gru_tagger.yaml", "examples/lstm_lm.yaml",
-                                        "examples/lstm_seq.yaml"};
+// Examples whose step is no function c + k x batch of the batch: a sparse gradient (bow_sparse)
+// is model state that grows with the batch. Their batch curve is refused and fit searches on
+// full estimates (tested below, as the others). A recurrent layer's tensors have the batch in
+// dimension 1 ([T, N, H], h_n), which the curve takes; but an LSTM's oneDNN workspace on the CPU
+// rounds to pages, so its curve may be refused (lstm_lm's is): where one is made, it is exact.
+const std::set<std::string> kNoCurve = {"examples/bow_sparse.yaml"};
+const std::set<std::string> kMayHaveNoCurve = {"examples/lstm_lm.yaml", "examples/lstm_seq.yaml"};
 
 // Built with AddressSanitizer (the CI's second build, for memory errors): each example is fitted
 // at one of the scan's budgets in turn, on both devices, so that every example and every budget
@@ -90,6 +91,7 @@ TEST_CASE("the batch curve re-estimates any batch exactly as a full estimate doe
           CHECK_FALSE(curve);
           continue;
         }
+        if (!curve && kMayHaveNoCurve.count(name)) continue;
         REQUIRE(curve);
         for (const std::int64_t batch : {2, 3, 7, 64, 333, 1024}) {
           CAPTURE(batch);
@@ -139,7 +141,8 @@ TEST_CASE("fit's answer fits, and no batch it checked up to 4x it does: every ex
     const std::string& name = names[k];
     const ModelSpec spec = load_spec_file(source_path(name));
     // Searched on full estimates (slow): budgets up to 256 MiB, the first three.
-    const std::size_t budgets = kNoCurve.count(name) ? 3 : std::size(kBudgets);
+    const bool full = kNoCurve.count(name) || kMayHaveNoCurve.count(name);
+    const std::size_t budgets = full ? 3 : std::size(kBudgets);
     for (const Device device : {Device::Cuda, Device::Cpu})
       for (std::size_t i = 0; i < budgets; ++i) {
         if (kSanitized && i != k % budgets) continue;
@@ -150,8 +153,9 @@ TEST_CASE("fit's answer fits, and no batch it checked up to 4x it does: every ex
         CAPTURE(device == Device::Cuda);
         CAPTURE(bytes);
         REQUIRE(fit.estimate);
-        if (kNoCurve.count(name)) {  // searched on full estimates (slow: budgets up to 256 MiB): the answer fits, the next batch is as estimated
-          CHECK_FALSE(fit.closed_form);
+        if (kNoCurve.count(name)) CHECK_FALSE(fit.closed_form);
+        if (!fit.closed_form) {  // searched on full estimates (slow: budgets up to 256 MiB): the answer fits, the next batch is as estimated
+          CHECK(full);
           CHECK(needed_bytes(*fit.estimate) == fit.needed_bytes);
           if (fit.batch == 0) continue;
           CHECK(fit.needed_bytes <= bytes);
@@ -311,17 +315,27 @@ TEST_CASE("fit on a device of a given size: a step that runs out of memory does 
   CHECK(!fits(next, bytes));
 }
 
-TEST_CASE("fit falls back on full estimates for a model whose batch leaves dimension 0") {
-  // Unsqueeze(0) moves the batch to dimension 1: the curve does not describe it.
+TEST_CASE("fit's curve takes the batch in any one dimension, and falls back on full estimates where it is in two") {
+  // Unsqueeze(0) moves the batch to dimension 1: every size still c + k x batch (as a recurrent
+  // layer's h_n, [layers, N, H]); the answer and its neighbours are what full estimates give.
   const ModelSpec moved = parse_spec("inputs: {x: [16]}\nlayers:\n  - {type: Linear, out_features: 8}\n"
                                      "  - {type: Unsqueeze, dim: 0}\n  - {type: ReLU}\n", "moved.yaml");
-  const BatchFit fit = fit_batch(moved, on(Device::Cuda), budget(64 * kMiB));
+  const BatchFit on_curve = fit_batch(moved, on(Device::Cuda), budget(64 * kMiB));
+  CHECK(on_curve.closed_form);
+  CHECK(on_curve.needed_bytes <= 64 * kMiB);
+  CHECK(on_curve.needed_bytes == need_at(moved, on(Device::Cuda), on_curve.batch));
+  CHECK(on_curve.next_needed_bytes == need_at(moved, on(Device::Cuda), on_curve.batch + 1));
+  // fc @ fc^T is [N, N]: quadratic in the batch, which the curve cannot describe.
+  const ModelSpec square = parse_spec("inputs: {x: [16]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8}\n"
+                                      "  - {name: t, type: Transpose, dim0: 0, dim1: 1, inputs: [fc]}\n"
+                                      "  - {name: mm, type: MatMul, inputs: [fc, t]}\n", "square.yaml");
+  const BatchFit fit = fit_batch(square, on(Device::Cuda), budget(64 * kMiB));
   CHECK(!fit.closed_form);
   CHECK(fit.batch > 1);
   CHECK(fit.needed_bytes <= 64 * kMiB);
-  CHECK(fit.needed_bytes == need_at(moved, on(Device::Cuda), fit.batch));
-  CHECK(fit.next_needed_bytes == need_at(moved, on(Device::Cuda), fit.batch + 1));
-  for (std::int64_t b = fit.batch + 1; b <= fit.batch + 64; ++b) CHECK(need_at(moved, on(Device::Cuda), b) > 64 * kMiB);
+  CHECK(fit.needed_bytes == need_at(square, on(Device::Cuda), fit.batch));
+  CHECK(fit.next_needed_bytes == need_at(square, on(Device::Cuda), fit.batch + 1));
+  for (std::int64_t b = fit.batch + 1; b <= fit.batch + 64; ++b) CHECK(need_at(square, on(Device::Cuda), b) > 64 * kMiB);
 }
 
 TEST_CASE("first_true: the first passing test, every test below it run, on any number of threads") {

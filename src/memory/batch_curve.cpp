@@ -35,7 +35,7 @@ std::int64_t largest_dimension(const Graph& g) {
   return most;
 }
 
-// Whether `big` is `small` with only the batch changed: the batch is dimension 0 of every value
+// Whether `big` is `small` with only the batch changed: the batch is one dimension of every value
 // (or a factor of it) but those made without it (autocast's copies of parameters, constants such as positions and
 // masks, a parameter read as a tensor: the same shape at both batches, which a shape computed
 // from the batch cannot have, the probe batch being a prime above every other size), and no
@@ -44,9 +44,13 @@ std::int64_t largest_dimension(const Graph& g) {
 bool same_but_batch(const Shape& a, const Shape& b, std::int64_t batch_a, std::int64_t batch_b) {
   if (a == b) return true;
   if (a.size() != b.size()) return false;
-  // Dimension 0 is the batch or a multiple of it (a language model's [B * T, vocab] logits).
-  if (a.empty() || a[0] % batch_a != 0 || a[0] / batch_a != b[0] / batch_b || b[0] % batch_b != 0) return false;
-  return std::equal(a.begin() + 1, a.end(), b.begin() + 1);
+  // One dimension is the batch or a multiple of it: dimension 0 mostly (a language model's
+  // [B * T, vocab] logits too), dimension 1 of a recurrent layer's h_n and of a sequence-first
+  // tensor. The sizes, all the curve reads, are then linear in the batch.
+  std::size_t differ = 0, d = 0;
+  for (std::size_t k = 0; k < a.size(); ++k)
+    if (a[k] != b[k]) ++differ, d = k;
+  return differ == 1 && a[d] % batch_a == 0 && b[d] % batch_b == 0 && a[d] / batch_a == b[d] / batch_b;
 }
 
 bool same_but_batch(const Graph& small, const Graph& big) {

@@ -58,7 +58,7 @@ std::string render_table(const BatchFit& fit, bool with_estimate) {
                                         (fit.curve_from > fit.first_valid_batch
                                              ? " from batch " + with_commas(fit.curve_from) + ", a full estimate below it; "
                                              : "; ")
-                                  : "by full estimates: this model's batch leaves dimension 0; ")
+                                  : "by full estimates: not every allocation of this model is c + k × batch; ")
      << fit.batches_checked << " batch size" << (fit.batches_checked == 1 ? "" : "s") << " checked from there down; "
      << fit.graphs_built << " graph" << (fit.graphs_built == 1 ? "" : "s") << " built, " << fit.estimates_made << " full estimate"
      << (fit.estimates_made == 1 ? "" : "s") << ")\n";
