@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "expression.hpp"
+#include "nnmem/checked.hpp"
 
 namespace nnmem::expr {
 
@@ -22,5 +23,15 @@ int function_arity(std::string_view name);
 Scalar function(std::string_view name, std::size_t offset, const Scalar& v);
 /// `-v`.
 Scalar negate(const Scalar& v, std::size_t offset);
+
+/// f(), an integer overflow in it reported as ExprError ("integer overflow: … does not fit").
+template <class F>
+auto overflow_as_expr_error(F f) {
+  try {
+    return f();
+  } catch (const OverflowError& e) {
+    throw ExprError("integer overflow: " + e.operation() + " does not fit in 64 bits", 0);
+  }
+}
 
 }  // namespace nnmem::expr
