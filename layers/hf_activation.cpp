@@ -8,6 +8,13 @@
 //     each MulBackward0 runs; validation/ops_saved.md). Without a gradient the intermediates
 //     are let go as the expression goes: at most three input-sized tensors at once (0.5 * x,
 //     x^3 and 0.044715 * x^3, with the wrapped 0.044715), the last of them the output.
+//   Float16Clamp (T5's "clamp inf values to enable fp16 training", after each of a block's
+//     layers): only when x is float16, clamp_value = torch.where(torch.isinf(x).any(),
+//     finfo.max - 1000, finfo.max), a 0-dim float32 tensor, and torch.clamp(x, min=-clamp_value,
+//     max=clamp_value): ClampBackward0 keeps x and both bounds (4 bytes each); isinf's bool mask
+//     and any()'s result are let go before the clamp runs. Its backward, where((x >= min)
+//     .logical_and_(x <= max), grad, zero), holds a bool mask and a 0-dim zero beside the
+//     input's gradient. In any other dtype the model skips it: x itself.
 #include "common.hpp"
 
 namespace nnmem::layers {
@@ -32,12 +39,48 @@ LayerResult infer_new_gelu(const LayerCall& call) {
   return res;
 }
 
-const bool registered = register_layer({
-    .type = "NewGELU",
-    .summary = "transformers' gelu_new, written out in Python: keeps three input-sized tensors",
-    .attrs = {},
-    .infer = infer_new_gelu,
-});
+LayerResult infer_float16_clamp(const LayerCall& call) {
+  require_float(call);
+  LayerResult res;
+  res.outputs.push_back(call.input());
+  if (call.input().dtype != DType::Float16) {
+    res.alias = Alias::View;
+    res.grad_passthrough = true;
+    return res;
+  }
+  const TensorType mask{call.shape(), DType::Bool};
+  const TensorType bound{{}, DType::Float32};
+  res.forward_scratch.push_back({mask, "isinf(x)"});
+  res.forward_scratch.push_back({{{}, DType::Bool}, "isinf(x).any()"});
+  res.scratch_before_output = true;
+  if (call.training() && call.input_requires_grad()) {
+    res.save_input(0);
+    res.save_extra(bound, "clamp_value (max)", Saved::Made::Separate);
+    res.save_extra(bound, "-clamp_value (min)", Saved::Made::Separate);
+    res.backward_scratch.push_back({mask, "(x >= min) & (x <= max)"});
+    res.backward_scratch.push_back({{{}, DType::Float16}, "zero"});
+  } else {
+    res.forward_scratch.push_back({bound, "clamp_value"});
+    res.forward_scratch.push_back({bound, "-clamp_value"});
+  }
+  return res;
+}
+
+const bool registered = [] {
+  register_layer({
+      .type = "NewGELU",
+      .summary = "transformers' gelu_new, written out in Python: keeps three input-sized tensors",
+      .attrs = {},
+      .infer = infer_new_gelu,
+  });
+  register_layer({
+      .type = "Float16Clamp",
+      .summary = "T5's clamp of a float16 x to the dtype's finite range (keeps x); x itself in another dtype",
+      .attrs = {},
+      .infer = infer_float16_clamp,
+  });
+  return true;
+}();
 
 }  // namespace
 }  // namespace nnmem::layers

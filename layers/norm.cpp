@@ -14,6 +14,11 @@
 //                   normalised input x * rstd in float32; a 16-bit input's result is cast back;
 //                   (form: hf, transformers' LlamaRMSNorm: weight * (x.float() * rstd).to(dtype))
 //                   the same, but the normalised input is kept cast back to the input's dtype;
+//                   (form: t5, transformers' T5LayerNorm: weight * (x * rstd).to(weight's dtype
+//                   when it is 16-bit), rstd from x.float()) pow keeps x.float(), the product keeps
+//                   x itself (beside its float32 copy when x is 16-bit) and rstd, the weight's
+//                   product the normalised input in the weight's dtype when that is 16-bit, else
+//                   in float32 (the product's); for a float32 input the same as form: hf;
 //   group_norm    — the input, the weight, and mean and rstd [N, groups];
 //   instance_norm — batch_norm on the input viewed as [1, N*C, *]: the input, save_mean and
 //                   save_invstd [N*C] in float32, and repeat()s of the weight and of the running
@@ -87,25 +92,34 @@ LayerResult infer_rms_norm(const LayerCall& call) {
   const Shape stats = normalised(call, shape);
   const bool affine = call.attrs.flag("elementwise_affine");
   const bool hf = call.attrs.is("form", "hf");
-  if (!hf && !call.ctx.torch->rms_norm_op)
+  const bool t5 = call.attrs.is("form", "t5");
+  if (!hf && !t5 && !call.ctx.torch->rms_norm_op)
     throw LayerError("PyTorch " + std::string(call.ctx.torch->version) + " has no nn.RMSNorm (2.4 added it); form: hf, "
                      "the hand-written LlamaRMSNorm, runs on it", "form");
   const TensorType& in = call.input();
   const TensorType wide{in.shape, DType::Float32};
   LayerResult res;
   // HF multiplies its weight by the result cast back: the product takes the wider dtype.
+  // T5LayerNorm's x * rstd is float32 (rstd is), cast to the weight's dtype only when that is
+  // 16-bit.
   const DType weight = call.ctx.float_dtype;
-  res.outputs.push_back({in.shape, hf && affine && dtype_size(weight) > dtype_size(in.dtype) ? weight : in.dtype});
+  const DType normalised_dtype = t5 ? (dtype_size(weight) == 2 ? weight : DType::Float32) : hf ? in.dtype : DType::Float32;
+  if (!affine && t5)
+    throw LayerError("form: t5 is T5LayerNorm, which has a weight (elementwise_affine: true)", "elementwise_affine");
+  const auto wider = [](DType a, DType b) { return dtype_size(a) > dtype_size(b) ? a : b; };
+  res.outputs.push_back({in.shape, (hf || t5) && affine ? wider(weight, normalised_dtype) : in.dtype});
   if (affine) res.params.push_back({"weight", shape});
   res.macs = in.numel();
   if (needs_backward(call, affine)) {
     if (in.dtype == DType::Float32) res.save_input(0);
     else res.save_extra(wide, "input as float32");
+    // T5's product reads the input as it is: a 16-bit input is kept beside its float32 copy.
+    if (t5 && in.dtype != DType::Float32) res.save_input(0, "input (x * rstd)");
     res.save_extra({stats, DType::Float32}, "rstd");
     if (affine) {
       res.save_param(0);
-      if (hf) res.save_extra(in, "normalised input");
-      else res.save_extra(wide, "normalised input (float32)");
+      if (hf || (t5 && normalised_dtype == in.dtype)) res.save_extra({in.shape, normalised_dtype}, "normalised input");
+      else res.save_extra({in.shape, normalised_dtype}, "normalised input (float32)");
     }
   }
   return res;
@@ -197,9 +211,10 @@ const bool registered = [] {
                   .infer = infer_layer_norm_2d,
                   .autocast_cpu = Autocast::Inherit});
   std::vector<AttrDef> rms = trailing_attrs(false);
-  rms.push_back(AttrDef::word("form", {"torch", "hf"},
+  rms.push_back(AttrDef::word("form", {"torch", "hf", "t5"},
                               "torch: nn.RMSNorm (F.rms_norm); hf: transformers' LlamaRMSNorm, which keeps the "
-                              "normalised input in the input's dtype"));
+                              "normalised input in the input's dtype; t5: T5LayerNorm, which multiplies the input "
+                              "itself by rstd (keeping it) and casts the product to a 16-bit weight's dtype"));
   register_layer({.type = "RMSNorm",
                   .summary = "x / sqrt(mean(x^2) + eps) * weight over the last dimensions",
                   .attrs = std::move(rms),

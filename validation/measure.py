@@ -72,8 +72,10 @@ CLASS_LOSSES = ("cross_entropy", "nll", "cross_entropy_smoothed", "causal_lm")  
 
 
 def causal_lm_loss(logits, labels, ignore_index=-100):
-    """transformers' ForCausalLMLoss as written (loss/loss_utils.py): the labels [B, T] padded
-    with ignore_index and shifted by one into a new tensor; the padded ones live until it returns."""
+    """transformers' ForCausalLMLoss as written (loss/loss_utils.py; 5.23.0's the same, its
+    num_items_in_batch None: reduction "mean"): logits.float() (a float32 copy of 16-bit logits,
+    a no-op on float32 ones), the labels [B, T] padded with ignore_index and shifted by one into a
+    new tensor (the padded ones live until it returns), cross_entropy with ignore_index."""
     logits = logits.float()
     labels = F.pad(labels, (0, 1), value=ignore_index)
     shift_labels = labels[..., 1:].contiguous()

@@ -5,7 +5,8 @@ NETWORKS: name -> Net(build, input_shape (per sample), input_dtype, loss,
 batches).  Losses: 'cross_entropy' (int64 targets of shape [N], classes =
 last dim of the output), 'mse' (float target shaped like the output),
 'mean' (loss = out.mean(), no target), 'nll' (like cross_entropy), 'l1' and
-'bce_with_logits' (like mse; bce's target in [0, 1]).  A model with several outputs has a list
+'bce_with_logits' (like mse; bce's target in [0, 1]), 'causal_lm' (transformers' ForCausalLMLoss:
+the [B * T] targets read as labels [B, T], shifted; the logits upcast to float32).  A model with several outputs has a list
 of (kind, weight) terms, one per output (measure.py sums them as `w1 * l1 + w2 * l2`, a weight
 None adding its loss as it is); own_loss: the model computes the loss itself from the targets
 (Hugging Face's labels=...).
@@ -99,7 +100,15 @@ def _hf_net(kind, impl):
         return Net(hf_model(kind, impl), (3, 32, 32), "float32", "cross_entropy", [2], vit_logits)
     pooled = kind in ("bert", "roberta")
     call = bert_pooled if pooled else lm_logits
-    return Net(hf_model(kind, impl), (HF_SEQ,), "int64", "mean" if pooled else "cross_entropy", [2], call,
+    # A causal LM's loss is the one its forward computes with labels=: transformers' ForCausalLMLoss
+    # (measure.py's causal_lm: logits.float(), the labels padded and shifted, cross_entropy with
+    # ignore_index -100), here on the logits after the model returns, as a loop that drops the
+    # model's output before backward (Trainer's compute_loss) has it. In float32 and under autocast
+    # the figures are plain cross_entropy's (.float() a no-op or autocast's own cast; the shifted
+    # labels transients of the loss); as a 16-bit model the float32 logits are the loss's.
+    # (With labels=, the loss runs while the model's DynamicCache still holds its k and v copies,
+    # and an output kept through backward keeps them: not this loop's step.)
+    return Net(hf_model(kind, impl), (HF_SEQ,), "int64", "mean" if pooled else "causal_lm", [2], call,
                HF_VOCAB)
 
 

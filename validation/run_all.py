@@ -84,16 +84,19 @@ AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cel
                     "yolo11n", "torch_encoder", "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_bert_sdpa",
                     "hf_t5_sdpa", "hf_vit_sdpa"]
 # A 16-bit model (`model.to(dtype)`, no autocast; torch 2.x), at the first batch, SGD and Adam:
-# cross-entropy networks, nn.MultiheadAttention with masks and Hugging Face's BERT, in bfloat16
-# and float16. Not the recurrent ones: nnmem refuses a 16-bit RNN, GRU or LSTM on the CPU
-# (measured off; layers/recurrent.cpp).
+# cross-entropy networks, nn.MultiheadAttention with masks, Hugging Face's BERT, GPT-2 and
+# LLaMA (sdpa and eager; their loss HF's ForCausalLMLoss, on float32 logits) and T5 (sdpa and
+# eager; in float16 its blocks' clamps), in bfloat16 and float16. Not the recurrent ones: nnmem refuses a 16-bit RNN, GRU or LSTM on the CPU (measured
+# off; layers/recurrent.cpp). Not Mixtral yet: as a 16-bit model nnmem is 2,304 bytes under
+# (saved and peak).
 DTYPE_NETWORKS_2 = ["mlp", "tf_mnist_cnn", "bn_relu_cnn", "lenet5", "resblock_mlp", "resnet18", "efficientnet_b0",
-                    "convnext_valid", "unet_valid", "yolov8n", "torch_encoder", "mha_masked", "hf_bert_sdpa"]
+                    "convnext_valid", "unet_valid", "yolov8n", "torch_encoder", "mha_masked", "hf_bert_sdpa",
+                    "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_eager", "hf_t5_sdpa", "hf_t5_eager"]
 # Under 1.13 in bfloat16 only (its CPU addmm has no float16 kernel) and not unet_valid (1.13's
 # bfloat16 ConvTranspose2d fails in forward: "expected input[2, 128, 4, 4] to have 64 channels,
-# but got 128 channels") nor BERT (no transformers for 1.13); and lstm_lm, whose LSTM 1.13 runs on
+# but got 128 channels") nor the Hugging Face models (no transformers for 1.13); and lstm_lm, whose LSTM 1.13 runs on
 # the generic path (2.x's oneDNN one nnmem refuses in 16 bits).
-DTYPE_NETWORKS_113 = [n for n in DTYPE_NETWORKS_2 if n not in ("unet_valid", "hf_bert_sdpa")] + ["lstm_lm"]
+DTYPE_NETWORKS_113 = [n for n in DTYPE_NETWORKS_2 if n not in ("unet_valid",) and not n.startswith("hf_")] + ["lstm_lm"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2, LLaMA, BERT
 # (BertModel and BertForPreTraining), T5 and ViT, both attention implementations. Those nnmem is

@@ -62,6 +62,18 @@ TEST_CASE("RMSNorm: the torch and hf forms keep different tensors") {
   CHECK(hf.outputs[0].dtype == DType::BFloat16);
   // beside a float32 weight (autocast), HF's weight * x.to(bfloat16) is float32
   CHECK(run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", in).outputs[0].dtype == DType::Float32);
+  // T5LayerNorm multiplies x itself by rstd: a bfloat16 model's keeps x beside its float32 copy
+  // (hf_t5_sdpa --dtype bfloat16, torch 2.13: MulBackward0.self, 8,192 bytes per norm)
+  const auto t5 = run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", in, bf16);
+  CHECK(saved_of(t5) == "extra[2, 8, 64]:float32 input0 extra[2, 8, 1]:float32 extra[2, 8, 64]:bfloat16");
+  CHECK(t5.outputs[0].dtype == DType::BFloat16);
+  // a float32 input: the same as form: hf
+  CHECK(saved_of(run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", {tensor({2, 8, 64})})) ==
+        saved_of(run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", {tensor({2, 8, 64})})));
+  // beside a float32 weight (autocast) the product stays float32, kept so, and so is the output
+  const auto t5_amp = run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", in);
+  CHECK(saved_of(t5_amp) == "extra[2, 8, 64]:float32 input0 extra[2, 8, 1]:float32 extra[2, 8, 64]:float32");
+  CHECK(t5_amp.outputs[0].dtype == DType::Float32);
 }
 
 // validation/probe_autocast_113.py (ops_saved_autocast.md): under CPU bfloat16 autocast a float32

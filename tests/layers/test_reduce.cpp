@@ -1,4 +1,4 @@
-// Mean, Sum, Amax, Scale, MaskedFill (layers/reduce.cpp) and NewGELU (layers/hf_activation.cpp);
+// Mean, Sum, Amax, Scale, MaskedFill (layers/reduce.cpp) and NewGELU, Float16Clamp (layers/hf_activation.cpp);
 // torch 2.13.0+cpu, saved_tensors_hooks.
 #include "../helpers.hpp"
 #include "checks.hpp"
@@ -47,4 +47,20 @@ TEST_CASE("Scale, Neg, MaskedFill, NewGELU") {
   const auto frozen = run_rule("{type: NewGELU}", {tensor({2, 8, 64}, false)}, kCpu);
   CHECK(saved_of(frozen).empty());
   CHECK(frozen.forward_scratch.size() == 3);
+}
+
+// T5's clamp in float16 (hf_t5_sdpa as a float16 model, torch 2.13: ClampBackward0 keeps x and the
+// two 0-dim float32 bounds, 8,200 bytes per clamp of [2, 32, 64]); in any other dtype x itself.
+TEST_CASE("Float16Clamp: keeps x and its bounds in float16 only") {
+  const Context f16{Mode::Train, Device::Cpu, DType::Float16, std::nullopt};
+  const auto half = run_rule("{type: Float16Clamp}", {tensor({2, 8, 64}, true, DType::Float16)}, f16);
+  CHECK(saved_of(half) == "input0 extra[]:float32 extra[]:float32");
+  CHECK(half.alias == Alias::None);
+  CHECK(half.forward_scratch.size() == 2);  // isinf's bool mask and any()'s result, before the clamp
+  CHECK(half.backward_scratch.size() == 2);
+  const auto other = run_rule("{type: Float16Clamp}", {tensor({2, 8, 64})});
+  CHECK(saved_of(other).empty());
+  CHECK(other.alias == Alias::View);
+  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16, std::nullopt};
+  CHECK(run_rule("{type: Float16Clamp}", {tensor({2, 8, 64}, true, DType::BFloat16)}, bf16).alias == Alias::View);
 }

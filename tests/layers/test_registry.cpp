@@ -43,12 +43,12 @@ const std::vector<std::string> kBuiltins = {
     "Transpose", "Permute", "Contiguous", "Expand", "Slice", "Select", "Split", "Chunk", "RepeatInterleave", // tensor_ops.cpp
     "To",                                                                                                    // tensor_ops.cpp
     "Mean", "Sum", "Amax", "Scale", "Neg", "MaskedFill",                                                     // reduce.cpp
-    "NewGELU",                                                                                               // hf_activation.cpp
+    "NewGELU", "Float16Clamp",                                                                               // hf_activation.cpp
 };
 }  // namespace
 
 TEST_CASE("Registry: every built-in layer type is registered") {
-  CHECK(kBuiltins.size() == 123);
+  CHECK(kBuiltins.size() == 124);
   const auto types = layer_types();
   for (const auto& type : kBuiltins) {
     CAPTURE(type);
