@@ -12,6 +12,7 @@
 #include "helpers.hpp"
 #include "nnmem/plan.hpp"
 #include "../src/memory/batch_curve.hpp"
+#include "nnmem/parallel.hpp"
 #include "../src/memory/first_true.hpp"
 
 using namespace nnmem;
@@ -391,4 +392,32 @@ TEST_CASE("fit checks batches on several threads with the answer and figures of 
       CHECK(three.checked_down_to == one.checked_down_to);
       CHECK(three.curve_from == one.curve_from);
     }
+}
+
+TEST_CASE("the batch curve keeps a constant size the probe's prime divides") {
+  // activations_net's Linear(256, 256): weight and bias are 256 x 257 floats, a multiple of the
+  // probe batch 257. ZeRO-3's reduce-scattered gradients (transients of the backward, not model
+  // state) were read as 1,024 bytes a sample, so at batch 100,000 the curve replayed 100 MB
+  // blocks where there are 263,168 bytes: what the device holds came out 916,455,424 against
+  // a full estimate's 815,792,128, and fit answered 118,784 where 135,168 fits.
+  const ModelSpec spec = load_spec_file(source_path("examples/activations_net.yaml"));
+  ParallelOptions p;
+  p.zero = 3;
+  EstimateOptions o = on(Device::Cuda);
+  o.graph.amp = DType::BFloat16;
+  o.step.grad_accum = 2;
+  o.step.parallel = sharded_step(p);
+  o.step.plan_parallel = parallel_planner(p);
+  o.graph.batch = 1;
+  const auto curve = BatchCurve::probe(build_graph(spec, o.graph), o.step);
+  REQUIRE(curve);
+  CHECK(curve->probe_batch() == 257);
+  for (const std::int64_t batch : {2, 1000, 100000, 135168}) {
+    CAPTURE(batch);
+    CHECK(need_bytes(*curve, batch) == need_at(spec, o, batch));
+  }
+  const BatchFit fit = fit_batch(spec, o, budget(kGiB));
+  CHECK(fit.batch == 135168);
+  CHECK(need_at(spec, o, 135168) <= kGiB);
+  CHECK(need_at(spec, o, 135169) > kGiB);
 }

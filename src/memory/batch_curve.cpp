@@ -102,29 +102,46 @@ std::optional<BatchCurve> BatchCurve::probe(Graph small, const StepOptions& step
     if (param.sparse_rows > 0) return std::nullopt;
   std::int64_t p = std::max<std::int64_t>(largest_dimension(small), 64) + 1;
   while (!is_prime(p)) ++p;
+  const std::int64_t s = small.options.batch;
   GraphOptions at_p = small.options;
   at_p.batch = p;
   BatchCurve curve;
   detail::StepResult result;
+  std::vector<std::int64_t> at_s;  // each event's size at the small batch
   try {
+    {
+      detail::StepResult first;
+      (void)detail::estimate_with_step(small, step, first, true);
+      at_s.reserve(first.timeline.size());
+      for (const TimelineEvent& ev : first.timeline) at_s.push_back(ev.delta);
+    }
     const Graph big = build_graph(std::move(small.spec), at_p);  // `small` needs its shapes only, now
     if (!same_but_batch(small, big)) return std::nullopt;
     (void)detail::estimate_with_step(big, step, result, true);  // its allocations only: the fit replays them
   } catch (const Error&) {
     return std::nullopt;  // the probe's sizes overflow, or the model refuses its batch: re-estimated in full instead
   }
+  if (at_s.size() != result.timeline.size()) return std::nullopt;
   curve.probe_batch_ = p;
   curve.device_ = small.options.device;
   curve.step_ = step;
   curve.blocks_.resize(result.trace.block_bytes.size());
   curve.live_.reserve(result.timeline.size());
   Line live;
-  for (const TimelineEvent& ev : result.timeline) {
+  for (std::size_t e = 0; e < result.timeline.size(); ++e) {
+    const TimelineEvent& ev = result.timeline[e];
     if (ev.block < 0 || static_cast<std::size_t>(ev.block) >= curve.blocks_.size()) return std::nullopt;
     Line& block = curve.blocks_[static_cast<std::size_t>(ev.block)];
+    if ((ev.delta > 0) != (at_s[e] > 0) || (ev.delta < 0) != (at_s[e] < 0)) return std::nullopt;
     if (ev.delta > 0) {
-      if (batch_independent(ev.kind, ev.phase) || ev.delta % p != 0) block.constant = ev.delta;
-      else block.per_sample = ev.delta / p;
+      // The line through (s, at_s) and (p, delta), in whole bytes: a size that does not grow
+      // with the batch (a gradient of 256 x 257 parameters, which the prime 257 divides) is
+      // its constant, whatever P divides.
+      const std::int64_t rise = ev.delta - at_s[e];
+      if (rise % (p - s) != 0) return std::nullopt;
+      block.per_sample = batch_independent(ev.kind, ev.phase) ? 0 : rise / (p - s);
+      block.constant = ev.delta - block.per_sample * p;
+      if (block.per_sample < 0 || block.constant < 0 || (block.per_sample == 0 && rise != 0)) return std::nullopt;
       live.constant += block.constant;
       live.per_sample += block.per_sample;
     } else {

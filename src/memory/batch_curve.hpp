@@ -1,10 +1,10 @@
 // The step's allocations as functions of the batch, so that any batch is re-estimated without
-// building the graph again (plan.cpp's fit, sweep.cpp). Built from one estimate at a probe
-// batch P, a prime larger than every other dimension of the model: a size that P divides
-// scales with the batch (k × batch), any other is a constant (a product of dimensions below the
-// prime P is never a multiple of it). This holds when the batch is dimension 0 of every tensor
-// and no other dimension depends on it, which probe() checks against the graph at a second
-// batch; then the simulated step makes the same allocations in the same order at every batch,
+// building the graph again (plan.cpp's fit, sweep.cpp). Built from two estimates, at the graph's
+// own batch and at a probe batch P, a prime larger than every other dimension of the model:
+// each allocation's size is the line c + k × batch through the two (checked to be one with
+// integer c and k). This holds when the batch is one dimension of every tensor that depends on
+// it and no other dimension depends on it, which probe() checks against the graph at both
+// batches; then the simulated step makes the same allocations in the same order at every batch,
 // and only their sizes change.
 #pragma once
 
