@@ -183,6 +183,16 @@ bool TorchProfile::cpu_autocast_in_float32(std::string_view type) const { return
 
 bool TorchProfile::cpu_autocast_uncasts(std::string_view type) const { return listed(cpu_autocast_uncast, type); }
 
+std::string CpuKernelGap::failure() const {
+  const std::string name(dtype_name(dtype));
+  switch (when) {
+    case When::BesideFloat32: return "refuses a " + name + " input beside float32 weights";
+    case When::InBackward: return "has no " + name + " kernel, so training through it fails in backward";
+    case When::Always: break;
+  }
+  return "has no " + name + " kernel";
+}
+
 const CpuKernelGap* TorchProfile::cpu_kernel_gap(std::string_view type, DType dtype) const {
   for (const CpuKernelGap& gap : cpu_kernel_gaps)
     if (gap.type == type && gap.dtype == dtype) return &gap;

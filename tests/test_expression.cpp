@@ -307,5 +307,5 @@ TEST_CASE("a compiled expression is evaluated on a stack as deep as it nests, an
   const std::string longest = "$1" + std::string(nnmem::expr::kMaxExpressionLength - 1, ' ');
   CHECK(int_of("\"" + longest + "\"") == 1);
   CHECK(expression_error("\"" + longest + " \"") ==
-        "test.yaml:3:44: error: this expression is 1,048,577 characters long; the limit is 1,048,576");
+        "test.yaml:3:44: error: Linear 'fc': out_features: this expression is 1,048,577 characters long; the limit is 1,048,576");
 }

@@ -27,6 +27,10 @@ struct CpuKernelGap {
   When when = When::Always;
   std::string_view error;  // what PyTorch raises, verbatim
   DType dtype = DType::BFloat16;  // the input it cannot take: bfloat16 or float16
+
+  /// What fails, after the op's name: "has no bfloat16 kernel, so training through it fails
+  /// in backward" (the error message and `nnmem layers TYPE` both say it this way).
+  std::string failure() const;
 };
 
 struct TorchProfile {

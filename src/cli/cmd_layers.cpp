@@ -34,13 +34,8 @@ int run_layers(const std::string& type, const TorchProfile& torch) {
     for (const DType dtype : {DType::BFloat16, DType::Float16}) {
       const CpuKernelGap* gap = p.cpu_kernel_gap(d->type, dtype);
       if (!gap) continue;
-      using When = CpuKernelGap::When;
-      const std::string name(dtype_name(dtype));
-      std::cout << "PyTorch " << p.version << " on the CPU: " << gap->op
-                << (gap->when == When::BesideFloat32 ? " refuses a " + name + " input beside float32 weights (under autocast)"
-                    : gap->when == When::InBackward
-                        ? " has no " + name + " kernel: training it with a " + name + " input is an error"
-                        : " has no " + name + " kernel: a " + name + " input is an error")
+      std::cout << "PyTorch " << p.version << " on the CPU: " << gap->op << ' ' << gap->failure()
+                << (gap->when == CpuKernelGap::When::BesideFloat32 ? " (under autocast)" : "")
                 << '\n';
     }
   if (!d->versions.empty()) std::cout << "by PyTorch version: " << d->versions << '\n';

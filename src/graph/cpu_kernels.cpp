@@ -23,10 +23,7 @@ std::optional<std::string> cpu_kernel_gap(std::string_view type, const LayerCall
 
   const std::string name(dtype_name(dtype));
   const std::string op = "PyTorch " + std::string(ctx.torch->version) + "'s CPU " + std::string(gap->op);
-  const std::string what = gap->when == When::BesideFloat32 ? op + " refuses a " + name + " input beside float32 weights"
-                           : gap->when == When::InBackward
-                               ? op + " has no " + name + " kernel, so training through it fails in backward"
-                               : op + " has no " + name + " kernel";
+  const std::string what = op + " " + gap->failure();
   // Where the 16-bit input comes from: autocast, the model's dtype (--dtype or the spec's), or a
   // cast in the spec.
   const std::string source = ctx.amp == dtype ? " --amp " + name : ctx.float_dtype == dtype ? " and a " + name + " model"

@@ -163,7 +163,7 @@ VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options) {
       const std::string& text = it->second->second;
       raw = RawValue{};
       raw.loc = var.name.loc;
-      if (!text.empty() && text[0] == '$') set_expression(raw, text.substr(1));
+      if (!text.empty() && text[0] == '$') set_expression(raw, text.substr(1), "--set " + var.name.name + ": ");
       else raw.literal = parse_literal(text, var.name.loc);
       if (!raw.expression && raw.literal.kind == Value::Kind::Null)
         fail(var.name.loc, "--set " + var.name.name + "= needs a value");
@@ -196,7 +196,7 @@ std::map<std::string, RawValue> input_overrides(const RawSpec& spec, const LoadO
         fail(at, flag + ": expected a list of sizes per sample, such as [3, 224, 224]");
       RawValue size;
       size.loc = at;
-      if (item[0] == '$') set_expression(size, item.substr(1));
+      if (item[0] == '$') set_expression(size, item.substr(1), flag + ": ");
       else size.literal = parse_literal(item, at);
       shape.items.push_back(std::move(size));
       start = comma + 1;

@@ -40,7 +40,7 @@ RawValue NodeReader::scalar_or_expr(const YNode& node, const SourceLoc& at, cons
   const std::string& s = node.scalar();
   const bool textual = tag == Tagged::Plain || tag == Tagged::String;
   if (textual && !s.empty() && s[0] == '$' && s.rfind("$$", 0) != 0) {
-    set_expression(r, s.substr(1));
+    set_expression(r, s.substr(1), who);
   } else if (tag == Tagged::String) {  // quoted or !!str: always a string
     r.literal.kind = Value::Kind::String;
     r.literal.text = s[0] == '$' ? s.substr(1) : s;

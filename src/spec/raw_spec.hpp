@@ -30,10 +30,11 @@ struct RawValue {
 };
 
 /// Makes `raw` the expression `text` (without its `$`), parsed once here for every evaluation;
-/// an Error at raw.loc if it is longer than expr::kMaxExpressionLength.
-inline void set_expression(RawValue& raw, std::string text) {
+/// an Error at raw.loc, after `who` (what it is: "Linear 'fc': out_features: "), if it is longer
+/// than expr::kMaxExpressionLength.
+inline void set_expression(RawValue& raw, std::string text, const std::string& who) {
   if (text.size() > expr::kMaxExpressionLength)
-    throw Error(raw.loc, "this expression is " + with_commas(static_cast<long long>(text.size())) +
+    throw Error(raw.loc, who + "this expression is " + with_commas(static_cast<long long>(text.size())) +
                              " characters long; the limit is " + with_commas(static_cast<long long>(expr::kMaxExpressionLength)));
   raw.program = expr::compile(text);
   raw.expression = std::move(text);
