@@ -4,8 +4,10 @@
 // the allocator's every decision on random requests against the rb-tree version's.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "../src/memory/chunked_set.hpp"
 #include "../src/memory/cuda_allocator.hpp"
@@ -99,6 +101,19 @@ TEST_CASE("the allocator's block walk covers every mapped byte, by address, afte
         REQUIRE(mapped == a.reserved());
         REQUIRE(allocated == a.allocated());
         REQUIRE(handles == static_cast<std::int64_t>(held.size()));
+        // The walk in id order (the replay's state hash) lists the same blocks, each with its
+        // ordinary segment's rank by address and its offset in it (an expandable one: its address).
+        if (op % 97 != 0) continue;
+        std::map<std::int64_t, std::tuple<CudaCachingAllocator::BlockInfo, std::int64_t, std::int64_t>> by_address, placed;
+        std::int64_t rank = -1, base = 0;
+        for (const auto& b : a.snapshot()) {
+          if (b.segment_start && !b.expandable) ++rank, base = b.address;
+          by_address.emplace(b.address, std::tuple(b, b.expandable ? -1 : rank, b.expandable ? b.address : b.address - base));
+        }
+        a.for_each_placed_block([&](const CudaCachingAllocator::BlockInfo& b, std::int64_t segment, std::int64_t place) {
+          placed.emplace(b.address, std::tuple(b, segment, place));
+        });
+        REQUIRE(placed == by_address);
       }
     }
 }

@@ -312,7 +312,7 @@ std::vector<CudaCachingAllocator::BlockInfo> CudaCachingAllocator::snapshot() co
 
 std::int64_t CudaCachingAllocator::segments() const {
   std::int64_t n = 0;
-  for_each_block([&](const BlockInfo& b) { n += b.segment_start ? 1 : 0; });
+  for_each_placed_block([&](const BlockInfo& b, std::int64_t, std::int64_t) { n += b.segment_start ? 1 : 0; });
   return n;
 }
 

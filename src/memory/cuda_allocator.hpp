@@ -67,6 +67,12 @@ class CudaCachingAllocator {
   /// f(BlockInfo) for each block snapshot() lists, in its order, without building the list.
   template <class F>
   void for_each_block(F&& f) const;
+  /// f(BlockInfo, segment, place) for each block snapshot() lists, in the order of the blocks'
+  /// ids (memory order; snapshot()'s address order follows links from block to block): `segment`
+  /// is its segment's rank among the ordinary segments by address (-1 for an expandable block),
+  /// `place` its offset in that segment (an expandable block's: its address, which is fixed).
+  template <class F>
+  void for_each_placed_block(F&& f) const;
   /// Segments held (expandable segments: each contiguous mapped range counts as one).
   std::int64_t segments() const;
 
@@ -147,6 +153,22 @@ void CudaCachingAllocator::for_each_block(F&& f) const {
       f(BlockInfo{b.address, b.size, b.allocated, b.pool == kSmall, b.prev < 0 || !at(b.prev).mapped, b.expandable,
                   b.allocated ? id : -1});
     }
+}
+
+template <class F>
+void CudaCachingAllocator::for_each_placed_block(F&& f) const {
+  std::vector<std::int64_t> base(segments_.size(), 0), rank(segments_.size(), -1);
+  std::int64_t next_rank = 0;
+  for (std::size_t s = 0; s < segments_.size(); ++s)  // (ordinary segments were made by address)
+    if (const int first = segments_[s]; first >= 0 && !at(first).expandable) base[s] = at(first).address, rank[s] = next_rank++;
+  for (std::size_t id = 0; id < blocks_.size(); ++id) {
+    const Block& b = blocks_[id];
+    if (!live_[id] || !b.mapped) continue;
+    const auto s = static_cast<std::size_t>(b.segment);
+    const bool start = b.prev < 0 || (b.expandable && !at(b.prev).mapped);
+    f(BlockInfo{b.address, b.size, b.allocated, b.pool == kSmall, start, b.expandable, b.allocated ? static_cast<int>(id) : -1},
+      b.expandable ? std::int64_t{-1} : rank[s], b.expandable ? b.address : b.address - base[s]);
+  }
 }
 
 }  // namespace nnmem::detail

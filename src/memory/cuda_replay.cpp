@@ -92,10 +92,10 @@ class Replay {
   // The allocator's state: every block's place, size, whether it is allocated, its pool,
   // whether it starts a segment, and for an allocated block what it holds (the Carry of the
   // tensor in it), hashed twice into 128 bits (states of growing caches are large, and a
-  // thousand of them are kept). A block's place is its offset in its segment, the segments
-  // taken in address order: what the algorithm depends on (best fit compares addresses only
-  // to order blocks), and unlike the addresses themselves it repeats when a released segment
-  // is replaced by a new one (which the simulation puts above all the others).
+  // thousand of them are kept). A block's place is its segment's rank among the segments by
+  // address and its offset in it: what the algorithm depends on (best fit compares addresses
+  // only to order blocks), and unlike the addresses themselves it repeats when a released
+  // segment is replaced by a new one (which the simulation puts above all the others).
   using StateHash = std::pair<std::uint64_t, std::uint64_t>;
   // Tensors of one kind left by the previous iteration, each taken once: of equal sizes, the
   // lowest handle first. Added in the order of their handles, so each size's list is in that
@@ -232,21 +232,19 @@ class Replay {
   void take_left(int block, Left& left) { handle_[static_cast<std::size_t>(block)] = left.take(bytes(block)); }
 
   StateHash state_hash() const {
-    // One 64 x 64 -> 128-bit multiply per lane and block (wyhash's mum), the block's place in
-    // one operand and its size and flags in the other: a third of the instructions of
-    // splitmix64's finaliser over each of the three fields in each lane, which was a tenth of
-    // ResNet-50's replay. The two lanes take the operands with different constants, so a
-    // collision needs both to collide.
+    // The blocks are taken in the order of their ids, which follows memory (the address order
+    // chased links from block to block: a cache miss a block, most of the hash's time), so the
+    // hash is a sum, which no order changes: of one 64 x 64 -> 128-bit multiply per lane and
+    // block (wyhash's mum), the block's segment and place in one operand, its size and flags in
+    // the other. The two lanes take the operands with different constants, so a collision needs
+    // both to collide. (A block's place is unique in its segment: the sum is over a set.)
     __extension__ using Wide = unsigned __int128;
     const auto mum = [](std::uint64_t a, std::uint64_t b) {
       const Wide r = static_cast<Wide>(a) * b;
       return static_cast<std::uint64_t>(r) ^ static_cast<std::uint64_t>(r >> 64);
     };
     StateHash hash{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
-    std::int64_t segment = 0;
-    allocator_.for_each_block([&](const CudaCachingAllocator::BlockInfo& b) {
-      if (b.segment_start && !b.expandable) segment = b.address;
-      const std::int64_t place = b.expandable ? b.address : b.address - segment;  // expandable: fixed addresses
+    allocator_.for_each_placed_block([&](const CudaCachingAllocator::BlockInfo& b, std::int64_t segment, std::int64_t place) {
       Carry what = Carry::None;
       if (b.allocated) {
         const auto h = static_cast<std::size_t>(b.handle);
@@ -256,10 +254,12 @@ class Replay {
       }
       const std::uint64_t flags = std::uint64_t{b.allocated} | std::uint64_t{b.small} << 1 |
                                   std::uint64_t{b.segment_start} << 2 | static_cast<std::uint64_t>(what) << 3;
-      // (The flags take 9 bits: the size, shifted past them, and the flags in one word.)
-      const std::uint64_t u = static_cast<std::uint64_t>(place), v = static_cast<std::uint64_t>(b.size) << 9 ^ flags;
-      hash.first = mum(hash.first ^ u ^ 0xa0761d6478bd642fULL, v ^ 0xe7037ed1a0b428dbULL);
-      hash.second = mum(hash.second ^ v ^ 0x8ebc6af09c88c6e3ULL, u ^ 0x589965cc75374cc3ULL);
+      // (The flags take 9 bits: the size, shifted past them, and the flags in one word; the
+      // segment's rank mixed into the place first.)
+      const std::uint64_t u = static_cast<std::uint64_t>(place) ^ mum(static_cast<std::uint64_t>(segment) ^ 0x452821e638d01377ULL, 0xbe5466cf34e90c6cULL);
+      const std::uint64_t v = static_cast<std::uint64_t>(b.size) << 9 ^ flags;
+      hash.first += mum(u ^ 0xa0761d6478bd642fULL, v ^ 0xe7037ed1a0b428dbULL);
+      hash.second += mum(v ^ 0x8ebc6af09c88c6e3ULL, u ^ 0x589965cc75374cc3ULL);
     });
     return hash;
   }
