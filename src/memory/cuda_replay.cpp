@@ -42,7 +42,7 @@ constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than t
 class Replay {
  public:
   Replay(const ReplayScript& script, const std::vector<std::string>& layers, const AllocationTrace& trace,
-         const std::vector<std::int64_t>& block_bytes, const StepOptions& options, std::int64_t give_up_above)
+         const Pieces<std::int64_t>& block_bytes, const StepOptions& options, std::int64_t give_up_above)
       : script_(script), layers_(layers), trace_(trace), bytes_(block_bytes), allocator_(options.allocator),
         give_up_above_(give_up_above), handle_(block_bytes.size(), -1) {}
 
@@ -272,7 +272,7 @@ class Replay {
   const ReplayScript& script_;                // the steady step's events, read
   const std::vector<std::string>& layers_;    // their layers, for the layer a failure is in
   const AllocationTrace& trace_;              // what each block is (its bytes: bytes_)
-  const std::vector<std::int64_t>& bytes_;
+  const Pieces<std::int64_t>& bytes_;
   CudaCachingAllocator allocator_;
   std::int64_t give_up_above_;
   bool given_up_ = false;     // max_reserved() passed give_up_above_: the run stopped there
@@ -301,7 +301,7 @@ ReplayScript::ReplayScript(const Timeline& events, const AllocationTrace& trace,
 
 ReplayScript::ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, const StepOptions& options)
     : steps(std::move(recorded)), eager_state(options.optimizer == OptimizerKind::Adagrad),
-      rebinds_output(std::find(trace.block_carry.begin(), trace.block_carry.end(), Carry::LastOutput) != trace.block_carry.end()) {
+      rebinds_output(trace.block_carry.contains(Carry::LastOutput)) {
   std::vector<int> last_grads;
   for (std::size_t e = 0; e < steps.size(); ++e) {
     Step& step = steps[e];
@@ -314,12 +314,12 @@ ReplayScript::ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, c
   }
   // The previous step's gradients are what this one leaves marked Grad; when it leaves none
   // (every gradient added into a kept shard), the first iteration has to make them.
-  if (options.keep_grads && std::find(trace.block_carry.begin(), trace.block_carry.end(), Carry::Grad) == trace.block_carry.end())
+  if (options.keep_grads && !trace.block_carry.contains(Carry::Grad))
     kept_grads = std::move(last_grads);
 }
 
 CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const std::vector<std::string>& layers,
-                                           const AllocationTrace& trace, const std::vector<std::int64_t>& block_bytes,
+                                           const AllocationTrace& trace, const Pieces<std::int64_t>& block_bytes,
                                            const StepOptions& options, std::int64_t give_up_above) {
   return Replay(script, layers, trace, block_bytes, options, give_up_above).run();
 }

@@ -55,7 +55,9 @@ void MemoryTracker::micro_step(std::int64_t m) {
 }
 
 int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, What what, int refs) {
-  blocks_.push_back({bytes, refs, true, kind});
+  blocks_.push_back({refs, true, kind});
+  bytes_.push_back(bytes);
+  carry_.push_back(Carry::None);
   if (record_ == Record::Timeline) what.add_to(timeline_.tensors);
   live_ = checked_add(live_, bytes);
   const int id = static_cast<int>(blocks_.size()) - 1;
@@ -75,8 +77,9 @@ void MemoryTracker::release(int block) {
   if (!b.live || b.refs <= 0) misuse("releases a block twice", block);
   if (--b.refs > 0) return;
   b.live = false;
-  live_ -= b.bytes;
-  record(block, -b.bytes);
+  const std::int64_t bytes = bytes_[static_cast<std::size_t>(block)];
+  live_ -= bytes;
+  record(block, -bytes);
 }
 
 void MemoryTracker::misuse(const char* what, int block) const {
@@ -90,15 +93,8 @@ Timeline MemoryTracker::take_timeline() {
 }
 
 AllocationTrace MemoryTracker::take_trace() {
-  AllocationTrace trace;
-  if (record_ == Record::Figures) return trace;  // no event to replay it with
-  trace.block_bytes.reserve(blocks_.size());
-  trace.block_carry.reserve(blocks_.size());
-  for (std::size_t k = 0; k < blocks_.size(); ++k) {
-    trace.block_bytes.push_back(blocks_[k].bytes);
-    trace.block_carry.push_back(blocks_[k].carry);
-  }
-  return trace;
+  if (record_ == Record::Figures) return {};  // no event to replay it with
+  return {std::move(bytes_), std::move(carry_)};
 }
 
 void MemoryTracker::record(int block, std::int64_t delta) {

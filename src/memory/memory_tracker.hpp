@@ -32,10 +32,11 @@ enum class Carry : std::uint8_t {
 };
 
 /// The step's blocks as the CUDA allocator sees them: for each block (TimelineEvent::block), its
-/// bytes and what it is.
+/// bytes and what it is (the tracker's own arrays, handed over: a million blocks at 100,000
+/// layers, which a copy held twice at the estimate's heap peak).
 struct AllocationTrace {
-  std::vector<std::int64_t> block_bytes;
-  std::vector<Carry> block_carry;
+  Pieces<std::int64_t> block_bytes;
+  Pieces<Carry> block_carry;
 };
 
 /// What a block holds, as the timeline names it ("output of fc1"): up to five pieces, joined
@@ -106,10 +107,10 @@ class MemoryTracker {
   /// Drops one reference; the block is freed when none is left.
   void release(int block);
   int refs(int block) const { return blocks_[static_cast<std::size_t>(block)].refs; }
-  std::int64_t bytes(int block) const { return blocks_[static_cast<std::size_t>(block)].bytes; }
+  std::int64_t bytes(int block) const { return bytes_[static_cast<std::size_t>(block)]; }
   MemoryKind kind(int block) const { return blocks_[static_cast<std::size_t>(block)].kind; }
-  void mark(int block, Carry carry) { blocks_.at(static_cast<std::size_t>(block)).carry = carry; }
-  Carry carry(int block) const { return blocks_[static_cast<std::size_t>(block)].carry; }
+  void mark(int block, Carry carry) { carry_.at(static_cast<std::size_t>(block)) = carry; }
+  Carry carry(int block) const { return carry_[static_cast<std::size_t>(block)]; }
 
   Phase phase() const { return phase_; }
   std::int64_t live() const { return live_; }
@@ -127,24 +128,26 @@ class MemoryTracker {
 
   /// What was recorded: with Record::Timeline, the events and each block's description (after
   /// this, only take_trace()); with Events, the events; with Replay, the layers alone (the
-  /// events: take_replay_steps()); with Figures, nothing (and no trace).
+  /// events: take_replay_steps()); with Figures, nothing (and no trace). After take_trace(),
+  /// nothing but take_replay_steps().
   Timeline take_timeline();
   AllocationTrace take_trace();
   ReplaySteps take_replay_steps() { return std::move(replay_); }
 
  private:
-  struct Block {
-    std::int64_t bytes;
+  struct Block {  // (its bytes and Carry apart: they become the trace)
     int refs;
     bool live;
     MemoryKind kind;
-    Carry carry = Carry::None;
   };
   void record(int block, std::int64_t delta);
   [[noreturn]] void misuse(const char* what, int block) const;
 
   Record record_;
-  Pieces<Block> blocks_;  // by block id: grown a piece at a time (pieces.hpp)
+  // By block id, each grown a piece at a time (pieces.hpp).
+  Pieces<Block> blocks_;
+  Pieces<std::int64_t> bytes_;
+  Pieces<Carry> carry_;
   Timeline timeline_;  // its layers unless Record::Figures (the peak's is named), the rest as record_ says
   ReplaySteps replay_;  // Record::Replay's events
   // Hashes a layer's name as a view, so that looking a name up builds no string.

@@ -28,6 +28,12 @@ class Pieces {
     if ((size_ & kMask) == 0) pieces_.push_back(std::make_unique<T[]>(kMask + 1));
     (*this)[size_++] = value;
   }
+  /// Whether any element equals `value`.
+  bool contains(const T& value) const {
+    for (std::size_t k = 0; k < size_; ++k)
+      if ((*this)[k] == value) return true;
+    return false;
+  }
 
  private:
   static constexpr std::size_t kMask = (std::size_t{1} << Shift) - 1;
