@@ -85,6 +85,14 @@ check("layers ReLU: 1.13's float16 gap only", code == 0 and
 code, out, _ = run("layers", "Flatten")
 check("layers Flatten: no gap", code == 0 and "on the CPU" not in out)
 
+# A long cycle: GPT-2 at batch 2 under --zero 2 repeats from iteration 487 in a cycle of 714,
+# past the replay's old cap of 1,000 iterations (reported then as "still changing").
+code, out, _ = run("estimate", "examples/gpt2.yaml", "--batch", "2", "--zero", "2", "--format", "json")
+a = json.loads(out)["cuda_allocator"] if code == 0 else {}
+check("estimate gpt2 --zero 2 --batch 2: the replay settles after 1,200 iterations",
+      a.get("converged") is True and a.get("steady_from_iteration") == 487 and a.get("period") == 714 and
+      a.get("iterations") == 1200 and a.get("max_reserved_bytes") == 7642021888)
+
 # Formats parse.
 code, out, _ = run("estimate", "examples/resnet18.yaml", "--format", "csv")
 rows = list(csv.reader(io.StringIO(out)))
