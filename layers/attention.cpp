@@ -24,9 +24,10 @@
 namespace nnmem::layers {
 
 SdpaKernel sdpa_auto(Device device, DType dtype, std::size_t rank, std::int64_t head, std::int64_t v_head, bool masked,
-                     double dropout) {
+                     bool mask_needs_grad, double dropout) {
   const bool same_head = v_head == head;
-  if (device == Device::Cpu) return rank == 4 && same_head && dropout == 0.0 ? SdpaKernel::Flash : SdpaKernel::Math;
+  if (device == Device::Cpu)
+    return rank == 4 && same_head && dropout == 0.0 && !mask_needs_grad ? SdpaKernel::Flash : SdpaKernel::Math;
   if (rank == 4 && dtype_size(dtype) == 2 && !masked && same_head && head <= 256 && head % 8 == 0) return SdpaKernel::Flash;
   return rank == 4 && head % 8 == 0 && v_head % 8 == 0 ? SdpaKernel::Efficient : SdpaKernel::Math;
 }
@@ -102,6 +103,11 @@ Shape weights_shape(const Shapes& s) {
 //                        gradient, the dropped weights and v;
 //   MulBackward0         dropout: the probabilities' gradient; lets go of the mask;
 //   SafeSoftmaxBackward0 the scores' gradient; lets go of the probabilities;
+//   AddBackward0         (an attn_mask that needs a gradient: T5's position bias) the scores'
+//                        gradient is the mask's too, summed to the mask's shape where it is
+//                        broadcast and cast to its dtype (the engine's validate_outputs: a
+//                        float32 sum first, for a 16-bit mask); the same tensor where neither
+//                        (nnmem makes it a copy there: a batch of 1, over by one L x S tensor);
 //   BmmBackward0         q @ k^T: the scaled q's and k's gradients; lets go of both;
 //   MulBackward1 x2      the scaling, k's first (made later in forward);
 //   ToCopyBackward0 x3   (16-bit inputs) v's, k's and q's gradients in the inputs' dtype.
@@ -110,7 +116,8 @@ Shape weights_shape(const Shapes& s) {
 struct MathBackward {
   TensorType q, k, v, out, weights;  // in the composite's dtype (float32 for a 16-bit input)
   bool upcast;                       // the inputs are 16-bit: cast to float32 and back
-  int q_scaled, k_scaled, probs, mask, dropped, value;  // saved entries
+  std::optional<TensorType> mask;    // an attn_mask that needs a gradient, in the composite's dtype
+  int q_scaled, k_scaled, probs, dropout_mask, dropped, value;  // saved entries
 };
 
 std::vector<BackwardEvent> math_backward(const MathBackward& b) {
@@ -131,10 +138,16 @@ std::vector<BackwardEvent> math_backward(const MathBackward& b) {
   // dropout, softmax
   const int probs = p.temporary(b.weights, "grad of the attention probabilities");
   p.free(w);
-  p.release(b.mask);
+  p.release(b.dropout_mask);
   w = p.temporary(b.weights, "grad of the scores");
   p.free(probs);
   p.release(b.probs);
+  if (b.mask) {  // the mask added to the scores
+    const bool summed = b.mask->shape != b.weights.shape;
+    const int sum = summed && b.upcast ? p.temporary(*b.mask, "grad of attn_mask, summed (float32)") : -1;
+    p.input_grad(3);
+    if (sum >= 0) p.free(sum);
+  }
   // q @ k^T, then the scaling: k's, then q's
   int q = p.temporary(b.q, "grad of q scaled");
   int k = p.temporary(b.k, "grad of k scaled");
@@ -185,15 +198,19 @@ Kernel choose(const LayerCall& call, const Shapes& s, double dropout) {
   const std::string& k = call.attrs.text("kernel");
   const bool cpu = call.ctx.device == Device::Cpu;
   const bool masked = call.inputs.size() == 4;
+  const bool mask_needs_grad = masked && call.training() && call.input_requires_grad(3);
   const bool same_head = s.v.back() == s.q.back();
   if (k == "math") return Kernel::Math;
-  if (k == "auto") return sdpa_auto(call.ctx.device, call.input(0).dtype, s.rank, s.q.back(), s.v.back(), masked, dropout);
+  if (k == "auto")
+    return sdpa_auto(call.ctx.device, call.input(0).dtype, s.rank, s.q.back(), s.v.back(), masked, mask_needs_grad, dropout);
   if (s.rank != 4) throw LayerError("kernel " + k + " takes 4-D inputs [N, heads, L, E], found " + to_string(s.q), "kernel");
   if (k == "flash") {
     if (!same_head)
       throw LayerError("kernel flash needs the value's head size " + std::to_string(s.v.back()) + " to equal the query's " +
                        std::to_string(s.q.back()), "kernel");
     if (cpu && dropout > 0.0) throw LayerError("kernel flash on the CPU has no dropout; dropout_p is " + std::to_string(dropout), "kernel");
+    if (cpu && mask_needs_grad)  // (PyTorch: "No available kernel")
+      throw LayerError("kernel flash on the CPU gives attn_mask (input 3) no gradient, and it needs one; use math", "kernel");
     if (!cpu && masked) throw LayerError("kernel flash on CUDA takes no attn_mask (use efficient or math)", "kernel");
     if (!cpu && dtype_size(call.input(0).dtype) != 2)
       throw LayerError("kernel flash on CUDA needs float16 or bfloat16, found " + std::string(dtype_name(call.input(0).dtype)), "kernel");
@@ -231,8 +248,9 @@ LayerResult infer_sdpa(const LayerCall& call) {
     const DType math = cpu && dtype_size(dtype) == 2 ? DType::Float32 : dtype;  // the CPU upcasts 16-bit inputs
     const auto last = [&res] { return static_cast<int>(res.saved.size()) - 1; };
     MathBackward program{.q = {s.q, math}, .k = {with_lead(s.k), math}, .v = {with_lead(s.v), math}, .out = {s.out, math},
-                         .weights = {w, math}, .upcast = math != dtype, .q_scaled = -1, .k_scaled = -1, .probs = -1,
-                         .mask = -1, .dropped = -1, .value = -1};
+                         .weights = {w, math}, .upcast = math != dtype, .mask = std::nullopt, .q_scaled = -1, .k_scaled = -1,
+                         .probs = -1, .dropout_mask = -1, .dropped = -1, .value = -1};
+    if (call.inputs.size() == 4 && call.input_requires_grad(3)) program.mask = TensorType{call.shape(3), math};
     res.save_extra({s.q, math}, "query * sqrt(scale)");
     program.q_scaled = last();
     res.save_extra({with_lead(s.k), math}, "key * sqrt(scale)");
@@ -241,7 +259,7 @@ LayerResult infer_sdpa(const LayerCall& call) {
     program.probs = last();
     if (dropout > 0.0) {
       res.save_extra({w, math}, "dropout's attention weights");
-      program.mask = last();
+      program.dropout_mask = last();
     }
     res.save_extra({w, math}, "attention weights for bmm");
     program.dropped = last();

@@ -178,7 +178,7 @@ LayerResult infer_mha(const LayerCall& call) {
   const bool kpm = call.attrs.flag("key_padding_mask"), attn = call.attrs.flag("attn_mask");
   const bool sdpa_masked = kpm || (attn && !call.attrs.flag("is_causal"));
   const SdpaKernel kernel =
-      sdpa ? sdpa_auto(call.ctx.device, dtype, 4, d.head, d.head, sdpa_masked, dropout) : SdpaKernel::Math;
+      sdpa ? sdpa_auto(call.ctx.device, dtype, 4, d.head, d.head, sdpa_masked, false, dropout) : SdpaKernel::Math;
   const bool fused = sdpa && kernel != SdpaKernel::Math;
   if (sdpa && sdpa_masked && !fused)
     throw LayerError("a mask on scaled_dot_product_attention's math path (dropout in training) is not measured yet");

@@ -77,3 +77,25 @@ TEST_CASE("a split's parts are read as NAME:k; a part nobody reads is a located 
   CHECK(error_from(spec + "  - {name: bad, type: ReLU, input: \"parts:3\"}\n") ==
         "test.yaml:7:36: error: ReLU 'bad': reads 'parts:3', but Split 'parts' has 3 outputs ('parts' to 'parts:2')");
 }
+
+TEST_CASE("T5 on the CPU: the relative position bias gets its gradient through the attention's mask") {
+  // T5's position bias is an Embedding's output, the attn_mask of every block's
+  // scaled_dot_product_attention: its gradient comes back through each (math's AddBackward0, on
+  // the CPU with dropout), so the bias's weight gets one and the bucket table the lookup keeps
+  // is let go in its backward (before, the CPU's node-by-node math gave the mask none: neither
+  // happened, and the table outlived the step).
+  EstimateOptions o;
+  o.graph.device = Device::Cpu;
+  o.step.timeline = true;
+  const Estimate e = estimate_file("examples/t5.yaml", o);
+  int grads = 0, freed = 0;
+  for (const TimelineEvent& ev : e.timeline) {
+    if (ev.phase != Phase::Backward) continue;
+    const std::string_view t = e.timeline.tensor(ev);
+    if (ev.delta > 0 && t == "grad of encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight") ++grads;
+    if (ev.delta > 0 && t == "grad of decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight") ++grads;
+    if (ev.delta < 0 && (t == "output of encoder.position_bucket" || t == "output of decoder.position_bucket")) ++freed;
+  }
+  CHECK(grads == 2);
+  CHECK(freed == 2);
+}

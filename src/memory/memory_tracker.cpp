@@ -88,6 +88,11 @@ void MemoryTracker::misuse(const char* what, int block) const {
                          (k < timeline_.tensors.size() ? " (" + std::string(timeline_.tensors[k]) + ")" : std::string()));
 }
 
+void MemoryTracker::check_nothing_outlives() const {
+  for (std::size_t k = 0; k < blocks_.size(); ++k)
+    if (blocks_[k].live && carry_[k] == Carry::None) misuse("leaves a tensor of the step live after it", static_cast<int>(k));
+}
+
 Timeline MemoryTracker::take_timeline() {
   return std::move(timeline_);
 }

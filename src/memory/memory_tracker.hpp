@@ -111,6 +111,10 @@ class MemoryTracker {
   MemoryKind kind(int block) const { return blocks_[static_cast<std::size_t>(block)].kind; }
   void mark(int block, Carry carry) { carry_.at(static_cast<std::size_t>(block)) = carry; }
   Carry carry(int block) const { return carry_[static_cast<std::size_t>(block)]; }
+  /// Throws std::logic_error if a block still live is marked as nothing to the loop (Carry::None):
+  /// a tensor of the step that outlives it, which the simulation would carry into every step
+  /// after (the CUDA replay finds the same in its state; this checks it on every device).
+  void check_nothing_outlives() const;
 
   Phase phase() const { return phase_; }
   std::int64_t live() const { return live_; }

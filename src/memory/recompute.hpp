@@ -67,6 +67,9 @@ class CheckpointRun {
   void previous_step(bool plain_loop);  // the previous step's, at the start of a plain loop
   void release_previous();              // as `loss` is rebound
   void release_graph();                 // this step's, as a train_step() returns
+  /// The blocks the step's reentrant nodes hold (their stashed RNG states), which live on with
+  /// the graph until the next step's `loss` is assigned.
+  const std::vector<int>& graph_held() const { return graph_held_; }
   /// Gradient accumulation: another forward and backward; the last one's graph, in a plain
   /// loop, lives until `loss` is rebound.
   void next_micro_step(bool plain_loop);

@@ -52,6 +52,7 @@ StepResult StepSimulator::run() {
     }
   }
   mark_carried_out();
+  memory_.check_nothing_outlives();
   StepResult r;
   r.peak = memory_.peak();
   r.peak_phase = memory_.peak_phase();
@@ -192,6 +193,7 @@ void StepSimulator::mark_carried_out() {
   for (int v : graph_.outputs)
     if (block_of(v) >= 0 && memory_.carry(block_of(v)) == Carry::None) memory_.mark(block_of(v), Carry::Output);
   if (loss_block_ >= 0) memory_.mark(loss_block_, Carry::Loss);
+  for (int b : checkpoint_.graph_held()) memory_.mark(b, Carry::Loss);  // they die with the loss's graph
 }
 
 }  // namespace nnmem::detail

@@ -1,5 +1,7 @@
 // ScaledDotProductAttention (layers/attention.cpp). What each kernel keeps was read on torch
 // 2.13.0+cpu with saved_tensors_hooks (validation/probe_transformer_ops.py): B=2, H=4, L=S=8, E=16.
+#include <algorithm>
+
 #include "../helpers.hpp"
 #include "checks.hpp"
 
@@ -57,6 +59,47 @@ TEST_CASE("ScaledDotProductAttention: what each kernel keeps on the CPU") {
   SUBCASE("evaluation keeps nothing") {
     CHECK(saved_of(run_rule("{type: ScaledDotProductAttention}", qkv(), kEval)).empty());
   }
+}
+
+TEST_CASE("ScaledDotProductAttention: a mask that needs a gradient (T5's position bias) on the CPU") {
+  // torch 2.13: the CPU flash kernel gives attn_mask no gradient, so PyTorch runs math for one
+  // that needs it, dropout or not ("No available kernel" if flash is forced); math's backward
+  // adds the mask's gradient after the scores' (AddBackward0), summed to the mask's shape: a
+  // float32 sum, then the 16-bit gradient, for a 16-bit input (validation/trace_diff.py
+  // hf_t5_sdpa, as a float32 and a bfloat16 model: AddBackward0 > aten::sum, aten::empty).
+  const auto with_mask = [](DType dtype) {
+    auto in = qkv(dtype);
+    in.push_back(tensor({1, 4, 8, 8}, true, dtype));
+    return in;
+  };
+  CHECK(saved_of(run_rule("{type: ScaledDotProductAttention}", with_mask(DType::Float32))) ==
+        "extra[2, 4, 8, 16]:float32 extra[2, 4, 8, 16]:float32 extra[2, 4, 8, 8]:float32 extra[2, 4, 8, 8]:float32 input2");
+  CHECK(rule_error("{type: ScaledDotProductAttention, kernel: flash}", with_mask(DType::Float32)) ==
+        "kernel flash on the CPU gives attn_mask (input 3) no gradient, and it needs one; use math");
+  using Kind = BackwardEvent::Kind;
+  for (const DType dtype : {DType::Float32, DType::BFloat16}) {
+    CAPTURE(dtype_name(dtype));
+    const auto r = run_rule("{type: ScaledDotProductAttention, dropout_p: 0.1}", with_mask(dtype));
+    REQUIRE(r.backward_program);
+    const auto events = r.backward_program({true});
+    const auto at = [&](Kind kind, int index) {
+      return std::find_if(events.begin(), events.end(), [&](const BackwardEvent& e) { return e.kind == kind && e.index == index; });
+    };
+    const auto mask_grad = at(Kind::InputGrad, 3);
+    REQUIRE(mask_grad != events.end());
+    const auto scores = std::find_if(events.begin(), events.end(), [](const BackwardEvent& e) { return e.what == "grad of the scores"; });
+    CHECK(scores < mask_grad);
+    CHECK(mask_grad < at(Kind::ReleaseSaved, 0));  // before q @ k^T's backward lets go of the scaled q
+    const bool upcast = dtype == DType::BFloat16;
+    CHECK((std::prev(mask_grad)->what == "grad of attn_mask, summed (float32)") == upcast);
+    if (upcast) CHECK(std::prev(mask_grad)->type == TensorType{{1, 4, 8, 8}, DType::Float32});
+  }
+  // A mask without a gradient: none in the program.
+  auto plain = qkv();
+  plain.push_back(tensor({1, 4, 8, 8}, false));
+  const auto r = run_rule("{type: ScaledDotProductAttention, dropout_p: 0.1}", plain);
+  const auto events = r.backward_program({true});
+  CHECK(std::none_of(events.begin(), events.end(), [](const BackwardEvent& e) { return e.kind == BackwardEvent::Kind::InputGrad && e.index == 3; }));
 }
 
 TEST_CASE("ScaledDotProductAttention: CUDA kernels as derivatives.yaml says") {
