@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <stdexcept>
 
 #include "args.hpp"
 #include "cli_support.hpp"
@@ -82,9 +83,14 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::cerr << "nnmem: error: out of memory\n";
     return kExitError;
+  } catch (const std::logic_error& e) {
+    // What the library checks of itself (a simulation that leaves a tensor behind, a replay that
+    // frees what it never made): a bug, said to be one rather than passed off as the input's.
+    std::cerr << "nnmem: internal error: " << e.what() << " (a bug in nnmem: please report it with this command line)\n";
+    return kExitError;
   } catch (const std::exception& e) {
     // The library turns what it can into located errors; this is the last resort (an
-    // OverflowError it could not place, or a bug), still a clear message and exit code 1.
+    // OverflowError it could not place), still a clear message and exit code 1.
     std::cerr << "nnmem: error: " << e.what() << '\n';
     return kExitError;
   }
