@@ -23,10 +23,67 @@
 //   instance_norm — batch_norm on the input viewed as [1, N*C, *]: the input, save_mean and
 //                   save_invstd [N*C] in float32, and repeat()s of the weight and of the running
 //                   statistics [N*C] when the module has them.
+#include "backward_program.hpp"
 #include "common.hpp"
 
 namespace nnmem::layers {
 namespace {
+
+// LlamaRMSNorm's and T5LayerNorm's backward on a float32 input with a float32 weight, both
+// needing a gradient, node by node as the engine runs them (torch 2.13, validation/trace_diff.py
+// hf_llama_sdpa and hf_t5_sdpa; x is the input, r = rsqrt(mean(x^2) + eps) [..., 1]):
+//   MulBackward0    weight * (x * r): the normalised input's gradient and the weight's product,
+//                   summed to the weight; lets go of the normalised input and the incoming gradient;
+//   MulBackward0    x * r: x's gradient through the product (the input's gradient, which the
+//                   pow's part is added into) and r's product, summed to [..., 1];
+//   RsqrtBackward0  -0.5 * grad * r^3: three [..., 1] tensors, one kept; lets go of r;
+//   MeanBackward1   the gradient of x^2, expanded: an input-sized tensor;
+//   PowBackward0    2 * x * grad: three input-sized tensors, the last added into x's gradient;
+//                   lets go of x.
+// Before, one node made the input's and the weight's gradients: two input-sized tensors below
+// the norm's peak (hf_llama_sdpa's final norm: 1,951,560 against the measured 1,984,072; now
+// every event of it is PyTorch's). In T5 PyTorch lets go of one input-sized tensor more after
+// the second MulBackward0 and one fewer after PowBackward0 (which, not found): there the
+// program is one such tensor over inside PowBackward0, never under.
+struct RmsBackward {
+  TensorType x, stats;
+  int input, rstd, normalised;  // saved entries
+};
+
+std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
+  std::vector<BackwardEvent> events;
+  Program p(events);
+  const int normalised_grad = p.temporary(b.x, "grad of the normalised input");
+  const int product = p.temporary(b.x, "grad times the normalised input");
+  p.param_grad(0);
+  p.free(product);
+  p.release(b.normalised);
+  p.release_grad_out(0);
+  p.input_grad(0);  // x's gradient through x * r
+  const int by_x = p.temporary(b.x, "grad times x");
+  const int rstd_grad = p.temporary(b.stats, "grad of rstd");
+  p.free(by_x);
+  p.free(normalised_grad);
+  const int cube = p.temporary(b.stats, "rstd cubed");
+  const int scaled = p.temporary(b.stats, "grad times -0.5");
+  const int variance_grad = p.temporary(b.stats, "grad of the variance");
+  p.free(cube);
+  p.free(scaled);
+  p.free(rstd_grad);
+  p.release(b.rstd);
+  const int square_grad = p.temporary(b.x, "grad of x squared");
+  p.free(variance_grad);
+  const int power = p.temporary(b.x, "x to the power 1");
+  const int twice = p.temporary(b.x, "2 * x");
+  const int pow_grad = p.temporary(b.x, "grad of x through pow");
+  p.free(power);
+  p.free(twice);
+  p.free(square_grad);
+  p.free(pow_grad);  // added into x's gradient
+  p.release(b.input);
+  p.params_done();
+  return events;
+}
 
 // The input's dtype, or float32 when a 16-bit input meets float32 parameters (mixed kernels).
 DType stats_dtype(const LayerCall& call) {
@@ -116,10 +173,19 @@ LayerResult infer_rms_norm(const LayerCall& call) {
     // T5's product reads the input as it is: a 16-bit input is kept beside its float32 copy.
     if (t5 && in.dtype != DType::Float32) res.save_input(0, "input (x * rstd)");
     res.save_extra({stats, DType::Float32}, "rstd");
+    const int rstd = static_cast<int>(res.saved.size()) - 1;
     if (affine) {
       res.save_param(0);
       if (hf || (t5 && normalised_dtype == in.dtype)) res.save_extra({in.shape, normalised_dtype}, "normalised input");
       else res.save_extra({in.shape, normalised_dtype}, "normalised input (float32)");
+    }
+    // Node by node where measured: HF's forms, float32 throughout, the input and the weight
+    // both needing a gradient.
+    if ((hf || t5) && affine && in.dtype == DType::Float32 && weight == DType::Float32 && call.trainable &&
+        call.input_requires_grad(0)) {
+      const RmsBackward program{.x = wide, .stats = {stats, DType::Float32}, .input = 0, .rstd = rstd,
+                                .normalised = static_cast<int>(res.saved.size()) - 1};
+      res.backward_program = [program](const std::vector<bool>&) { return rms_norm_backward(program); };
     }
   }
   return res;

@@ -1,6 +1,9 @@
 // LayerNorm, LayerNorm2d, RMSNorm, GroupNorm, InstanceNorm (layers/norm.cpp). Parameter counts from PyTorch;
 // what each keeps read on torch 2.13.0+cpu with saved_tensors_hooks
 // (validation/probe_transformer_ops.py, and the bfloat16 and autocast cases beside it).
+#include <algorithm>
+#include <map>
+
 #include "../helpers.hpp"
 #include "checks.hpp"
 
@@ -74,6 +77,42 @@ TEST_CASE("RMSNorm: the torch and hf forms keep different tensors") {
   const auto t5_amp = run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", in);
   CHECK(saved_of(t5_amp) == "extra[2, 8, 64]:float32 input0 extra[2, 8, 1]:float32 extra[2, 8, 64]:float32");
   CHECK(t5_amp.outputs[0].dtype == DType::Float32);
+}
+
+TEST_CASE("RMSNorm: HF's forms in float32 run their backward node by node") {
+  // validation/trace_diff.py hf_llama_sdpa: the final norm's backward, event by event; its peak
+  // is five input-sized tensors (the input's gradient among them) once the incoming one is let
+  // go, where one node made two.
+  using Kind = BackwardEvent::Kind;
+  const auto most_live = [](const std::vector<BackwardEvent>& events, const TensorType& x) {
+    int live = 0, most = 0;
+    std::map<int, bool> sized;
+    for (const BackwardEvent& e : events) {
+      if (e.kind == Kind::Temporary) sized[e.index] = e.type == x, live += e.type == x;
+      if (e.kind == Kind::Free) live -= sized[e.index];
+      if (e.kind == Kind::InputGrad) ++live;  // (the input's gradient stays: the node above takes it)
+      most = std::max(most, live);
+    }
+    return most;
+  };
+  const TensorType x{{2, 8, 64}, DType::Float32};
+  for (const char* form : {"hf", "t5"}) {
+    CAPTURE(form);
+    const auto r = run_rule(std::string("{type: RMSNorm, normalized_shape: 64, form: ") + form + "}", {tensor({2, 8, 64})});
+    REQUIRE(r.backward_program);
+    const auto events = r.backward_program({true});
+    CHECK(most_live(events, x) == 5);
+    CHECK(std::count_if(events.begin(), events.end(), [](const BackwardEvent& e) { return e.kind == Kind::ReleaseSaved; }) == 3);
+    CHECK(std::count_if(events.begin(), events.end(), [](const BackwardEvent& e) { return e.kind == Kind::ParamGrad; }) == 1);
+  }
+  // Where it was not measured, one node: nn.RMSNorm, a frozen weight, an input without a
+  // gradient, a bfloat16 model.
+  CHECK(!run_rule("{type: RMSNorm, normalized_shape: 64}", {tensor({2, 8, 64})}).backward_program);
+  CHECK(!run_one("{type: RMSNorm, normalized_shape: 64, form: hf}", {2, 8, 64}, true, false).backward_program);
+  CHECK(!run_one("{type: RMSNorm, normalized_shape: 64, form: hf}", {2, 8, 64}, false).backward_program);
+  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16, std::nullopt};
+  CHECK(!run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", {tensor({2, 8, 64}, true, DType::BFloat16)}, bf16)
+             .backward_program);
 }
 
 // validation/probe_autocast_113.py (ops_saved_autocast.md): under CPU bfloat16 autocast a float32
