@@ -29,40 +29,53 @@
 namespace nnmem::layers {
 namespace {
 
-// LlamaRMSNorm's and T5LayerNorm's backward on a float32 input with a float32 weight, both
+// LlamaRMSNorm's and T5LayerNorm's backward on a float32 input with a float32 weight, and
+// LlamaRMSNorm's in a 16-bit model (input and weight 16-bit), the input and the weight both
 // needing a gradient, node by node as the engine runs them (torch 2.13, validation/trace_diff.py
-// hf_llama_sdpa and hf_t5_sdpa; x is the input, r = rsqrt(mean(x^2) + eps) [..., 1]):
-//   MulBackward0    weight * (x * r): the normalised input's gradient and the weight's product,
-//                   summed to the weight; lets go of the normalised input and the incoming gradient;
-//   MulBackward0    x * r: x's gradient through the product (the input's gradient, which the
-//                   pow's part is added into) and r's product, summed to [..., 1];
+// hf_llama_sdpa, as a float32 and a bfloat16 model, and hf_t5_sdpa; x is the input, h its
+// float32 copy (x itself in float32), r = rsqrt(mean(h^2) + eps) [..., 1]):
+//   MulBackward0    weight * (h * r).to(x's dtype): the normalised input's gradient and the
+//                   weight's product, summed to the weight, in x's dtype; lets go of the
+//                   normalised input and the incoming gradient;
+//   ToCopyBackward0 (16-bit) that gradient in float32;
+//   MulBackward0    h * r: h's gradient through the product (in float32 x's gradient itself,
+//                   which the pow's part is added into) and r's product, summed to [..., 1];
 //   RsqrtBackward0  -0.5 * grad * r^3: three [..., 1] tensors, one kept; lets go of r;
-//   MeanBackward1   the gradient of x^2, expanded: an input-sized tensor;
-//   PowBackward0    2 * x * grad: three input-sized tensors, the last added into x's gradient;
-//                   lets go of x.
-// Before, one node made the input's and the weight's gradients: two input-sized tensors below
-// the norm's peak (hf_llama_sdpa's final norm: 1,951,560 against the measured 1,984,072; now
-// every event of it is PyTorch's). In T5 PyTorch lets go of one input-sized tensor more after
-// the second MulBackward0 and one fewer after PowBackward0 (which, not found): there the
-// program is one such tensor over inside PowBackward0, never under.
+//   MeanBackward1   the gradient of h^2, expanded: an input-sized tensor;
+//   PowBackward0    2 * h * grad: three input-sized tensors, the last added into h's gradient;
+//                   lets go of h;
+//   ToCopyBackward0 (16-bit) x's gradient in its dtype.
+// Before, one node made the input's and the weight's gradients: two or three input-sized
+// tensors below the norm's own peak (hf_llama_sdpa's final norm: 1,951,560 against the measured
+// 1,984,072; as a bfloat16 model 1,027,112 against 1,076,008). In T5 PyTorch lets go of one
+// input-sized tensor more after the second MulBackward0 and one fewer after PowBackward0
+// (which, not found): there the program is one such tensor over inside PowBackward0, never under.
 struct RmsBackward {
-  TensorType x, stats;
-  int input, rstd, normalised;  // saved entries
+  TensorType x, wide, stats;    // the input, its float32 copy, rstd
+  int input, rstd, normalised;  // saved entries (input: x in float32, else its float32 copy)
 };
 
 std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
   std::vector<BackwardEvent> events;
   Program p(events);
-  const int normalised_grad = p.temporary(b.x, "grad of the normalised input");
+  const bool upcast = b.x.dtype != b.wide.dtype;
+  int normalised_grad = p.temporary(b.x, "grad of the normalised input");
   const int product = p.temporary(b.x, "grad times the normalised input");
   p.param_grad(0);
   p.free(product);
   p.release(b.normalised);
   p.release_grad_out(0);
-  p.input_grad(0);  // x's gradient through x * r
-  const int by_x = p.temporary(b.x, "grad times x");
+  if (upcast) {
+    const int wide = p.temporary(b.wide, "grad of the normalised input (float32)");
+    p.free(normalised_grad);
+    normalised_grad = wide;
+  }
+  // h's gradient through h * r: in float32 the input's own, which the pow's part is added into
+  const int h_grad = upcast ? p.temporary(b.wide, "grad of the input (float32)") : -1;
+  if (!upcast) p.input_grad(0);
+  const int by_h = p.temporary(b.wide, "grad times the input");
   const int rstd_grad = p.temporary(b.stats, "grad of rstd");
-  p.free(by_x);
+  p.free(by_h);
   p.free(normalised_grad);
   const int cube = p.temporary(b.stats, "rstd cubed");
   const int scaled = p.temporary(b.stats, "grad times -0.5");
@@ -71,16 +84,20 @@ std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
   p.free(scaled);
   p.free(rstd_grad);
   p.release(b.rstd);
-  const int square_grad = p.temporary(b.x, "grad of x squared");
+  const int square_grad = p.temporary(b.wide, "grad of the input squared");
   p.free(variance_grad);
-  const int power = p.temporary(b.x, "x to the power 1");
-  const int twice = p.temporary(b.x, "2 * x");
-  const int pow_grad = p.temporary(b.x, "grad of x through pow");
+  const int power = p.temporary(b.wide, "the input to the power 1");
+  const int twice = p.temporary(b.wide, "2 * the input");
+  const int pow_grad = p.temporary(b.wide, "grad of the input through pow");
   p.free(power);
   p.free(twice);
   p.free(square_grad);
-  p.free(pow_grad);  // added into x's gradient
+  p.free(pow_grad);  // added into h's gradient
   p.release(b.input);
+  if (upcast) {  // x's gradient in its dtype
+    p.input_grad(0);
+    p.free(h_grad);
+  }
   p.params_done();
   return events;
 }
@@ -179,11 +196,11 @@ LayerResult infer_rms_norm(const LayerCall& call) {
       if (hf || (t5 && normalised_dtype == in.dtype)) res.save_extra({in.shape, normalised_dtype}, "normalised input");
       else res.save_extra({in.shape, normalised_dtype}, "normalised input (float32)");
     }
-    // Node by node where measured: HF's forms, float32 throughout, the input and the weight
-    // both needing a gradient.
-    if ((hf || t5) && affine && in.dtype == DType::Float32 && weight == DType::Float32 && call.trainable &&
-        call.input_requires_grad(0)) {
-      const RmsBackward program{.x = wide, .stats = {stats, DType::Float32}, .input = 0, .rstd = rstd,
+    // Node by node where measured: HF's forms in float32, LlamaRMSNorm in a 16-bit model; the
+    // input and the weight both needing a gradient.
+    const bool measured = in.dtype == weight && (in.dtype == DType::Float32 ? hf || t5 : hf && dtype_size(in.dtype) == 2);
+    if (measured && affine && call.trainable && call.input_requires_grad(0)) {
+      const RmsBackward program{.x = in, .wide = wide, .stats = {stats, DType::Float32}, .input = 0, .rstd = rstd,
                                 .normalised = static_cast<int>(res.saved.size()) - 1};
       res.backward_program = [program](const std::vector<bool>&) { return rms_norm_backward(program); };
     }

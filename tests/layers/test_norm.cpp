@@ -96,23 +96,35 @@ TEST_CASE("RMSNorm: HF's forms in float32 run their backward node by node") {
     return most;
   };
   const TensorType x{{2, 8, 64}, DType::Float32};
+  const auto releases = [](const std::vector<BackwardEvent>& events) {
+    return std::count_if(events.begin(), events.end(), [](const BackwardEvent& e) { return e.kind == Kind::ReleaseSaved; });
+  };
   for (const char* form : {"hf", "t5"}) {
     CAPTURE(form);
     const auto r = run_rule(std::string("{type: RMSNorm, normalized_shape: 64, form: ") + form + "}", {tensor({2, 8, 64})});
     REQUIRE(r.backward_program);
     const auto events = r.backward_program({true});
     CHECK(most_live(events, x) == 5);
-    CHECK(std::count_if(events.begin(), events.end(), [](const BackwardEvent& e) { return e.kind == Kind::ReleaseSaved; }) == 3);
+    CHECK(releases(events) == 3);
     CHECK(std::count_if(events.begin(), events.end(), [](const BackwardEvent& e) { return e.kind == Kind::ParamGrad; }) == 1);
   }
+  // A bfloat16 model's LlamaRMSNorm (trace_diff.py hf_llama_sdpa --dtype bfloat16): the same in
+  // float32 between two casts; its peak five float32 input-sized tensors, h's gradient among them.
+  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16, std::nullopt};
+  const auto in16 = std::vector<InputTensor>{tensor({2, 8, 64}, true, DType::BFloat16)};
+  const auto hf16 = run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", in16, bf16);
+  REQUIRE(hf16.backward_program);
+  const auto events16 = hf16.backward_program({true});
+  CHECK(most_live(events16, x) == 5);
+  CHECK(events16[events16.size() - 3].kind == Kind::InputGrad);
+  CHECK(releases(events16) == 3);
   // Where it was not measured, one node: nn.RMSNorm, a frozen weight, an input without a
-  // gradient, a bfloat16 model.
+  // gradient, T5's norm in a bfloat16 model, LlamaRMSNorm under autocast (a float32 weight).
   CHECK(!run_rule("{type: RMSNorm, normalized_shape: 64}", {tensor({2, 8, 64})}).backward_program);
   CHECK(!run_one("{type: RMSNorm, normalized_shape: 64, form: hf}", {2, 8, 64}, true, false).backward_program);
   CHECK(!run_one("{type: RMSNorm, normalized_shape: 64, form: hf}", {2, 8, 64}, false).backward_program);
-  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16, std::nullopt};
-  CHECK(!run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", {tensor({2, 8, 64}, true, DType::BFloat16)}, bf16)
-             .backward_program);
+  CHECK(!run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", in16, bf16).backward_program);
+  CHECK(!run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", in16).backward_program);
 }
 
 // validation/probe_autocast_113.py (ops_saved_autocast.md): under CPU bfloat16 autocast a float32
