@@ -47,9 +47,10 @@ namespace {
 //   ToCopyBackward0 (16-bit) x's gradient in its dtype.
 // Before, one node made the input's and the weight's gradients: two or three input-sized
 // tensors below the norm's own peak (hf_llama_sdpa's final norm: 1,951,560 against the measured
-// 1,984,072; as a bfloat16 model 1,027,112 against 1,076,008). In T5 PyTorch lets go of one
-// input-sized tensor more after the second MulBackward0 and one fewer after PowBackward0
-// (which, not found): there the program is one such tensor over inside PowBackward0, never under.
+// 1,984,072; as a bfloat16 model 1,027,112 against 1,076,008). Where the input already has a
+// gradient when x * r's part comes (a residual stream's: every norm but the final one), the
+// engine adds that part into it at once and frees it (InputBuffer accumulates in place); the
+// program holds it to the node's end, one input-sized tensor over until then, never under.
 struct RmsBackward {
   TensorType x, wide, stats;    // the input, its float32 copy, rstd
   int input, rstd, normalised;  // saved entries (input: x in float32, else its float32 copy)
