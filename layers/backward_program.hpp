@@ -20,6 +20,7 @@ class Program {
   }
   void free(int slot) { add(BackwardEvent::Kind::Free, slot); }
   void input_grad(int k) { add(BackwardEvent::Kind::InputGrad, k); }
+  void input_grads_out() { add(BackwardEvent::Kind::InputGradsOut, 0); }
   void param_grad(int k) { add(BackwardEvent::Kind::ParamGrad, k); }
   void params_done() { add(BackwardEvent::Kind::ParamGradsDone, 0); }
   void release(int saved) { add(BackwardEvent::Kind::ReleaseSaved, saved); }

@@ -38,19 +38,19 @@ namespace {
 //                   weight's product, summed to the weight, in x's dtype; lets go of the
 //                   normalised input and the incoming gradient;
 //   ToCopyBackward0 (16-bit) that gradient in float32;
-//   MulBackward0    h * r: h's gradient through the product (in float32 x's gradient itself,
-//                   which the pow's part is added into) and r's product, summed to [..., 1];
+//   MulBackward0    h * r: h's gradient through the product (in float32 a part of x's, handed
+//                   to x as the node returns) and r's product, summed to [..., 1];
 //   RsqrtBackward0  -0.5 * grad * r^3: three [..., 1] tensors, one kept; lets go of r;
 //   MeanBackward1   the gradient of h^2, expanded: an input-sized tensor;
-//   PowBackward0    2 * h * grad: three input-sized tensors, the last added into h's gradient;
-//                   lets go of h;
+//   PowBackward0    2 * h * grad: three input-sized tensors, the last h's gradient's other part
+//                   (in float32 handed to x, else added into the first part); lets go of h;
 //   ToCopyBackward0 (16-bit) x's gradient in its dtype.
 // Before, one node made the input's and the weight's gradients: two or three input-sized
 // tensors below the norm's own peak (hf_llama_sdpa's final norm: 1,951,560 against the measured
-// 1,984,072; as a bfloat16 model 1,027,112 against 1,076,008). Where the input already has a
-// gradient when x * r's part comes (a residual stream's: every norm but the final one), the
-// engine adds that part into it at once and frees it (InputBuffer accumulates in place); the
-// program holds it to the node's end, one input-sized tensor over until then, never under.
+// 1,984,072; as a bfloat16 model 1,027,112 against 1,076,008). In float32 x's gradient comes in
+// two parts, each handed to x as its node returns: where x already has a gradient (a residual
+// stream's: every norm but the final one) the engine adds x * r's part into it at once and frees
+// it (InputBuffer accumulates in place), then the pow's part likewise.
 struct RmsBackward {
   TensorType x, wide, stats;    // the input, its float32 copy, rstd
   int input, rstd, normalised;  // saved entries (input: x in float32, else its float32 copy)
@@ -76,6 +76,7 @@ std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
   if (!upcast) p.input_grad(0);
   const int by_h = p.temporary(b.wide, "grad times the input");
   const int rstd_grad = p.temporary(b.stats, "grad of rstd");
+  if (!upcast) p.input_grads_out();  // as the product's node returns: added into a gradient x has
   p.free(by_h);
   p.free(normalised_grad);
   const int cube = p.temporary(b.stats, "rstd cubed");
@@ -89,11 +90,14 @@ std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
   p.free(variance_grad);
   const int power = p.temporary(b.wide, "the input to the power 1");
   const int twice = p.temporary(b.wide, "2 * the input");
-  const int pow_grad = p.temporary(b.wide, "grad of the input through pow");
+  // The pow's part of h's gradient: in float32 x's own again, added into it as the node returns;
+  // for a 16-bit x, added into the float32 part before the cast back.
+  const int pow_grad = upcast ? p.temporary(b.wide, "grad of the input through pow") : -1;
+  if (!upcast) p.input_grad(0);
   p.free(power);
   p.free(twice);
   p.free(square_grad);
-  p.free(pow_grad);  // added into h's gradient
+  if (upcast) p.free(pow_grad);
   p.release(b.input);
   if (upcast) {  // x's gradient in its dtype
     p.input_grad(0);

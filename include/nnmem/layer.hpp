@@ -231,7 +231,9 @@ struct BackwardEvent {
   enum class Kind {
     Temporary,       // a tensor of `type`, made now; `index` names it for its Free
     Free,            // frees temporary `index`
-    InputGrad,       // input `index`'s gradient, when it needs one
+    InputGrad,       // input `index`'s gradient, when it needs one (again: another part of it)
+    InputGradsOut,   // the input gradients made so far go to their inputs now, as the autograd
+                     // node that made them returns (added into a gradient an input already has)
     ParamGrad,       // parameter `index`'s gradient (none when the layer is frozen)
     ParamGradsDone,  // the parameters' gradients made so far go to .grad (AccumulateGrad)
     ReleaseSaved,    // saved entry `index` is let go (its tensor freed when nothing else holds it)

@@ -290,8 +290,19 @@ void StepSimulator::backward() {
         if (options_.keep_grads || micro_ > 1) memory_.release(complete);
       }
     };
+    // The node's outputs are dispatched: input gradients go to their input buffers, then the
+    // autocast copies' ToCopyBackward nodes, latest-made first: autocast casts a call's
+    // arguments last to first (GCC evaluates them right to left), so the input's copy runs
+    // first, then the weight's, then the bias's. Each casts a gradient back.
+    const auto dispatch = [&] {
+      for (auto [k, b] : contributions)
+        if (node.input_casts[k] < 0) accumulate(node.inputs[k], b);
+      for (auto [k, b] : contributions)
+        if (node.input_casts[k] >= 0) accumulate(node.inputs[k], cast_back(b, value(node.inputs[k]).type.bytes(), {"grad of input of ", name}));
+      contributions.clear();
+    };
     if (node.result->backward_program) {
-      run_program(i, input_grads, param_grad, hand_over, !param_grads.empty());
+      run_program(i, {input_grads, dispatch, param_grad, hand_over}, !param_grads.empty());
       if (checkpoint_.hands_over(i)) release_kept(i);
     } else {
       input_grads(-1);
@@ -308,14 +319,7 @@ void StepSimulator::backward() {
     for (int v : node.outputs)
       if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);
     checkpoint_.after_node(i);
-    // The node's outputs are dispatched: input gradients go to their input buffers.
-    for (auto [k, b] : contributions)
-      if (node.input_casts[k] < 0) accumulate(node.inputs[k], b);
-    // Then the autocast copies' ToCopyBackward nodes, latest-made first: autocast casts a
-    // call's arguments last to first (GCC evaluates them right to left), so the input's copy
-    // runs first, then the weight's, then the bias's. Each casts a gradient back.
-    for (auto [k, b] : contributions)
-      if (node.input_casts[k] >= 0) accumulate(node.inputs[k], cast_back(b, value(node.inputs[k]).type.bytes(), {"grad of input of ", name}));
+    dispatch();
     hand_over();
   }
   shard_.backward_done(add_into);
@@ -332,9 +336,7 @@ void StepSimulator::release_kept(std::size_t node) {
 }
 
 // A backward PyTorch runs as several nodes (layer.hpp's BackwardEvent), event by event.
-void StepSimulator::run_program(std::size_t i, const std::function<void(int)>& input_grads,
-                                const std::function<void(std::size_t)>& param_grad, const std::function<void()>& hand_over,
-                                bool trainable) {
+void StepSimulator::run_program(std::size_t i, const ProgramSteps& steps, bool trainable) {
   const Node& node = graph_.nodes[i];
   const std::string& name = graph_.layer(node).name;
   std::vector<bool> with_grad;
@@ -346,11 +348,12 @@ void StepSimulator::run_program(std::size_t i, const std::function<void(int)>& i
         temporaries[e.index] = memory_.alloc(MemoryKind::Transients, e.type.bytes(), {e.what, " of ", name});
         break;
       case BackwardEvent::Kind::Free: memory_.release(temporaries.at(e.index)); break;
-      case BackwardEvent::Kind::InputGrad: input_grads(e.index); break;
+      case BackwardEvent::Kind::InputGrad: steps.input_grads(e.index); break;
+      case BackwardEvent::Kind::InputGradsOut: steps.input_grads_out(); break;
       case BackwardEvent::Kind::ParamGrad:  // one the layer does not have (a bias) is skipped
-        if (trainable && static_cast<std::size_t>(e.index) < node.result->params.size()) param_grad(static_cast<std::size_t>(e.index));
+        if (trainable && static_cast<std::size_t>(e.index) < node.result->params.size()) steps.param_grad(static_cast<std::size_t>(e.index));
         break;
-      case BackwardEvent::Kind::ParamGradsDone: hand_over(); break;
+      case BackwardEvent::Kind::ParamGradsDone: steps.hand_over(); break;
       case BackwardEvent::Kind::ReleaseSaved: {
         std::vector<int>& saved = kept_saved_[i];
         for (std::size_t k = 0; k < saved.size(); ++k)

@@ -83,8 +83,14 @@ class StepSimulator {
   int param_gradient(int param, int contribution);
   void backward();
   void release_kept(std::size_t node);
-  void run_program(std::size_t node, const std::function<void(int)>& input_grads, const std::function<void(std::size_t)>& param_grad,
-                   const std::function<void()>& hand_over, bool trainable);
+  // What a backward program's events do to the node's gradients (backward()'s own steps).
+  struct ProgramSteps {
+    std::function<void(int)> input_grads;          // an input's gradient made
+    std::function<void()> input_grads_out;         // those made so far go to their inputs
+    std::function<void(std::size_t)> param_grad;   // a parameter's gradient made
+    std::function<void()> hand_over;               // the parameters' gradients go to .grad
+  };
+  void run_program(std::size_t node, const ProgramSteps& steps, bool trainable);
 
   const Graph& graph_;
   const StepOptions& options_;

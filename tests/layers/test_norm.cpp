@@ -3,6 +3,7 @@
 // (validation/probe_transformer_ops.py, and the bfloat16 and autocast cases beside it).
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "../helpers.hpp"
 #include "checks.hpp"
@@ -107,6 +108,12 @@ TEST_CASE("RMSNorm: HF's forms in float32 run their backward node by node") {
     CHECK(most_live(events, x) == 5);
     CHECK(releases(events) == 3);
     CHECK(std::count_if(events.begin(), events.end(), [](const BackwardEvent& e) { return e.kind == Kind::ParamGrad; }) == 1);
+    // x's gradient in two parts, the first handed to x as x * r's node returns (where x has
+    // a gradient already, a residual stream's, the engine adds it in and frees it there)
+    std::string kinds;
+    for (const BackwardEvent& e : events)
+      if (e.kind == Kind::InputGrad || e.kind == Kind::InputGradsOut) kinds += e.kind == Kind::InputGrad ? "grad " : "out ";
+    CHECK(kinds == "grad out grad ");
   }
   // A bfloat16 model's LlamaRMSNorm (trace_diff.py hf_llama_sdpa --dtype bfloat16): the same in
   // float32 between two casts; its peak five float32 input-sized tensors, h's gradient among them.
@@ -116,7 +123,8 @@ TEST_CASE("RMSNorm: HF's forms in float32 run their backward node by node") {
   REQUIRE(hf16.backward_program);
   const auto events16 = hf16.backward_program({true});
   CHECK(most_live(events16, x) == 5);
-  CHECK(events16[events16.size() - 3].kind == Kind::InputGrad);
+  CHECK(events16[events16.size() - 3].kind == Kind::InputGrad);  // after the float32 parts are summed
+  CHECK(std::count_if(events16.begin(), events16.end(), [](const BackwardEvent& e) { return e.kind == Kind::InputGrad; }) == 1);
   CHECK(releases(events16) == 3);
   // Where it was not measured, one node: nn.RMSNorm, a frozen weight, an input without a
   // gradient, T5's norm in a bfloat16 model, LlamaRMSNorm under autocast (a float32 weight).
