@@ -17,10 +17,25 @@
 // T·k), the offsets [E] (int32, kept by both grouped matmuls), the gathered rows [S, H], the
 // gate-up output [S, 2I] (silu and the product read its halves), silu's output [S, I], the
 // product [S, I], the down output [S, H] and the gathered weights [S].
+//
+// The routing is float32 whatever the model's dtype: MixtralTopKRouter softmaxes
+// `router_logits.float()`, so the probabilities, the top-k weights, their sum and the gathered
+// weights are float32, and `proj_out * weights` promotes the weighted rows to float32 (their
+// reordering and the sum over the top_k too, cast to the hidden states' dtype at the end). A
+// 16-bit model (`model.to(dtype)`) keeps those four in float32 beside its 16-bit experts
+// (probe_hf_moe.py --dtype bfloat16: 178,448 bytes, of which 2,304 float32 routing); its backward
+// casts the output's gradient up to float32 first, the down output's gradient back down (the
+// engine's cast to the input's dtype) and softmax's gradient down to the logits' dtype last.
 #include "backward_program.hpp"
 
 namespace nnmem::layers {
 namespace {
+
+// The router's dtype: softmax of `router_logits.float()` (see above).
+constexpr DType kRouting = DType::Float32;
+
+// The weighted rows' dtype, `proj_out * weights`'s promotion: float32 but for float64 experts.
+DType weighted_dtype(DType f) { return f == DType::Float64 ? f : kRouting; }
 
 // Saved entries, in the order infer_moe_experts keeps them.
 enum Kept { kSoftmax, kTopkIndices, kWeights, kSum, kPermRows, kPerm, kInvPerm, kOffsets, kRows, kGateUp, kSilu, kProduct, kDown,
@@ -31,21 +46,35 @@ enum Kept { kSoftmax, kTopkIndices, kWeights, kSum, kPermRows, kPerm, kInvPerm, 
 // through `* weights` (both gradients), down's grouped matmul (down_proj's gradient), `silu *
 // up`, silu, the chunk (a cat into the gate-up gradient), gate_up's grouped matmul (gate_up_proj's
 // gradient), the weights' gather, the rows' gather (the hidden states' gradient), the division,
-// the sum, topk and softmax (the logits' gradient). Each node lets go of what it kept.
+// the sum, topk and softmax (the logits' gradient). Each node lets go of what it kept. The
+// routing's tensors are float32 (kRouting); f is the experts' dtype, logits the router's. Where
+// f is not the weighted rows' dtype (a 16-bit model) casts add copies: the output's gradient as
+// float32 first (ToCopyBackward0), the down output's gradient cast back to f (the engine's cast
+// to the input's dtype); where the logits are not float32 (a 16-bit model, or autocast's
+// bfloat16 router) their gradient is softmax's float32 one cast down.
 std::vector<BackwardEvent> moe_backward(std::int64_t tokens, std::int64_t pairs, std::int64_t hidden, std::int64_t inter,
-                                        std::int64_t experts, std::int64_t top_k, DType f) {
+                                        std::int64_t experts, std::int64_t top_k, DType f, DType logits) {
   std::vector<BackwardEvent> events;
   Program p(events);
   const TensorType rows_h{{pairs, hidden}, f}, rows_i{{pairs, inter}, f}, rows_2i{{pairs, checked_mul(2, inter)}, f};
-  const TensorType tk{{tokens, top_k}, f};
-  const int made_rows = p.temporary(rows_h, "gradient made rows");
-  p.release_grad_out(0);
-  const int sorted = p.temporary(rows_h, "gradient in sorted order");
+  const DType w = weighted_dtype(f);
+  const TensorType weighted{{pairs, hidden}, w}, tk{{tokens, top_k}, kRouting};
+  const int up_cast = f != w ? p.temporary({{tokens, hidden}, w}, "gradient of the output as float32") : -1;
+  if (up_cast >= 0) p.release_grad_out(0);
+  const int made_rows = p.temporary(weighted, "gradient made rows");
+  if (up_cast >= 0) p.free(up_cast);
+  else p.release_grad_out(0);
+  const int sorted = p.temporary(weighted, "gradient in sorted order");
   p.free(made_rows);
   p.release(kInvPerm);
-  const int down = p.temporary(rows_h, "gradient of the down output");
-  const int full = p.temporary(rows_h, "gradient of the weights, row by row");
-  const int weights = p.temporary({{pairs, 1}, f}, "gradient of the gathered weights");
+  int down = p.temporary(weighted, "gradient of the down output");
+  const int full = p.temporary(weighted, "gradient of the weights, row by row");
+  if (f != w) {
+    const int cast = p.temporary(rows_h, "gradient of the down output, cast");
+    p.free(down);
+    down = cast;
+  }
+  const int weights = p.temporary({{pairs, 1}, kRouting}, "gradient of the gathered weights");
   p.free(full);
   p.free(sorted);
   p.release(kDown);
@@ -71,23 +100,31 @@ std::vector<BackwardEvent> moe_backward(std::int64_t tokens, std::int64_t pairs,
   p.release(kRows);
   p.release(kOffsets);
   p.params_done();
-  const int flat = p.temporary({{pairs}, f}, "gradient of the top-k weights");
+  const int flat = p.temporary({{pairs}, kRouting}, "gradient of the top-k weights");
   p.free(weights);
   p.release(kPerm);
   p.input_grad(0);
   p.free(rows);
   p.release(kPermRows);
   const int divided = p.temporary(tk, "gradient of the weights before the division");
-  const int sum = p.temporary({{tokens, 1}, f}, "gradient of their sum");
+  const int sum = p.temporary({{tokens, 1}, kRouting}, "gradient of their sum");
   p.free(flat);
   p.release(kWeights);
   p.release(kSum);
   const int topk = p.temporary(tk, "gradient of the top-k probabilities");
   p.free(divided);
   p.free(sum);
-  const int probs = p.temporary({{tokens, experts}, f}, "gradient of the probabilities");
+  const int probs = p.temporary({{tokens, experts}, kRouting}, "gradient of the probabilities");
   p.free(topk);
   p.release(kTopkIndices);
+  if (logits != kRouting) {  // softmax's gradient, then the cast's: the logits' own
+    const int softmax = p.temporary({{tokens, experts}, kRouting}, "gradient of the logits as float32");
+    p.free(probs);
+    p.release(kSoftmax);
+    p.input_grad(1);
+    p.free(softmax);
+    return events;
+  }
   p.input_grad(1);
   p.free(probs);
   p.release(kSoftmax);
@@ -120,10 +157,10 @@ LayerResult infer_moe_experts(const LayerCall& call) {
   res.macs = checked_mul(checked_mul(pairs, hidden), checked_mul(3, inter));
   const bool grads = call.training() && (call.trainable || call.any_input_requires_grad());
   if (grads) {
-    res.save_extra({{tokens, experts}, f}, "softmax's result");
+    res.save_extra({{tokens, experts}, kRouting}, "softmax's result");
     res.save_extra({{tokens, top_k}, DType::Int64}, "topk's indices");
-    res.save_extra({{tokens, top_k}, f}, "the top_k weights (divided in place)");
-    res.save_extra({{tokens, 1}, f}, "their sum");
+    res.save_extra({{tokens, top_k}, kRouting}, "the top_k weights (divided in place)");
+    res.save_extra({{tokens, 1}, kRouting}, "their sum");
     for (const char* what : {"perm // top_k", "perm", "inv_perm"}) res.save_extra({{pairs}, DType::Int64}, what, Saved::Made::Separate);
     res.save_extra({{experts}, DType::Int32}, "offsets");
     res.save_extra({{pairs, hidden}, f}, "gathered rows", Saved::Made::Separate);
@@ -131,7 +168,7 @@ LayerResult infer_moe_experts(const LayerCall& call) {
     res.save_extra({{pairs, inter}, f}, "silu(gate)", Saved::Made::Separate);
     res.save_extra({{pairs, inter}, f}, "silu(gate) * up", Saved::Made::Separate);
     res.save_extra({{pairs, hidden}, f}, "down output", Saved::Made::Separate);
-    res.save_extra({{pairs}, f}, "gathered weights", Saved::Made::Separate);
+    res.save_extra({{pairs}, kRouting}, "gathered weights", Saved::Made::Separate);
   }
   if (!grads) {
     // Without autograd nothing is kept, and the call's peak is at silu(gate) * up, before the
@@ -140,9 +177,9 @@ LayerResult infer_moe_experts(const LayerCall& call) {
     // (float32) and the offsets (int32), the gate-up output, silu's and the product (measured:
     // `trace_diff.py hf_mixtral_sdpa --mode eval`).
     for (const auto& [type, what] : std::vector<std::pair<TensorType, const char*>>{
-             {{{tokens, top_k}, f}, "top_k weights"}, {{{tokens, top_k}, DType::Int64}, "top_k indices"},
+             {{{tokens, top_k}, kRouting}, "top_k weights"}, {{{tokens, top_k}, DType::Int64}, "top_k indices"},
              {{{pairs}, DType::Int64}, "sorted expert ids"}, {{{pairs}, DType::Int64}, "perm"},
-             {{{pairs, hidden}, f}, "gathered rows"}, {{{pairs}, f}, "gathered weights"},
+             {{{pairs, hidden}, f}, "gathered rows"}, {{{pairs}, kRouting}, "gathered weights"},
              {{{pairs}, DType::Float32}, "expert ids as float (histc)"}, {{{experts}, DType::Float32}, "histc counts"},
              {{{experts}, DType::Int32}, "offsets"}, {{{pairs, checked_mul(2, inter)}, f}, "gate_up output"},
              {{{pairs, inter}, f}, "silu(gate)"}, {{{pairs, inter}, f}, "silu(gate) * up"}})
@@ -151,11 +188,16 @@ LayerResult infer_moe_experts(const LayerCall& call) {
     return res;
   }
   // Made and let go within the call: the sorted expert ids and their float copy for histc, the
-  // weighted rows and their reordering, summed into the output.
+  // weighted rows and their reordering (float32: the weights' dtype), summed into the output.
+  // A 16-bit model's float32 sum [T, H], cast to the output, comes after the weighted rows are
+  // let go: below them and the output, which the scratch is counted beside.
   res.forward_scratch.push_back({{{pairs}, DType::Int64}, "sorted expert ids"});
-  res.forward_scratch.push_back({{{pairs, hidden}, f}, "weighted rows"});
-  res.forward_scratch.push_back({{{pairs, hidden}, f}, "weighted rows in token order"});
-  res.backward_program = [=](const std::vector<bool>&) { return moe_backward(tokens, pairs, hidden, inter, experts, top_k, f); };
+  res.forward_scratch.push_back({{{pairs, hidden}, weighted_dtype(f)}, "weighted rows"});
+  res.forward_scratch.push_back({{{pairs, hidden}, weighted_dtype(f)}, "weighted rows in token order"});
+  const DType logits = call.input(1).dtype;
+  res.backward_program = [=](const std::vector<bool>&) {
+    return moe_backward(tokens, pairs, hidden, inter, experts, top_k, f, logits);
+  };
   return res;
 }
 

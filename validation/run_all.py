@@ -85,13 +85,14 @@ AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cel
                     "hf_t5_sdpa", "hf_vit_sdpa"]
 # A 16-bit model (`model.to(dtype)`, no autocast; torch 2.x), at the first batch, SGD and Adam:
 # cross-entropy networks, nn.MultiheadAttention with masks, Hugging Face's BERT, GPT-2 and
-# LLaMA (sdpa and eager; their loss HF's ForCausalLMLoss, on float32 logits) and T5 (sdpa and
-# eager; in float16 its blocks' clamps), in bfloat16 and float16. Not the recurrent ones: nnmem refuses a 16-bit RNN, GRU or LSTM on the CPU (measured
-# off; layers/recurrent.cpp). Not Mixtral yet: as a 16-bit model nnmem is 2,304 bytes under
-# (saved and peak).
+# LLaMA (sdpa and eager; their loss HF's ForCausalLMLoss, on float32 logits), T5 (sdpa and
+# eager; in float16 its blocks' clamps) and Mixtral (its router's softmax, top-k weights and
+# their gathers float32: layers/moe.cpp), in bfloat16 and float16. Not the recurrent ones: nnmem
+# refuses a 16-bit RNN, GRU or LSTM on the CPU (measured off; layers/recurrent.cpp).
 DTYPE_NETWORKS_2 = ["mlp", "tf_mnist_cnn", "bn_relu_cnn", "lenet5", "resblock_mlp", "resnet18", "efficientnet_b0",
                     "convnext_valid", "unet_valid", "yolov8n", "torch_encoder", "mha_masked", "hf_bert_sdpa",
-                    "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_eager", "hf_t5_sdpa", "hf_t5_eager"]
+                    "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_eager", "hf_t5_sdpa", "hf_t5_eager",
+                    "hf_mixtral_sdpa"]
 # Under 1.13 in bfloat16 only (its CPU addmm has no float16 kernel) and not unet_valid (1.13's
 # bfloat16 ConvTranspose2d fails in forward: "expected input[2, 128, 4, 4] to have 64 channels,
 # but got 128 channels") nor the Hugging Face models (no transformers for 1.13); and lstm_lm, whose LSTM 1.13 runs on

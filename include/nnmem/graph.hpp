@@ -42,6 +42,10 @@ struct TensorValue {
   bool requires_grad = false;
   NodeIndices readers;         // nodes that read it, in execution order
   int copy_of = -1;            // autocast: the value this is a cast copy of
+  /// The op's own conversion of an input (F.softmax's dtype=, LayerDef::own_dtype) that the op
+  /// does not keep: made and let go inside its one call, its workspace, which is not counted
+  /// (as validation/memtrace.py leaves out what an aten:: op frees before it returns).
+  bool op_workspace = false;
   bool param_copy = false;     // autocast: a parameter's low-precision copy
   bool cached = false;         // autocast keeps it until the forward pass and loss are done
   Layout layout = Layout::Contiguous;

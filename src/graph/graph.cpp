@@ -228,6 +228,14 @@ class Builder {
     }
     for (auto& p : result.params) p.dtype = ctx_.float_dtype;  // the model's, whatever the rule declared
     if (auto gap = detail::cpu_kernel_gap(def->type, call, result)) throw Error(layer.type_loc, layer.title() + ": " + *gap);
+    // F.softmax(x, dim, dtype) converts x inside its call (aten::softmax > aten::to): unless the
+    // op keeps the converted input, the copy is gone before the call returns.
+    if (own)
+      for (std::size_t i = 0; i < node.input_casts.size(); ++i)
+        if (const int copy = node.input_casts[i]; copy >= 0)
+          graph_.values[copy].op_workspace = std::none_of(result.saved.begin(), result.saved.end(), [&](const Saved& s) {
+            return s.of == Saved::Of::Input && s.index == static_cast<int>(i);
+          });
     node.result = results_.share(def, std::move(result));
     count_parameters(layer, node);
     detail::assign_parameters(graph_, node, node_index, names_, ctx_.float_dtype);

@@ -39,8 +39,11 @@ void StepSimulator::forward_node(std::size_t i, Pass pass, bool stop) {
   // Autocast's copies of the inputs and parameters, made as the layer runs; a cached
   // parameter copy is also held by autocast's cache until the loss is computed.
   std::vector<int> copies;
+  // An op's own conversion it does not keep is its workspace: no bytes (TensorValue::op_workspace).
   for (int c : node.input_casts)
-    if (c >= 0) copies.push_back(block_of(c) = memory_.alloc(MemoryKind::Activations, value(c).type.bytes(), value(c).name, 1));
+    if (c >= 0)
+      copies.push_back(block_of(c) = memory_.alloc(MemoryKind::Activations, value(c).op_workspace ? 0 : value(c).type.bytes(),
+                                                   value(c).name, 1));
   for (int c : node.param_casts) {
     if (c < 0 || value(c).producer != static_cast<int>(i)) continue;  // none, or a shared parameter's cached copy
     copies.push_back(block_of(c) = memory_.alloc(MemoryKind::WeightCopies, value(c).type.bytes(), value(c).name, value(c).cached ? 2 : 1));
