@@ -36,12 +36,12 @@ namespace {
 // float32 copy (x itself in float32), r = rsqrt(mean(h^2) + eps) [..., 1]):
 //   MulBackward0    weight * (h * r).to(x's dtype): the normalised input's gradient and the
 //                   weight's product, summed to the weight, in x's dtype; lets go of the
-//                   normalised input and the incoming gradient;
+//                   normalised input and the incoming gradient; the weight's AccumulateGrad;
 //   ToCopyBackward0 (16-bit) that gradient in float32;
 //   MulBackward0    h * r: h's gradient through the product (in float32 a part of x's, handed
 //                   to x as the node returns) and r's product, summed to [..., 1];
 //   RsqrtBackward0  -0.5 * grad * r^3: three [..., 1] tensors, one kept; lets go of r;
-//   MeanBackward1   the gradient of h^2, expanded: an input-sized tensor;
+//   MeanBackward1   the gradient of h^2, expanded: an input-sized tensor (1.13: lets go of h^2);
 //   PowBackward0    2 * h * grad: three input-sized tensors, the last h's gradient's other part
 //                   (in float32 handed to x, else added into the first part); lets go of h;
 //   ToCopyBackward0 (16-bit) x's gradient in its dtype.
@@ -54,6 +54,7 @@ namespace {
 struct RmsBackward {
   TensorType x, wide, stats;    // the input, its float32 copy, rstd
   int input, rstd, normalised;  // saved entries (input: x in float32, else its float32 copy)
+  int squared;                  // h^2, which 1.13's MeanBackward1 keeps (else -1)
 };
 
 std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
@@ -66,6 +67,7 @@ std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
   p.free(product);
   p.release(b.normalised);
   p.release_grad_out(0);
+  p.params_done();  // the weight's AccumulateGrad runs as soon as its gradient is complete
   if (upcast) {
     const int wide = p.temporary(b.wide, "grad of the normalised input (float32)");
     p.free(normalised_grad);
@@ -88,6 +90,7 @@ std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
   p.release(b.rstd);
   const int square_grad = p.temporary(b.wide, "grad of the input squared");
   p.free(variance_grad);
+  if (b.squared >= 0) p.release(b.squared);
   const int power = p.temporary(b.wide, "the input to the power 1");
   const int twice = p.temporary(b.wide, "2 * the input");
   // The pow's part of h's gradient: in float32 x's own again, added into it as the node returns;
@@ -103,7 +106,6 @@ std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
     p.input_grad(0);
     p.free(h_grad);
   }
-  p.params_done();
   return events;
 }
 
@@ -189,11 +191,27 @@ LayerResult infer_rms_norm(const LayerCall& call) {
   res.outputs.push_back({in.shape, (hf || t5) && affine ? wider(weight, normalised_dtype) : in.dtype});
   if (affine) res.params.push_back({"weight", shape});
   res.macs = in.numel();
+  // Inference, HF's forms (measured on rms_mlp, --mode eval, trace_diff.py): x.float() (a copy
+  // of a 16-bit x) with its square and their mean, then x.float() * rsqrt(mean + eps) beside
+  // the mean and the rsqrt; the output made while that product (and in 16 bits its cast back)
+  // and the mean, which a Python variable holds to the end, are live.
+  if (!call.training() && affine && (hf || (t5 && in.dtype == DType::Float32))) {
+    const TensorType mean{stats, DType::Float32};
+    if (in.dtype != DType::Float32)
+      res.forward_moments = {{{wide, "input as float32"}, {wide, "input squared"}, {mean, "mean of the squares"}},
+                             {{wide, "input as float32"}, {mean, "mean of the squares"}, {mean, "rsqrt"}, {wide, "input * rsqrt"}}};
+    res.forward_scratch = {{wide, "input * rsqrt"}, {mean, "mean of the squares"}};
+    if (in.dtype != DType::Float32) res.forward_scratch.push_back({in, "input * rsqrt, cast back"});
+  }
   if (needs_backward(call, affine)) {
     if (in.dtype == DType::Float32) res.save_input(0);
     else res.save_extra(wide, "input as float32");
     // T5's product reads the input as it is: a 16-bit input is kept beside its float32 copy.
     if (t5 && in.dtype != DType::Float32) res.save_input(0, "input (x * rstd)");
+    // 1.13's MeanBackward1 keeps its input, h^2 (TorchProfile::mean_keeps_input).
+    const bool squared = (hf || t5) && call.ctx.torch->mean_keeps_input && call.input_requires_grad(0);
+    if (squared) res.save_extra(wide, "input squared");
+    const int squared_entry = squared ? static_cast<int>(res.saved.size()) - 1 : -1;
     res.save_extra({stats, DType::Float32}, "rstd");
     const int rstd = static_cast<int>(res.saved.size()) - 1;
     if (affine) {
@@ -206,7 +224,7 @@ LayerResult infer_rms_norm(const LayerCall& call) {
     const bool measured = in.dtype == weight && (in.dtype == DType::Float32 ? hf || t5 : hf && dtype_size(in.dtype) == 2);
     if (measured && affine && call.trainable && call.input_requires_grad(0)) {
       const RmsBackward program{.x = in, .wide = wide, .stats = {stats, DType::Float32}, .input = 0, .rstd = rstd,
-                                .normalised = static_cast<int>(res.saved.size()) - 1};
+                                .normalised = static_cast<int>(res.saved.size()) - 1, .squared = squared_entry};
       res.backward_program = [program](const std::vector<bool>&) { return rms_norm_backward(program); };
     }
   }

@@ -216,6 +216,7 @@ TEST_CASE("not monotone in the batch: where each example reserves less than with
       {"resblock_mlp", {}},
       {"resnet18", {18, 53}},
       {"resnet50", {20}},
+      {"rms_mlp", {}},
       {"rnn_cells", {}},
       {"se_net", {}},
       {"seed_conv", {11}},

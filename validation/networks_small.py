@@ -222,3 +222,39 @@ class SeNet(nn.Module):
         g = self.gate(self.fc2(self.relu(self.fc1(self.squeeze(x)))))
         x = x * g
         return self.fc(self.flatten(self.pool(self.drop(x))))
+
+
+class LlamaRMSNorm(nn.Module):
+    """transformers' LlamaRMSNorm, written out (transformers does not build for torch 1.13)."""
+
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+        self.eps = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        h = x.to(torch.float32)
+        variance = h.pow(2).mean(-1, keepdim=True)
+        h = h * torch.rsqrt(variance + self.eps)
+        return self.weight * h.to(dtype)
+
+
+class RmsMlp(nn.Module):
+    """Tokens [N, 16, 64]: inp (Linear), two pre-norm residual blocks (norm, fc1 to 128, GELU,
+    fc2, added back), and a final norm whose output the loss reads (`mean`): backward starts in
+    that norm with every activation live, so the step's peak is inside its backward
+    (layers/norm.cpp's RMSNorm program)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(64, 64)
+        self.blocks = nn.ModuleList(nn.ModuleDict({"norm": LlamaRMSNorm(64), "fc1": nn.Linear(64, 128), "act": nn.GELU(),
+                                                   "fc2": nn.Linear(128, 64)}) for _ in range(2))
+        self.norm = LlamaRMSNorm(64)
+
+    def forward(self, x):
+        x = self.inp(x)
+        for b in self.blocks:
+            x = x + b["fc2"](b["act"](b["fc1"](b["norm"](x))))
+        return self.norm(x)

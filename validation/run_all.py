@@ -91,7 +91,7 @@ AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cel
 # refuses a 16-bit RNN, GRU or LSTM on the CPU (measured off; layers/recurrent.cpp).
 DTYPE_NETWORKS_2 = ["mlp", "tf_mnist_cnn", "bn_relu_cnn", "lenet5", "resblock_mlp", "resnet18", "efficientnet_b0",
                     "convnext_valid", "unet_valid", "yolov8n", "torch_encoder", "mha_masked", "hf_bert_sdpa",
-                    "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_eager", "hf_t5_sdpa", "hf_t5_eager",
+                    "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_eager", "hf_t5_sdpa", "hf_t5_eager", "rms_mlp",
                     "hf_mixtral_sdpa"]
 # Under 1.13 in bfloat16 only (its CPU addmm has no float16 kernel) and not unet_valid (1.13's
 # bfloat16 ConvTranspose2d fails in forward: "expected input[2, 128, 4, 4] to have 64 channels,
