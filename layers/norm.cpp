@@ -73,7 +73,8 @@ std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
     p.free(normalised_grad);
     normalised_grad = wide;
   }
-  // h's gradient through h * r: in float32 the input's own, which the pow's part is added into
+  // h's gradient through h * r: in float32 a part of the input's own, else a float32 tensor
+  // the pow's part is added into
   const int h_grad = upcast ? p.temporary(b.wide, "grad of the input (float32)") : -1;
   if (!upcast) p.input_grad(0);
   const int by_h = p.temporary(b.wide, "grad times the input");
