@@ -149,7 +149,7 @@ int StepSimulator::cast_back(int grad, std::int64_t bytes, What what) {
 // 1.13 makes `old + new`, a new tensor of v's own size, whatever the blocks behind `old` and
 // `new` (a gradient that cat passed on is a narrow() view holding the whole concatenated
 // gradient's storage); 2.x adds `new` into `old` in place when `old` is a whole tensor of
-// v's size (not such a slice) that nothing else holds.
+// v's size (not such a slice) that nothing else holds, and not a view of another tensor.
 void StepSimulator::accumulate(int v, int contribution) {
   auto [it, fresh] = grad_.emplace(v, contribution);
   if (!fresh) add_into(it->second, contribution, value(v).type.bytes());
@@ -157,7 +157,8 @@ void StepSimulator::accumulate(int v, int contribution) {
 
 // `whole`: the size of the tensor whose gradient this is (a slice of a larger one is smaller).
 void StepSimulator::add_into(int& existing, int contribution, std::int64_t whole) {
-  if (graph_.options.torch->grad_sum_in_place && memory_.refs(existing) == 1 && memory_.bytes(existing) == whole) {
+  const bool view = view_grads_.erase(existing) > 0;
+  if (graph_.options.torch->grad_sum_in_place && !view && memory_.refs(existing) == 1 && memory_.bytes(existing) == whole) {
     memory_.release(contribution);
     return;
   }
@@ -233,6 +234,7 @@ void StepSimulator::backward() {
         }
         const std::int64_t bytes = k == 0 && node.result->input_grad_storage ? node.result->input_grad_storage->bytes() : in_type.bytes();
         contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, {"grad of input of ", name}));
+        if (k == 0 && node.result->input_grad_view) view_grads_.insert(contributions.back().second);
       }
       for (const auto& [at, type] : reductions) {
         const int full = contributions[at].second;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,6 +109,7 @@ class StepSimulator {
   int divisor_ = -1;                        // gradient accumulation: K, kept by DivBackward0
   std::int64_t micro_ = 1;                  // which micro-step is simulated
   std::map<int, int> grad_;                 // value -> block holding its gradient
+  std::set<int> view_grads_;                // gradient blocks that are views of another tensor (LayerResult::input_grad_view)
   std::map<int, std::pair<int, int>> param_grads_;  // shared parameter -> (summed gradient, contributions so far)
   const CheckpointPlan& checkpoints_;
   CheckpointRun checkpoint_;
