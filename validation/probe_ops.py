@@ -316,6 +316,10 @@ def _fork_linear_relu(h):      # relu is made last: its gradient arrives first
     return _frozen_linear()(h) + h.relu()
 
 
+def _fork_relu_view(h):        # the views' backward (a view of sigmoid's gradient) runs first
+    return h.relu() + h.view(2, 32, 256).sigmoid().view(64, 256)
+
+
 ACCUMULATE_CASES = [
     ("h.relu() + h.sigmoid() (two new gradients for h)", "fork", _fork_two_ops),
     ("h + h.sigmoid() (residual: one passed-on gradient)", "fork", _fork_residual),
@@ -324,6 +328,7 @@ ACCUMULATE_CASES = [
     ("Linear(h) + Linear(h), h [2, 32, 256] (a 3-D Linear's input gradient is a view)", "fork3d", _fork_two_linears),
     ("h.relu() + Linear(h), h [2, 32, 256] (the Linear's gradient first)", "fork3d", _fork_relu_linear),
     ("Linear(h) + h.relu(), h [2, 32, 256] (relu's gradient first)", "fork3d", _fork_linear_relu),
+    ("h.relu() + h.view(2, 32, 256).sigmoid().view(64, 256) (a view's gradient first)", "fork", _fork_relu_view),
     ("weight used twice: x @ W @ W", "param_twice", None),
     ("Linear weight, .grad already set (zero_grad(set_to_none=False))", "existing_grad", None),
     ("Linear weight, .grad None (set_to_none=True)", "no_grad_yet", None),
