@@ -63,6 +63,11 @@ LayerResult infer_linear(const LayerCall& call) {
     res.save_input(0);
   }
   if (call.training() && call.input_requires_grad()) res.save_param(0, "weight.t()");
+  // On more than two dimensions the input's gradient is mm's 2-D result viewed back to the
+  // input's shape (ViewBackward0; through matmul, UnsafeViewBackward0 too): a view, which
+  // torch 2.x's InputBuffer does not add a second gradient into in place (probe_ops.py,
+  // "Two gradients for one tensor").
+  res.input_grad_view = in.size() > 2;
   return res;
 }
 
@@ -85,6 +90,7 @@ LayerResult infer_conv1d(const LayerCall& call) {
   LayerResult res = rows_times_weight(call, nf, {features, nf}, true);
   if (call.training() && call.trainable) res.save_input(0);
   if (call.training() && call.input_requires_grad()) res.save_param(0, "weight");
+  res.input_grad_view = in.size() > 2;  // x.view(-1, nx)'s gradient viewed back, as Linear's
   return res;
 }
 
@@ -118,6 +124,7 @@ LayerResult infer_column_parallel(const LayerCall& call) {
     if (own) res.backward_scratch.push_back({gathered[0].type, "the input all-gathered again"});
     if (call.input_requires_grad()) res.backward_scratch.push_back({gathered[0].type, "the whole input gradient, reduce-scattered"});
   }
+  res.input_grad_view = false;  // the input's gradient is the reduce-scatter's result, a tensor of its own
   return res;
 }
 

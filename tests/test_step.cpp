@@ -202,3 +202,51 @@ TEST_CASE("the timeline names each event's block and kind: a tensor is one alloc
     CHECK(peak_seen);
   }
 }
+
+TEST_CASE("torch 2.x sums a second gradient into the first in place, unless the first is a Linear's on 3-D input (a view)") {
+  // h (256 features) feeds q and k (16 each); k's backward runs first. validation/probe_ops.py,
+  // "Two gradients for one tensor": 2-D Linears, no aten::add under 2.13; on 3-D input the
+  // gradient k hands over is mm's result viewed back (ViewBackward0), and 2.13 makes
+  // `old + new`, as 1.13 always does.
+  const auto run = [](const char* torch, const std::string& input, std::int64_t batch) {
+    EstimateOptions o;
+    o.graph.batch = batch;
+    o.graph.device = Device::Cpu;
+    o.graph.torch = find_torch_profile(torch);
+    return estimate_from("inputs: {x: " + input + "}\nlayers:\n  - {name: h, type: Linear, out_features: 256, bias: false}\n"
+                         "  - {name: q, type: Linear, input: h, out_features: 16, bias: false}\n"
+                         "  - {name: k, type: Linear, input: h, out_features: 16, bias: false}\n"
+                         "  - {name: sum, type: Add, inputs: [q, k]}\nloss: mean\n", o).totals.backward_transient_bytes;
+  };
+  // h's gradient is 65,536 B; at the sum, three of them (old, new, old + new): the peak. In
+  // place, two, and the peak is elsewhere.
+  CHECK(run("1.13", "[64]", 64) == 196612);
+  CHECK(run("2.13", "[64]", 64) == 135172);
+  CHECK(run("1.13", "[32, 64]", 2) == 196612);
+  CHECK(run("2.13", "[32, 64]", 2) == 196612);
+}
+
+TEST_CASE("torch 2.x does not sum a second gradient into a view op's gradient in place; Identity's passes on what it got") {
+  // h feeds a and, through View, Sigmoid, View, q; the views' gradient reaches h first.
+  // validation/probe_ops.py, "Two gradients for one tensor": h.relu() + h.view(...).sigmoid().view(...)
+  // keeps aten::add under 2.13. With Identity in place of the views: no node, the sum is in place.
+  const auto run = [](const char* torch, const char* view) {
+    EstimateOptions o;
+    o.graph.batch = 64;
+    o.graph.device = Device::Cpu;
+    o.graph.torch = find_torch_profile(torch);
+    const std::string v = view;
+    const bool is_view = v == "View";
+    return estimate_from("inputs: {x: [256]}\nlayers:\n  - {name: h, type: Linear, out_features: 256, bias: false}\n"
+                         "  - {name: a, type: Linear, input: h, out_features: 16, bias: false}\n"
+                         "  - {name: v, type: " + v + ", input: h" + (is_view ? ", shape: [2, 128]" : "") + "}\n"
+                         "  - {name: s, type: Sigmoid}\n  - {name: w, type: " + v + (is_view ? ", shape: [256]" : "") + "}\n"
+                         "  - {name: q, type: Linear, out_features: 16, bias: false}\n"
+                         "  - {name: sum, type: Add, inputs: [a, q]}\nloss: mean\n", o).totals.backward_transient_bytes;
+  };
+  // h's gradient is 65,536 B: old, new and old + new at the sum.
+  CHECK(run("1.13", "View") == 196612);
+  CHECK(run("2.13", "View") == 196612);
+  CHECK(run("1.13", "Identity") == 196612);
+  CHECK(run("2.13", "Identity") == 135172);
+}

@@ -300,10 +300,35 @@ def _fork_cat(h):              # torch.cat([relu(h), sigmoid(h)]): views of the 
     return torch.cat([h.relu(), h.sigmoid()], dim=1)
 
 
+def _frozen_linear():           # no weight gradient: backward makes only the input's
+    return nn.Linear(256, 256, bias=False).requires_grad_(False)
+
+
+def _fork_two_linears(h):      # q_proj(h) + k_proj(h); k's backward runs first
+    return _frozen_linear()(h) + _frozen_linear()(h)
+
+
+def _fork_relu_linear(h):      # the Linear is made last: its gradient arrives first
+    return h.relu() + _frozen_linear()(h)
+
+
+def _fork_linear_relu(h):      # relu is made last: its gradient arrives first
+    return _frozen_linear()(h) + h.relu()
+
+
+def _fork_relu_view(h):        # the views' backward (a view of sigmoid's gradient) runs first
+    return h.relu() + h.view(2, 32, 256).sigmoid().view(64, 256)
+
+
 ACCUMULATE_CASES = [
     ("h.relu() + h.sigmoid() (two new gradients for h)", "fork", _fork_two_ops),
     ("h + h.sigmoid() (residual: one passed-on gradient)", "fork", _fork_residual),
     ("cat([h.relu(), h.sigmoid()], 1)", "fork", _fork_cat),
+    ("Linear(h) + Linear(h), h [64, 256]", "fork", _fork_two_linears),
+    ("Linear(h) + Linear(h), h [2, 32, 256] (a 3-D Linear's input gradient is a view)", "fork3d", _fork_two_linears),
+    ("h.relu() + Linear(h), h [2, 32, 256] (the Linear's gradient first)", "fork3d", _fork_relu_linear),
+    ("Linear(h) + h.relu(), h [2, 32, 256] (relu's gradient first)", "fork3d", _fork_linear_relu),
+    ("h.relu() + h.view(2, 32, 256).sigmoid().view(64, 256) (a view's gradient first)", "fork", _fork_relu_view),
     ("weight used twice: x @ W @ W", "param_twice", None),
     ("Linear weight, .grad already set (zero_grad(set_to_none=False))", "existing_grad", None),
     ("Linear weight, .grad None (set_to_none=True)", "no_grad_yet", None),
@@ -316,8 +341,8 @@ def probe_accumulate(name, kind, fn):
     torch.manual_seed(0)
     memtrace.patch_record_function()
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        x = torch.randn(64, 256, requires_grad=True)
-        if kind == "fork":
+        x = torch.randn(*((2, 32, 256) if kind == "fork3d" else (64, 256)), requires_grad=True)
+        if kind in ("fork", "fork3d"):
             h = x * 2
             out = fn(h)
             del h
@@ -366,7 +391,8 @@ def main():
             f"\n\n## Allocations during a forward (torch {torch.__version__}, one op, inputs need a grad)\n\n"
             + forward_table(fres) +
             f"\n\n## Two gradients for one tensor (torch {torch.__version__})\n\n"
-            "`x` [64, 256] float32 requires grad; `h = x * 2` (65,536 B) is used twice; the incoming "
+            "`x` [64, 256] float32 (or [2, 32, 256]) requires grad; `h = x * 2` (65,536 B) is used twice; "
+            "the Linears are Linear(256, 256, bias=False), frozen; the incoming "
             "gradient is held by the caller. Events in time order, workspaces excluded.\n\n"
             + accumulate_table(ares) + f"\n\n{end_mark(VERSION)}\n")
     path = os.path.join(HERE, "ops_saved.md")

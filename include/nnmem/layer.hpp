@@ -291,6 +291,12 @@ struct LayerResult {
   /// The storage backward's gradient for input 0 comes in, when it is not input-sized: col2im
   /// (Unfold's backward) resizes an output-sized buffer down to the input's shape.
   std::optional<TensorType> input_grad_storage;
+  /// Backward's gradient for input 0 is a view of another tensor (a Linear on more than two
+  /// dimensions reshapes mm's 2-D result; a view op views its output's gradient back; not
+  /// Identity, which passes the tensor itself on): it shares that tensor's storage, so torch 2.x's
+  /// InputBuffer cannot add a later gradient of the same input into it in place and makes a sum
+  /// (validation/torch2-differences.md, R1).
+  bool input_grad_view = false;
   std::vector<Scratch> forward_scratch;   // training or not
   /// The forward scratch is made and let go before the output exists (the call's peak is
   /// midway, its result made last: Mixtral's experts without autograd); otherwise beside it.

@@ -59,7 +59,9 @@ struct TorchProfile {
   // --- the autograd engine
   // Two gradients of one tensor (a residual fork, a weight used twice): 2.x's InputBuffer adds
   // the second into the first in place when the first is a whole, dense tensor nothing else
-  // references; 1.13 always makes `old + new` (validation/torch2-differences.md, R1).
+  // references — not a view of another tensor (LayerResult::input_grad_view: a view op's, a Linear's on more
+  // than two dimensions, whose storage its 2-D base shares); 1.13 always makes `old + new`
+  // (validation/torch2-differences.md, R1).
   bool grad_sum_in_place = false;
 
   // --- what backward keeps and allocates

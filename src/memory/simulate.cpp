@@ -149,15 +149,22 @@ int StepSimulator::cast_back(int grad, std::int64_t bytes, What what) {
 // 1.13 makes `old + new`, a new tensor of v's own size, whatever the blocks behind `old` and
 // `new` (a gradient that cat passed on is a narrow() view holding the whole concatenated
 // gradient's storage); 2.x adds `new` into `old` in place when `old` is a whole tensor of
-// v's size (not such a slice) that nothing else holds.
-void StepSimulator::accumulate(int v, int contribution) {
+// v's size (not such a slice) that nothing else holds, and not a view of another tensor.
+// `view`: the contribution is a view of another tensor (LayerResult::input_grad_view); the
+// buffer's gradient is, as long as it is that first contribution.
+void StepSimulator::accumulate(int v, int contribution, bool view) {
   auto [it, fresh] = grad_.emplace(v, contribution);
-  if (!fresh) add_into(it->second, contribution, value(v).type.bytes());
+  if (fresh) {
+    if (view) view_grads_.insert(v);
+    return;
+  }
+  add_into(it->second, contribution, value(v).type.bytes(), view_grads_.erase(v) > 0);
 }
 
 // `whole`: the size of the tensor whose gradient this is (a slice of a larger one is smaller).
-void StepSimulator::add_into(int& existing, int contribution, std::int64_t whole) {
-  if (graph_.options.torch->grad_sum_in_place && memory_.refs(existing) == 1 && memory_.bytes(existing) == whole) {
+// `view`: `existing` is a view of another tensor, whose storage it shares: never reused.
+void StepSimulator::add_into(int& existing, int contribution, std::int64_t whole, bool view) {
+  if (graph_.options.torch->grad_sum_in_place && !view && memory_.refs(existing) == 1 && memory_.bytes(existing) == whole) {
     memory_.release(contribution);
     return;
   }
@@ -208,6 +215,7 @@ void StepSimulator::backward() {
         if (grad_.count(v) == 0)
           zeros.push_back(memory_.alloc(MemoryKind::Transients, value(v).type.bytes(), {"zeros for the grad of ", value(v).name}));
     std::vector<std::pair<std::size_t, int>> contributions;  // (input index, block)
+    std::set<int> views;  // the contributions that are views of another tensor
     std::vector<std::pair<std::size_t, TensorType>> reductions;  // (position in contributions, reduced type)
     const TensorType& out_type = value(node.outputs.front()).type;
     const auto input_grads = [&](int only) {  // -1: every input's
@@ -220,6 +228,8 @@ void StepSimulator::backward() {
         if (passthrough && !broadcast && in_type.dtype == out_type.dtype) {
           memory_.hold(grad_out);
           contributions.emplace_back(k, grad_out);
+          // a view op's backward views the output's gradient; a no-op passes on what it got
+          if (node.result->input_grad_view || view_grads_.count(*with_grad) > 0) views.insert(grad_out);
           continue;
         }
         // A broadcast input's gradient is summed down from an output-shaped one: the output's
@@ -233,6 +243,7 @@ void StepSimulator::backward() {
         }
         const std::int64_t bytes = k == 0 && node.result->input_grad_storage ? node.result->input_grad_storage->bytes() : in_type.bytes();
         contributions.emplace_back(k, memory_.alloc(MemoryKind::Transients, bytes, {"grad of input of ", name}));
+        if (k == 0 && node.result->input_grad_view && !passthrough) views.insert(contributions.back().second);
       }
       for (const auto& [at, type] : reductions) {
         const int full = contributions[at].second;
@@ -299,10 +310,11 @@ void StepSimulator::backward() {
     // first, then the weight's, then the bias's. Each casts a gradient back.
     const auto dispatch = [&] {
       for (auto [k, b] : contributions)
-        if (node.input_casts[k] < 0) accumulate(node.inputs[k], b);
+        if (node.input_casts[k] < 0) accumulate(node.inputs[k], b, views.count(b) > 0);
       for (auto [k, b] : contributions)
         if (node.input_casts[k] >= 0) accumulate(node.inputs[k], cast_back(b, value(node.inputs[k]).type.bytes(), {"grad of input of ", name}));
       contributions.clear();
+      views.clear();
     };
     if (node.result->backward_program) {
       run_program(i, {input_grads, dispatch, param_grad, hand_over}, !param_grads.empty());
@@ -320,7 +332,7 @@ void StepSimulator::backward() {
     }
     release_kept(i);
     for (int v : node.outputs)
-      if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);
+      if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it), view_grads_.erase(v);
     checkpoint_.after_node(i);
     dispatch();
     hand_over();
@@ -365,7 +377,7 @@ void StepSimulator::run_program(std::size_t i, const ProgramSteps& steps, bool t
       }
       case BackwardEvent::Kind::ReleaseGradOut: {
         const int v = node.outputs.at(static_cast<std::size_t>(e.index));
-        if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it);
+        if (auto it = grad_.find(v); it != grad_.end()) memory_.release(it->second), grad_.erase(it), view_grads_.erase(v);
         break;
       }
     }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,8 +79,8 @@ class StepSimulator {
   }
 
   int cast_back(int grad, std::int64_t bytes, What what);
-  void accumulate(int v, int contribution);
-  void add_into(int& existing, int contribution, std::int64_t whole);
+  void accumulate(int v, int contribution, bool view = false);
+  void add_into(int& existing, int contribution, std::int64_t whole, bool view = false);
   int param_gradient(int param, int contribution);
   void backward();
   void release_kept(std::size_t node);
@@ -108,6 +109,7 @@ class StepSimulator {
   int divisor_ = -1;                        // gradient accumulation: K, kept by DivBackward0
   std::int64_t micro_ = 1;                  // which micro-step is simulated
   std::map<int, int> grad_;                 // value -> block holding its gradient
+  std::set<int> view_grads_;                // values whose buffered gradient is a view of another tensor (LayerResult::input_grad_view)
   std::map<int, std::pair<int, int>> param_grads_;  // shared parameter -> (summed gradient, contributions so far)
   const CheckpointPlan& checkpoints_;
   CheckpointRun checkpoint_;
