@@ -17,6 +17,12 @@ LayerResult view_of(const LayerCall& call, Shape shape) {
   return res;
 }
 
+LayerResult view_op(const LayerCall& call, Shape shape) {
+  LayerResult res = view_of(call, std::move(shape));
+  res.input_grad_view = true;
+  return res;
+}
+
 LayerResult pooled(const LayerCall& call, Shape out, bool keeps_indices) {
   LayerResult res;
   res.outputs.push_back({out, call.input().dtype});

@@ -25,6 +25,10 @@ LayerResult pooled(const LayerCall& call, Shape out, bool keeps_indices);
 
 /// One output of `shape`, the input's dtype, a view of the input's storage (keeping nothing).
 LayerResult view_of(const LayerCall& call, Shape shape);
+/// view_of for a view op (view, flatten, squeeze, transpose, permute...), whose backward views
+/// the output's gradient back (ViewBackward0, SqueezeBackward0...): a view, which torch 2.x's
+/// InputBuffer never sums into in place (LayerResult::input_grad_view; torch2-differences.md, R1).
+LayerResult view_op(const LayerCall& call, Shape shape);
 
 /// Throws unless input `i` is a floating-point tensor.
 void require_float(const LayerCall& call, std::size_t i = 0);

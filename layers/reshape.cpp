@@ -5,14 +5,6 @@
 namespace nnmem::layers {
 namespace {
 
-// A view op's backward views the output's gradient back (ViewBackward0, SqueezeBackward0...): a
-// view, which torch 2.x's InputBuffer never sums into in place (validation/torch2-differences.md, R1).
-LayerResult viewing(const LayerCall& call, Shape out) {
-  LayerResult res = view_of(call, std::move(out));
-  res.input_grad_view = true;
-  return res;
-}
-
 LayerResult infer_flatten(const LayerCall& call) {
   const Shape& in = call.shape();
   const std::size_t start = normalize_dim(call.attrs.integer("start_dim"), in.size(), "start_dim");
@@ -25,7 +17,7 @@ LayerResult infer_flatten(const LayerCall& call) {
   for (std::size_t d = start; d <= end; ++d) merged = checked_mul(merged, in[d]);
   out.push_back(merged);
   out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(end) + 1, in.end());
-  return viewing(call, out);
+  return view_op(call, out);
 }
 
 // `shape` is per sample (the batch dimension is kept), as in x.view(x.size(0), ...); with
@@ -60,14 +52,14 @@ LayerResult infer_reshape(const LayerCall& call) {
     throw LayerError("shape " + to_string(wanted) + " holds " + with_commas(known) + (whole ? " elements" : " elements per sample") + ", but the input " +
                      to_string(in) + " has " + with_commas(per_sample), "shape");
   }
-  return viewing(call, out);
+  return view_op(call, out);
 }
 
 LayerResult infer_unsqueeze(const LayerCall& call) {
   Shape out = call.shape();
   const std::size_t dim = normalize_dim(call.attrs.integer("dim"), out.size() + 1, "dim");
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(dim), 1);
-  return viewing(call, out);
+  return view_op(call, out);
 }
 
 LayerResult infer_squeeze(const LayerCall& call) {
@@ -84,7 +76,7 @@ LayerResult infer_squeeze(const LayerCall& call) {
       if (out[d] != 1) kept.push_back(out[d]);
     out = kept;
   }
-  return viewing(call, out);
+  return view_op(call, out);
 }
 
 LayerDef view_def(std::string type, std::string summary, std::vector<AttrDef> attrs,

@@ -20,8 +20,7 @@ LayerResult infer_transpose(const LayerCall& call) {
   const std::size_t a = normalize_dim(call.attrs.integer("dim0"), out.size(), "dim0");
   const std::size_t b = normalize_dim(call.attrs.integer("dim1"), out.size(), "dim1");
   std::swap(out[a], out[b]);
-  LayerResult res = view_of(call, out);
-  res.input_grad_view = true;  // its backward transposes the output's gradient back: a view
+  LayerResult res = view_op(call, out);  // its backward transposes the output's gradient back
   const Layout in = call.inputs[0].layout;
   const bool contiguous = in == Layout::Contiguous;
   if (a == b) return res;
@@ -53,8 +52,7 @@ LayerResult infer_permute(const LayerCall& call) {
     throw LayerError("dims must keep the batch dimension first (nnmem's tensors have the batch in dimension 0), found " +
                          to_string(dims),
                      "dims");
-  LayerResult res = view_of(call, out);
-  res.input_grad_view = true;  // its backward transposes the output's gradient back: a view
+  LayerResult res = view_op(call, out);  // its backward permutes the output's gradient back
   // [N, H, W, C] -> [N, C, H, W] of a contiguous tensor is channels-last, and back is contiguous
   // (ConvNeXt's CNBlock); other permutations keep the input's layout as nnmem follows it.
   const Layout from = call.inputs[0].layout;
