@@ -51,8 +51,16 @@ namespace {
 // two parts, each handed to x as its node returns: where x already has a gradient (a residual
 // stream's: every norm but the final one) the engine adds x * r's part into it at once and frees
 // it (InputBuffer accumulates in place), then the pow's part likewise.
+// nn.RMSNorm (F.rms_norm) on a 16-bit input differs only before h * r (rms_mlp_torch as a
+// bfloat16 model): it multiplies the float32 normalised input by the weight and casts the
+// result back, so its backward begins with
+//   ToCopyBackward0 the gradient in float32; lets go of the incoming one;
+//   MulBackward0    both products in float32, the weight's summed in float32 and cast to its
+//                   dtype; lets go of the normalised input and the float32 gradient.
 struct RmsBackward {
   TensorType x, wide, stats;    // the input, its float32 copy, rstd
+  TensorType weight_wide;       // the weight's shape in float32
+  bool cast_last = false;       // nn.RMSNorm on a 16-bit input: the cast back after the weight's product
   int input, rstd, normalised;  // saved entries (input: x in float32, else its float32 copy)
   int squared;                  // h^2, which 1.13's MeanBackward1 keeps (else -1)
 };
@@ -61,17 +69,32 @@ std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
   std::vector<BackwardEvent> events;
   Program p(events);
   const bool upcast = b.x.dtype != b.wide.dtype;
-  int normalised_grad = p.temporary(b.x, "grad of the normalised input");
-  const int product = p.temporary(b.x, "grad times the normalised input");
-  p.param_grad(0);
-  p.free(product);
-  p.release(b.normalised);
-  p.release_grad_out(0);
-  p.params_done();  // the weight's AccumulateGrad runs as soon as its gradient is complete
-  if (upcast) {
-    const int wide = p.temporary(b.wide, "grad of the normalised input (float32)");
-    p.free(normalised_grad);
-    normalised_grad = wide;
+  int normalised_grad = -1;
+  if (b.cast_last) {
+    const int grad = p.temporary(b.wide, "grad of the output (float32)");
+    p.release_grad_out(0);
+    normalised_grad = p.temporary(b.wide, "grad of the normalised input (float32)");
+    const int product = p.temporary(b.wide, "grad times the normalised input");
+    const int weight_grad = p.temporary(b.weight_wide, "grad of the weight (float32)");
+    p.free(product);
+    p.param_grad(0);
+    p.release(b.normalised);
+    p.free(grad);
+    p.free(weight_grad);
+    p.params_done();
+  } else {
+    normalised_grad = p.temporary(b.x, "grad of the normalised input");
+    const int product = p.temporary(b.x, "grad times the normalised input");
+    p.param_grad(0);
+    p.free(product);
+    p.release(b.normalised);
+    p.release_grad_out(0);
+    p.params_done();  // the weight's AccumulateGrad runs as soon as its gradient is complete
+    if (upcast) {
+      const int wide = p.temporary(b.wide, "grad of the normalised input (float32)");
+      p.free(normalised_grad);
+      normalised_grad = wide;
+    }
   }
   // h's gradient through h * r: in float32 a part of the input's own, else a float32 tensor
   // the pow's part is added into
@@ -220,12 +243,15 @@ LayerResult infer_rms_norm(const LayerCall& call) {
       if (hf || (t5 && normalised_dtype == in.dtype)) res.save_extra({in.shape, normalised_dtype}, "normalised input");
       else res.save_extra({in.shape, normalised_dtype}, "normalised input (float32)");
     }
-    // Node by node where measured: HF's forms in float32, LlamaRMSNorm in a 16-bit model; the
-    // input and the weight both needing a gradient.
-    const bool measured = in.dtype == weight && (in.dtype == DType::Float32 ? hf || t5 : hf && dtype_size(in.dtype) == 2);
+    // Node by node where measured: every form in float32 (nn.RMSNorm's F.rms_norm is on the CPU
+    // a composite of the same ops, rms_mlp_torch), LlamaRMSNorm and nn.RMSNorm in a 16-bit
+    // model; the input and the weight both needing a gradient.
+    const bool measured = in.dtype == weight && (in.dtype == DType::Float32 || (!t5 && dtype_size(in.dtype) == 2));
     if (measured && affine && call.trainable && call.input_requires_grad(0)) {
-      const RmsBackward program{.x = in, .wide = wide, .stats = {stats, DType::Float32}, .input = 0, .rstd = rstd,
-                                .normalised = static_cast<int>(res.saved.size()) - 1, .squared = squared_entry};
+      const RmsBackward program{.x = in, .wide = wide, .stats = {stats, DType::Float32},
+                                .weight_wide = {shape, DType::Float32}, .cast_last = !hf && in.dtype != DType::Float32,
+                                .input = 0, .rstd = rstd, .normalised = static_cast<int>(res.saved.size()) - 1,
+                                .squared = squared_entry};
       res.backward_program = [program](const std::vector<bool>&) { return rms_norm_backward(program); };
     }
   }

@@ -240,18 +240,24 @@ class LlamaRMSNorm(nn.Module):
         return self.weight * h.to(dtype)
 
 
+def torch_rms_norm(hidden):
+    return nn.RMSNorm(hidden, eps=1e-6)
+
+
 class RmsMlp(nn.Module):
     """Tokens [N, 16, 64]: inp (Linear), two pre-norm residual blocks (norm, fc1 to 128, GELU,
     fc2, added back), and a final norm whose output the loss reads (`mean`): backward starts in
     that norm with every activation live, so the step's peak is inside its backward
-    (layers/norm.cpp's RMSNorm program)."""
+    (layers/norm.cpp's RMSNorm program). RmsMlp(torch_rms_norm) is the same with nn.RMSNorm
+    (torch 2.4 and later), whose F.rms_norm is on the CPU a composite of the same ops but for
+    the last product's order, normalised input times weight."""
 
-    def __init__(self):
+    def __init__(self, norm=LlamaRMSNorm):
         super().__init__()
         self.inp = nn.Linear(64, 64)
-        self.blocks = nn.ModuleList(nn.ModuleDict({"norm": LlamaRMSNorm(64), "fc1": nn.Linear(64, 128), "act": nn.GELU(),
+        self.blocks = nn.ModuleList(nn.ModuleDict({"norm": norm(64), "fc1": nn.Linear(64, 128), "act": nn.GELU(),
                                                    "fc2": nn.Linear(128, 64)}) for _ in range(2))
-        self.norm = LlamaRMSNorm(64)
+        self.norm = norm(64)
 
     def forward(self, x):
         x = self.inp(x)

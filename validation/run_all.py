@@ -92,12 +92,15 @@ AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cel
 DTYPE_NETWORKS_2 = ["mlp", "tf_mnist_cnn", "bn_relu_cnn", "lenet5", "resblock_mlp", "resnet18", "efficientnet_b0",
                     "convnext_valid", "unet_valid", "yolov8n", "torch_encoder", "mha_masked", "hf_bert_sdpa",
                     "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_eager", "hf_t5_sdpa", "hf_t5_eager", "rms_mlp",
-                    "hf_mixtral_sdpa"]
+                    "rms_mlp_torch", "hf_mixtral_sdpa"]
+# Networks of modules torch 1.13 does not have (nn.RMSNorm came in 2.4): measured on 2.x only.
+TORCH2_NETWORKS = ["rms_mlp_torch"]
 # Under 1.13 in bfloat16 only (its CPU addmm has no float16 kernel) and not unet_valid (1.13's
 # bfloat16 ConvTranspose2d fails in forward: "expected input[2, 128, 4, 4] to have 64 channels,
 # but got 128 channels") nor the Hugging Face models (no transformers for 1.13); and lstm_lm, whose LSTM 1.13 runs on
 # the generic path (2.x's oneDNN one nnmem refuses in 16 bits).
-DTYPE_NETWORKS_113 = [n for n in DTYPE_NETWORKS_2 if n not in ("unet_valid",) and not n.startswith("hf_")] + ["lstm_lm"]
+DTYPE_NETWORKS_113 = [n for n in DTYPE_NETWORKS_2 if n not in ["unet_valid"] + TORCH2_NETWORKS and not n.startswith("hf_")] + \
+    ["lstm_lm"]
 # Hugging Face transformers models (torch 2.x only: 1.13 has no transformers that builds them):
 # the plain grid and AdamW's single-tensor loop; SGD and Adam under autocast for GPT-2, LLaMA, BERT
 # (BertModel and BertForPreTraining), T5 and ViT, both attention implementations. Those nnmem is
@@ -392,7 +395,8 @@ def main():
         ap.error(f"{PYTHON} has torch {VERSION}, not {args.torch}")
     if args.summary:
         return summary()
-    names = [n for n in NETWORKS if not n.startswith("hf_") or (VERSION != "1.13" and n in HF_NETWORKS)]
+    names = [n for n in NETWORKS if VERSION != "1.13" and (not n.startswith("hf_") or n in HF_NETWORKS)
+             or VERSION == "1.13" and not n.startswith("hf_") and n not in TORCH2_NETWORKS]
     if args.only:
         wanted = args.only.split(",")
         unknown = set(wanted) - set(NETWORKS)

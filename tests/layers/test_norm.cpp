@@ -80,7 +80,7 @@ TEST_CASE("RMSNorm: the torch and hf forms keep different tensors") {
   CHECK(t5_amp.outputs[0].dtype == DType::Float32);
 }
 
-TEST_CASE("RMSNorm: HF's forms in float32 run their backward node by node") {
+TEST_CASE("RMSNorm runs its backward node by node where it was measured") {
   // validation/trace_diff.py hf_llama_sdpa: the final norm's backward, event by event; its peak
   // is five input-sized tensors (the input's gradient among them) once the incoming one is let
   // go, where one node made two.
@@ -100,7 +100,7 @@ TEST_CASE("RMSNorm: HF's forms in float32 run their backward node by node") {
   const auto releases = [](const std::vector<BackwardEvent>& events) {
     return std::count_if(events.begin(), events.end(), [](const BackwardEvent& e) { return e.kind == Kind::ReleaseSaved; });
   };
-  for (const char* form : {"hf", "t5"}) {
+  for (const char* form : {"hf", "t5", "torch"}) {  // (nn.RMSNorm: rms_mlp_torch)
     CAPTURE(form);
     const auto r = run_rule(std::string("{type: RMSNorm, normalized_shape: 64, form: ") + form + "}", {tensor({2, 8, 64})});
     REQUIRE(r.backward_program);
@@ -126,9 +126,19 @@ TEST_CASE("RMSNorm: HF's forms in float32 run their backward node by node") {
   CHECK(events16[events16.size() - 2].kind == Kind::InputGrad);  // after the float32 parts are summed
   CHECK(std::count_if(events16.begin(), events16.end(), [](const BackwardEvent& e) { return e.kind == Kind::InputGrad; }) == 1);
   CHECK(releases(events16) == 3);
-  // Where it was not measured, one node: nn.RMSNorm, a frozen weight, an input without a
-  // gradient, T5's norm in a bfloat16 model, LlamaRMSNorm under autocast (a float32 weight).
-  CHECK(!run_rule("{type: RMSNorm, normalized_shape: 64}", {tensor({2, 8, 64})}).backward_program);
+  // nn.RMSNorm in a bfloat16 model (rms_mlp_torch --dtype bfloat16) casts back last: its
+  // backward starts with the gradient in float32, both products in float32 beside it and the
+  // weight's summed in float32 and cast to bfloat16; its peak five float32 tensors too.
+  const auto torch16 = run_rule("{type: RMSNorm, normalized_shape: 64}", in16, bf16);
+  REQUIRE(torch16.backward_program);
+  const auto cast_last = torch16.backward_program({true});
+  CHECK(most_live(cast_last, x) == 5);
+  CHECK(cast_last.front().kind == Kind::Temporary);
+  CHECK(cast_last.front().type == x);
+  CHECK(cast_last[1].kind == Kind::ReleaseGradOut);
+  CHECK(releases(cast_last) == 3);
+  // Where it was not measured, one node: a frozen weight, an input without a gradient, T5's
+  // norm in a bfloat16 model, LlamaRMSNorm under autocast (a float32 weight).
   CHECK(!run_one("{type: RMSNorm, normalized_shape: 64, form: hf}", {2, 8, 64}, true, false).backward_program);
   CHECK(!run_one("{type: RMSNorm, normalized_shape: 64, form: hf}", {2, 8, 64}, false).backward_program);
   CHECK(!run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", in16, bf16).backward_program);
