@@ -52,41 +52,55 @@ namespace {
 // stream's: every norm but the final one) the engine adds x * r's part into it at once and frees
 // it (InputBuffer accumulates in place), then the pow's part likewise.
 // nn.RMSNorm (F.rms_norm) on a 16-bit input differs only before h * r (rms_mlp_torch as a
-// bfloat16 model): it multiplies the float32 normalised input by the weight and casts the
-// result back, so its backward begins with
+// bfloat16 model and under bfloat16 autocast): it multiplies the float32 normalised input by the
+// weight and casts the result back, so its backward begins with
 //   ToCopyBackward0 the gradient in float32; lets go of the incoming one;
-//   MulBackward0    both products in float32, the weight's summed in float32 and cast to its
-//                   dtype; lets go of the normalised input and the float32 gradient.
+//   MulBackward0    both products in float32, the weight's summed in float32 (and cast to a
+//                   16-bit weight's dtype); lets go of the normalised input and the float32
+//                   gradient.
+// Under autocast (a 16-bit input beside a float32 weight; rms_mlp --amp bfloat16) LlamaRMSNorm's
+// weight product is float32: its two products are float32, the normalised input's gradient
+// cast to the input's dtype.
 struct RmsBackward {
   TensorType x, wide, stats;    // the input, its float32 copy, rstd
-  TensorType weight_wide;       // the weight's shape in float32
+  TensorType weight;            // the weight (float32 beside a 16-bit x: autocast)
   bool cast_last = false;       // nn.RMSNorm on a 16-bit input: the cast back after the weight's product
   int input, rstd, normalised;  // saved entries (input: x in float32, else its float32 copy)
   int squared;                  // h^2, which 1.13's MeanBackward1 keeps (else -1)
+  bool sum_in_place = true;     // TorchProfile::grad_sum_in_place: 1.13 adds h's two parts out of place
 };
 
 std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
   std::vector<BackwardEvent> events;
   Program p(events);
   const bool upcast = b.x.dtype != b.wide.dtype;
+  const bool wide_weight = b.weight.dtype == DType::Float32;
   int normalised_grad = -1;
   if (b.cast_last) {
     const int grad = p.temporary(b.wide, "grad of the output (float32)");
     p.release_grad_out(0);
     normalised_grad = p.temporary(b.wide, "grad of the normalised input (float32)");
     const int product = p.temporary(b.wide, "grad times the normalised input");
-    const int weight_grad = p.temporary(b.weight_wide, "grad of the weight (float32)");
+    const int weight_grad = wide_weight ? -1 : p.temporary({b.weight.shape, DType::Float32}, "grad of the weight (float32)");
+    if (wide_weight) p.param_grad(0);
     p.free(product);
-    p.param_grad(0);
+    if (!wide_weight) p.param_grad(0);
     p.release(b.normalised);
     p.free(grad);
-    p.free(weight_grad);
+    if (weight_grad >= 0) p.free(weight_grad);
     p.params_done();
   } else {
-    normalised_grad = p.temporary(b.x, "grad of the normalised input");
-    const int product = p.temporary(b.x, "grad times the normalised input");
+    // (a float32 weight: the products in float32, the normalised input's cast to x's dtype)
+    const TensorType& by = wide_weight ? b.wide : b.x;
+    normalised_grad = p.temporary(by, "grad of the normalised input");
+    const int product = p.temporary(by, "grad times the normalised input");
     p.param_grad(0);
     p.free(product);
+    if (upcast && wide_weight) {
+      const int cast = p.temporary(b.x, "grad of the normalised input, cast");
+      p.free(normalised_grad);
+      normalised_grad = cast;
+    }
     p.release(b.normalised);
     p.release_grad_out(0);
     p.params_done();  // the weight's AccumulateGrad runs as soon as its gradient is complete
@@ -102,9 +116,9 @@ std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
   if (!upcast) p.input_grad(0);
   const int by_h = p.temporary(b.wide, "grad times the input");
   const int rstd_grad = p.temporary(b.stats, "grad of rstd");
-  if (!upcast) p.input_grads_out();  // as the product's node returns: added into a gradient x has
   p.free(by_h);
   p.free(normalised_grad);
+  if (!upcast) p.input_grads_out();  // as the product's node returns: added into a gradient x has
   const int cube = p.temporary(b.stats, "rstd cubed");
   const int scaled = p.temporary(b.stats, "grad times -0.5");
   const int variance_grad = p.temporary(b.stats, "grad of the variance");
@@ -119,16 +133,23 @@ std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
   const int twice = p.temporary(b.wide, "2 * the input");
   // The pow's part of h's gradient: in float32 x's own again, added into it as the node returns;
   // for a 16-bit x, added into the float32 part before the cast back.
-  const int pow_grad = upcast ? p.temporary(b.wide, "grad of the input through pow") : -1;
+  // (1.13 makes the sum anew once the pow's node has let go of h)
+  int pow_grad = upcast ? p.temporary(b.wide, "grad of the input through pow") : -1;
   if (!upcast) p.input_grad(0);
   p.free(power);
   p.free(twice);
   p.free(square_grad);
-  if (upcast) p.free(pow_grad);
+  if (upcast && b.sum_in_place) p.free(pow_grad);
   p.release(b.input);
   if (upcast) {  // x's gradient in its dtype
+    if (!b.sum_in_place) {
+      const int sum = p.temporary(b.wide, "grad of the input (float32), summed");
+      p.free(h_grad);
+      p.free(pow_grad);
+      pow_grad = sum;
+    }
     p.input_grad(0);
-    p.free(h_grad);
+    p.free(b.sum_in_place ? h_grad : pow_grad);
   }
   return events;
 }
@@ -245,13 +266,15 @@ LayerResult infer_rms_norm(const LayerCall& call) {
     }
     // Node by node where measured: every form in float32 (nn.RMSNorm's F.rms_norm is on the CPU
     // a composite of the same ops, rms_mlp_torch), LlamaRMSNorm and nn.RMSNorm in a 16-bit
-    // model; the input and the weight both needing a gradient.
-    const bool measured = in.dtype == weight && (in.dtype == DType::Float32 || (!t5 && dtype_size(in.dtype) == 2));
+    // model and under autocast; the input and the weight both needing a gradient.
+    const bool sixteen = dtype_size(in.dtype) == 2;
+    const bool measured = in.dtype == DType::Float32 ? weight == DType::Float32
+                                                     : !t5 && sixteen && (weight == in.dtype || weight == DType::Float32);
     if (measured && affine && call.trainable && call.input_requires_grad(0)) {
       const RmsBackward program{.x = in, .wide = wide, .stats = {stats, DType::Float32},
-                                .weight_wide = {shape, DType::Float32}, .cast_last = !hf && in.dtype != DType::Float32,
+                                .weight = {shape, weight}, .cast_last = !hf && sixteen,
                                 .input = 0, .rstd = rstd, .normalised = static_cast<int>(res.saved.size()) - 1,
-                                .squared = squared_entry};
+                                .squared = squared_entry, .sum_in_place = call.ctx.torch->grad_sum_in_place};
       res.backward_program = [program](const std::vector<bool>&) { return rms_norm_backward(program); };
     }
   }

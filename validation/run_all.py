@@ -32,7 +32,7 @@ MODES = [True, False]           # zero_grad(set_to_none=...)
 AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", "concat_net",
                 "frozen_backbone", "resnet18", "zoo_mlp", "efficientnet_b0",
                 "unet_valid", "yolov8n", "yolo11n", "gru_tagger", "lstm_seq", "lstm_lm", "rnn_cells",
-                "mha_masked", "torch_encoder", "torch_encoder_prenorm", "torch_encoder_long", "torch_decoder"]
+                "mha_masked", "torch_encoder", "torch_encoder_prenorm", "torch_encoder_long", "torch_decoder", "rms_mlp"]
 # (CPU bfloat16 lacks hardtanh's backward in 1.13: ReLU6, Hardtanh; so not zoo_net, zoo_seq;
 # and 1.13's group_norm and layer_norm refuse a bfloat16 input beside float32 weights,
 # "expected scalar type BFloat16 but found Float": not diffusion_unet, convnext_valid; nnmem
@@ -72,7 +72,7 @@ OPTIM_VARIANTS_2 = [("sgd", "foreach"), ("sgd", "fused"), ("momentum", "foreach"
 AMP_NETWORKS_2 = AMP_NETWORKS + ["activations_net", "se_net", "unet_small", "diffusion_unet", "convnext_valid",
                                  "seed_conv", "concat_fork", "multihead_net", "zoo_net", "zoo_seq", "zoo_torch2",
                                  "simple_cnn_fixed", "seed_conv_256", "davenet_audio", "lstm_lm_smoothed", "lstm_lm_shifted",
-                                 "davenet_vgg16", "vgg16", "resnet50"]
+                                 "davenet_vgg16", "vgg16", "resnet50", "rms_mlp_torch"]
 # float16 CPU autocast (torch 2.x only: 1.13's CPU autocast takes bfloat16 alone), at the first
 # batch, SGD and Adam: the small networks, the generic GRU and the cells, MultiheadAttention and
 # the Transformer layers, the vision zoo, Hugging Face's models. Not oneDNN's LSTM: torch 2.13
@@ -82,7 +82,7 @@ AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cel
                     "zoo_net", "zoo_seq", "activations_net", "concat_fork", "concat_net", "residual_net", "frozen_backbone",
                     "davenet_audio", "efficientnet_b0", "convnext_valid", "unet_valid", "diffusion_unet", "yolov8n",
                     "yolo11n", "torch_encoder", "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_bert_sdpa",
-                    "hf_t5_sdpa", "hf_vit_sdpa"]
+                    "hf_t5_sdpa", "hf_vit_sdpa", "rms_mlp", "rms_mlp_torch"]
 # A 16-bit model (`model.to(dtype)`, no autocast; torch 2.x), at the first batch, SGD and Adam:
 # cross-entropy networks, nn.MultiheadAttention with masks, Hugging Face's BERT, GPT-2 and
 # LLaMA (sdpa and eager; their loss HF's ForCausalLMLoss, on float32 logits), T5 (sdpa and
