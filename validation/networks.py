@@ -69,7 +69,7 @@ class Davenet(nn.Module):
 # The other networks, by family (each file's docstring says which)
 from networks_vision import resnet18, resnet50, vgg16, DavenetVGG16, TfMnistCnn, SimpleCNN, lenet5  # noqa: E402
 from networks_small import (BnReluCnn, Mlp, ResidualNet, ConcatNet, ConcatFork, FrozenBackbone,  # noqa: E402
-                            ActivationsNet, UNetSmall, SeNet, RmsMlp, torch_rms_norm)
+                            ActivationsNet, UNetSmall, SeNet, RmsMlp, T5LayerNorm, torch_rms_norm)
 from networks_efficientnet import EfficientNetB0  # noqa: E402
 from networks_layers import (ZooNet, ZooSeq, ZooMlp, ZooTorch2, GruTagger, LstmSeq, RnnCells,  # noqa: E402
                              LM_VOCAB, BowSparse, LstmLM)
@@ -151,6 +151,7 @@ NETWORKS = {
     "mha_masked": Net(MaskedAttention, (8, 32), "float32", "mean", [4]),
     "rms_mlp": Net(RmsMlp, (16, 64), "float32", "mean", [4]),
     "rms_mlp_torch": Net(lambda: RmsMlp(torch_rms_norm), (16, 64), "float32", "mean", [4]),
+    "rms_mlp_t5": Net(lambda: RmsMlp(T5LayerNorm), (16, 64), "float32", "mean", [4]),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit", "roberta", "mixtral", "t5") for impl in ("sdpa", "eager")})

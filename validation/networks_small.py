@@ -240,6 +240,23 @@ class LlamaRMSNorm(nn.Module):
         return self.weight * h.to(dtype)
 
 
+class T5LayerNorm(nn.Module):
+    """transformers' T5LayerNorm, written out (for torch 1.13 too): the input itself times rstd
+    (its variance from x.float()), cast to a 16-bit weight's dtype."""
+
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        variance = hidden_states.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        if self.weight.dtype in [torch.float16, torch.bfloat16]:
+            hidden_states = hidden_states.to(self.weight.dtype)
+        return self.weight * hidden_states
+
+
 def torch_rms_norm(hidden):
     return nn.RMSNorm(hidden, eps=1e-6)
 
@@ -250,7 +267,7 @@ class RmsMlp(nn.Module):
     that norm with every activation live, so the step's peak is inside its backward
     (layers/norm.cpp's RMSNorm program). RmsMlp(torch_rms_norm) is the same with nn.RMSNorm
     (torch 2.4 and later), whose F.rms_norm is on the CPU a composite of the same ops but for
-    the last product's order, normalised input times weight."""
+    the last product's order, normalised input times weight; RmsMlp(T5LayerNorm) with T5's."""
 
     def __init__(self, norm=LlamaRMSNorm):
         super().__init__()

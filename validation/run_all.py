@@ -32,7 +32,8 @@ MODES = [True, False]           # zero_grad(set_to_none=...)
 AMP_NETWORKS = ["tf_mnist_cnn", "lenet5", "bn_relu_cnn", "mlp", "residual_net", "concat_net",
                 "frozen_backbone", "resnet18", "zoo_mlp", "efficientnet_b0",
                 "unet_valid", "yolov8n", "yolo11n", "gru_tagger", "lstm_seq", "lstm_lm", "rnn_cells",
-                "mha_masked", "torch_encoder", "torch_encoder_prenorm", "torch_encoder_long", "torch_decoder", "rms_mlp"]
+                "mha_masked", "torch_encoder", "torch_encoder_prenorm", "torch_encoder_long", "torch_decoder", "rms_mlp",
+                "rms_mlp_t5"]
 # (CPU bfloat16 lacks hardtanh's backward in 1.13: ReLU6, Hardtanh; so not zoo_net, zoo_seq;
 # and 1.13's group_norm and layer_norm refuse a bfloat16 input beside float32 weights,
 # "expected scalar type BFloat16 but found Float": not diffusion_unet, convnext_valid; nnmem
@@ -82,7 +83,7 @@ AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cel
                     "zoo_net", "zoo_seq", "activations_net", "concat_fork", "concat_net", "residual_net", "frozen_backbone",
                     "davenet_audio", "efficientnet_b0", "convnext_valid", "unet_valid", "diffusion_unet", "yolov8n",
                     "yolo11n", "torch_encoder", "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_bert_sdpa",
-                    "hf_t5_sdpa", "hf_vit_sdpa", "rms_mlp", "rms_mlp_torch"]
+                    "hf_t5_sdpa", "hf_vit_sdpa", "rms_mlp", "rms_mlp_torch", "rms_mlp_t5"]
 # A 16-bit model (`model.to(dtype)`, no autocast; torch 2.x), at the first batch, SGD and Adam:
 # cross-entropy networks, nn.MultiheadAttention with masks, Hugging Face's BERT, GPT-2 and
 # LLaMA (sdpa and eager; their loss HF's ForCausalLMLoss, on float32 logits), T5 (sdpa and
@@ -92,7 +93,7 @@ AMP16_NETWORKS_2 = ["mlp", "bn_relu_cnn", "resblock_cnn", "gru_tagger", "rnn_cel
 DTYPE_NETWORKS_2 = ["mlp", "tf_mnist_cnn", "bn_relu_cnn", "lenet5", "resblock_mlp", "resnet18", "efficientnet_b0",
                     "convnext_valid", "unet_valid", "yolov8n", "torch_encoder", "mha_masked", "hf_bert_sdpa",
                     "hf_gpt2_sdpa", "hf_gpt2_eager", "hf_llama_sdpa", "hf_llama_eager", "hf_t5_sdpa", "hf_t5_eager", "rms_mlp",
-                    "rms_mlp_torch", "hf_mixtral_sdpa"]
+                    "rms_mlp_torch", "rms_mlp_t5", "hf_mixtral_sdpa"]
 # Networks of modules torch 1.13 does not have (nn.RMSNorm came in 2.4): measured on 2.x only.
 TORCH2_NETWORKS = ["rms_mlp_torch"]
 # Under 1.13 in bfloat16 only (its CPU addmm has no float16 kernel) and not unet_valid (1.13's

@@ -166,12 +166,22 @@ TEST_CASE("RMSNorm runs its backward node by node where it was measured") {
   REQUIRE(sum != old16.begin());
   CHECK(std::prev(sum)->kind == Kind::ReleaseSaved);  // h, let go first
   CHECK(most_live(old16, x) == 5);
-  // Where it was not measured, one node: a frozen weight, an input without a gradient, T5's
-  // norm in a bfloat16 model or under autocast.
+  // T5LayerNorm on a bfloat16 x (rms_mlp_t5 as a bfloat16 model and under autocast): x * r's
+  // node makes x's first part in x's dtype and lets go of x; the second comes at the end.
+  for (const Context* ctx : {&bf16, &kCpu}) {
+    const auto t5_16 = run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", in16, *ctx);
+    REQUIRE(t5_16.backward_program);
+    const auto t5_events = t5_16.backward_program({true});
+    CHECK(most_live(t5_events, x) == 5);
+    std::string kinds;
+    for (const BackwardEvent& e : t5_events)
+      if (e.kind == Kind::InputGrad || e.kind == Kind::InputGradsOut || e.kind == Kind::ReleaseSaved)
+        kinds += e.kind == Kind::InputGrad ? "grad " : e.kind == Kind::InputGradsOut ? "out " : "release ";
+    CHECK(kinds == "release grad release out release release grad ");  // n; x's part; x; r; h; x's part
+  }
+  // Where it was not measured, one node: a frozen weight, an input without a gradient.
   CHECK(!run_one("{type: RMSNorm, normalized_shape: 64, form: hf}", {2, 8, 64}, true, false).backward_program);
   CHECK(!run_one("{type: RMSNorm, normalized_shape: 64, form: hf}", {2, 8, 64}, false).backward_program);
-  CHECK(!run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", in16, bf16).backward_program);
-  CHECK(!run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", in16).backward_program);
 }
 
 // validation/probe_autocast_113.py (ops_saved_autocast.md): under CPU bfloat16 autocast a float32
