@@ -258,13 +258,28 @@ LayerResult infer_rms_norm(const LayerCall& call) {
     res.forward_scratch = {{wide, "input * rsqrt"}, {mean, "mean of the squares"}};
     if (in.dtype != DType::Float32) res.forward_scratch.push_back({in, "input * rsqrt, cast back"});
   }
+  // 1.13's MeanBackward1 keeps its input, h^2 (TorchProfile::mean_keeps_input).
+  const bool squared = (hf || t5) && call.ctx.torch->mean_keeps_input && call.training() && call.input_requires_grad(0);
+  // Training, HF's forms (rms_mlp and rms_mlp_t5, trace_diff.py, float32, 16-bit and autocast):
+  // the output is made while the mean (a Python variable to the end) is live, and in
+  // LlamaRMSNorm the float32 product x * rsqrt when the normalised input kept is its cast.
+  // T5LayerNorm lets go of that product once cast to a 16-bit weight's dtype, before the
+  // output: its moment is the cast, beside x.float(), rstd and the mean.
+  if (call.training() && affine && (hf || t5)) {
+    const TensorType mean{stats, DType::Float32};
+    res.forward_scratch = {{mean, "mean of the squares"}};
+    if (normalised_dtype != DType::Float32 && hf) res.forward_scratch.push_back({wide, "input * rsqrt"});
+    if (normalised_dtype != DType::Float32 && t5) {
+      res.forward_moments = {{{wide, "input as float32"}, {mean, "rstd"}, {mean, "mean of the squares"},
+                              {wide, "input * rsqrt"}, {{in.shape, normalised_dtype}, "input * rsqrt, cast"}}};
+      if (squared) res.forward_moments[0].push_back({wide, "input squared"});  // (1.13: kept)
+    }
+  }
   if (needs_backward(call, affine)) {
     if (in.dtype == DType::Float32) res.save_input(0);
     else res.save_extra(wide, "input as float32");
     // T5's product reads the input as it is: a 16-bit input is kept beside its float32 copy.
     if (t5 && in.dtype != DType::Float32) res.save_input(0, "input (x * rstd)");
-    // 1.13's MeanBackward1 keeps its input, h^2 (TorchProfile::mean_keeps_input).
-    const bool squared = (hf || t5) && call.ctx.torch->mean_keeps_input && call.input_requires_grad(0);
     if (squared) res.save_extra(wide, "input squared");
     const int squared_entry = squared ? static_cast<int>(res.saved.size()) - 1 : -1;
     res.save_extra({stats, DType::Float32}, "rstd");

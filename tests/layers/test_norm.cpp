@@ -188,6 +188,28 @@ TEST_CASE("RMSNorm runs its backward node by node where it was measured") {
 // model's LayerNorm, LayerNorm2d and GroupNorm get a bfloat16 input from the layer before (autocast
 // leaves them alone) and 1.13's layer_norm and group_norm raise "expected scalar type BFloat16 but
 // found Float", in eval too; without weights, or with a float32 input, they run; 2.13 runs them all.
+TEST_CASE("RMSNorm: the training forward's temporaries beside the output (HF's forms)") {
+  // trace_diff.py rms_mlp and rms_mlp_t5 --segments: each norm's forward peak, float32, as a
+  // bfloat16 model and under autocast. LlamaRMSNorm makes its output beside the mean and, when it
+  // keeps a cast of x * rsqrt, beside that float32 product; T5LayerNorm lets go of the product
+  // once cast, before its output: a moment of five tensors.
+  const Context bf16{Mode::Train, Device::Cpu, DType::BFloat16, std::nullopt};
+  const auto in16 = std::vector<InputTensor>{tensor({2, 8, 64}, true, DType::BFloat16)};
+  const auto hf = run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", {tensor({2, 8, 64})});
+  CHECK(scratch_of(hf.forward_scratch) == "[2, 8, 1]:float32");
+  CHECK(scratch_of(run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", in16, bf16).forward_scratch) ==
+        "[2, 8, 1]:float32 [2, 8, 64]:float32");
+  CHECK(scratch_of(run_rule("{type: RMSNorm, normalized_shape: 64, form: hf}", in16).forward_scratch) ==
+        "[2, 8, 1]:float32 [2, 8, 64]:float32");  // autocast: the normalised input cast to bfloat16
+  const auto t5 = run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", in16, bf16);
+  CHECK(scratch_of(t5.forward_scratch) == "[2, 8, 1]:float32");
+  REQUIRE(t5.forward_moments.size() == 1);
+  CHECK(scratch_of(t5.forward_moments[0]) == "[2, 8, 64]:float32 [2, 8, 1]:float32 [2, 8, 1]:float32 [2, 8, 64]:float32 [2, 8, 64]:bfloat16");
+  CHECK(run_rule("{type: RMSNorm, normalized_shape: 64, form: t5}", in16).forward_moments.empty());  // autocast: kept in float32
+  // nn.RMSNorm is one op, aten::rms_norm, whose temporaries are its workspace
+  CHECK(run_rule("{type: RMSNorm, normalized_shape: 64}", {tensor({2, 8, 64})}).forward_scratch.empty());
+}
+
 TEST_CASE("LayerNorm, LayerNorm2d, GroupNorm: 1.13's CPU kernels refuse a bfloat16 input beside float32 weights") {
   const std::string seq = "inputs: {x: [5, 8]}\nlayers:\n  - {name: fc, type: Linear, out_features: 8}\n";
   const std::string img = "inputs: {x: [4, 6, 6]}\nlayers:\n  - {name: conv, type: Conv2d, out_channels: 4, kernel_size: 1}\n";
