@@ -38,6 +38,10 @@ LayerResult infer_linear(const LayerCall& call) {
   const std::int64_t out_features = call.attrs.integer("out_features");
   const Shape& in = call.shape();
   LayerResult res = rows_times_weight(call, out_features, {out_features, features}, call.attrs.flag("bias"));
+  // The weight's gradient comes through weight.t()'s TBackward0: a view (hf_gpt2_sdpa, lstm_lm:
+  // the tied embedding's gradient is then summed with it out of place, EmbeddingBackward0 >
+  // aten::add).
+  res.params[0].grad_view = true;
   // A non-contiguous input of more than two dimensions (a batch_first RNN's output) is copied
   // into rows first (matmul's reshape): the copy is what the weight's gradient keeps (when
   // nothing keeps it, it is freed inside aten::linear, a workspace).

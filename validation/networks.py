@@ -73,7 +73,8 @@ from networks_small import (BnReluCnn, Mlp, ResidualNet, ConcatNet, ConcatFork, 
 from networks_efficientnet import EfficientNetB0  # noqa: E402
 from networks_layers import (ZooNet, ZooSeq, ZooMlp, ZooTorch2, GruTagger, LstmSeq, RnnCells,  # noqa: E402
                              LM_VOCAB, BowSparse, LstmLM)
-from networks_transformers import (HF_VOCAB, HF_SEQ, hf_model, lm_logits, bert_pooled,  # noqa: E402
+from networks_transformers import (HF_VOCAB, HF_SEQ, hf_model, lm_logits, bert_pooled, GPT2_VOCAB, gpt2_124m,  # noqa: E402
+                                   gpt2_124m_logits,
                                    bert_pretraining, t5_loss, vit_logits, TorchEncoder, TorchDecoder,
                                    MaskedAttention)
 
@@ -152,6 +153,9 @@ NETWORKS = {
     "rms_mlp": Net(RmsMlp, (16, 64), "float32", "mean", [4]),
     "rms_mlp_torch": Net(lambda: RmsMlp(torch_rms_norm), (16, 64), "float32", "mean", [4]),
     "rms_mlp_t5": Net(lambda: RmsMlp(T5LayerNorm), (16, 64), "float32", "mean", [4]),
+    # GPT-2 itself (124M), 64 tokens, SGD: at batch 2 the step's peak is where backward ends, as
+    # the tied wte's two gradients are summed (lm_head's is a view: out of place in 2.x).
+    "gpt2_124m": Net(gpt2_124m, (64,), "int64", "causal_lm", [2], gpt2_124m_logits, GPT2_VOCAB, optimizers=["sgd"]),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit", "roberta", "mixtral", "t5") for impl in ("sdpa", "eager")})

@@ -51,6 +51,20 @@ def lm_logits(model, ids):  # ForCausalLMLoss's view: [B * T, vocab]
     return model(input_ids=ids).logits.view(-1, HF_VOCAB)
 
 
+GPT2_VOCAB = 50257
+
+
+def gpt2_124m():
+    """GPT-2 at its published size (GPT2Config's defaults: 124,439,808 parameters, lm_head tied
+    to wte), random weights."""
+    import transformers as T
+    return T.GPT2LMHeadModel(T.GPT2Config(attn_implementation="sdpa"))
+
+
+def gpt2_124m_logits(model, ids):
+    return model(input_ids=ids).logits.view(-1, GPT2_VOCAB)
+
+
 def bert_pooled(model, ids):
     return model(input_ids=ids).pooler_output
 

@@ -220,6 +220,10 @@ struct ParamDecl {
   /// those copies itself (save_extra): the graph makes no copy of it (MultiheadAttention's
   /// cross-attention, whose in_proj_weight is split into the query's and the key's weights).
   bool cast_by_layer = false;
+  /// Its gradient is a view of another tensor (nn.Linear's weight: F.linear multiplies by
+  /// weight.t(), whose TBackward0 transposes mm's result back): torch 2.x's InputBuffer does not
+  /// add a later use's gradient into it in place (a tied weight's: lm_head's, then the embedding's).
+  bool grad_view = false;
   friend bool operator==(const ParamDecl&, const ParamDecl&) = default;
 };
 

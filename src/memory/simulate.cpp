@@ -176,15 +176,20 @@ void StepSimulator::add_into(int& existing, int contribution, std::int64_t whole
 
 // A parameter used by several layers (a shared module, a tied weight) has one AccumulateGrad
 // node: the engine sums the contributions in its input buffer and runs it after the last one.
-// Returns the gradient once complete, else -1.
-int StepSimulator::param_gradient(int param, int contribution) {
+// `view`: the contribution is a view of another tensor (ParamDecl::grad_view); so is the
+// buffered sum while it is the first contribution. Returns the gradient once complete, else -1.
+int StepSimulator::param_gradient(int param, int contribution, bool view) {
   const int uses = graph_.parameters[static_cast<std::size_t>(param)].uses;
   if (uses == 1) return contribution;
-  auto [it, fresh] = param_grads_.emplace(param, std::pair{contribution, 1});
-  if (!fresh) add_into(it->second.first, contribution, graph_.parameters[static_cast<std::size_t>(param)].type.bytes()),
-              ++it->second.second;
-  if (it->second.second < uses) return -1;
-  const int done = it->second.first;
+  auto [it, fresh] = param_grads_.emplace(param, PendingGrad{contribution, 1, view});
+  PendingGrad& pending = it->second;
+  if (!fresh) {
+    add_into(pending.grad, contribution, graph_.parameters[static_cast<std::size_t>(param)].type.bytes(), pending.view);
+    ++pending.contributions;
+    pending.view = false;
+  }
+  if (pending.contributions < uses) return -1;
+  const int done = pending.grad;
   param_grads_.erase(it);
   return done;
 }
@@ -286,7 +291,8 @@ void StepSimulator::backward() {
                                      {"grad of ", name, ".", node.result->params[k].name});
         // .grad is made in the first micro-step (when set_to_none left none); later ones, and
         // --keep-grads, have AccumulateGrad add into it and free the new gradient.
-        int complete = param_gradient(node.params[k], param_grads[k]);
+        // (autocast's cast back makes a tensor of its own, no view)
+        int complete = param_gradient(node.params[k], param_grads[k], node.result->params[k].grad_view && node.param_casts[k] < 0);
         if (complete < 0) continue;  // a shared parameter's sum waits for its other uses
         if (const Parameter* s = sparse(k); s && options_.keep_grads) {
           // zero_grad(set_to_none=False) emptied .grad: adding into it makes new indices and values

@@ -81,7 +81,7 @@ class StepSimulator {
   int cast_back(int grad, std::int64_t bytes, What what);
   void accumulate(int v, int contribution, bool view = false);
   void add_into(int& existing, int contribution, std::int64_t whole, bool view = false);
-  int param_gradient(int param, int contribution);
+  int param_gradient(int param, int contribution, bool view);
   void backward();
   void release_kept(std::size_t node);
   // What a backward program's events do to the node's gradients (backward()'s own steps).
@@ -110,7 +110,12 @@ class StepSimulator {
   std::int64_t micro_ = 1;                  // which micro-step is simulated
   std::map<int, int> grad_;                 // value -> block holding its gradient
   std::set<int> view_grads_;                // values whose buffered gradient is a view of another tensor (LayerResult::input_grad_view)
-  std::map<int, std::pair<int, int>> param_grads_;  // shared parameter -> (summed gradient, contributions so far)
+  struct PendingGrad {
+    int grad = -1;              // the sum so far
+    int contributions = 0;
+    bool view = false;          // it is the first contribution, a view of another tensor
+  };
+  std::map<int, PendingGrad> param_grads_;  // shared parameter -> its gradient, while uses are missing
   const CheckpointPlan& checkpoints_;
   CheckpointRun checkpoint_;
   ShardRun shard_;
