@@ -330,6 +330,7 @@ ACCUMULATE_CASES = [
     ("Linear(h) + h.relu(), h [2, 32, 256] (relu's gradient first)", "fork3d", _fork_linear_relu),
     ("h.relu() + h.view(2, 32, 256).sigmoid().view(64, 256) (a view's gradient first)", "fork", _fork_relu_view),
     ("weight used twice: x @ W @ W", "param_twice", None),
+    ("Linear called twice: lin(lin(x)) (its weight's gradient comes through weight.t(): a view)", "linear_twice", None),
     ("Linear weight, .grad already set (zero_grad(set_to_none=False))", "existing_grad", None),
     ("Linear weight, .grad None (set_to_none=True)", "no_grad_yet", None),
 ]
@@ -349,6 +350,9 @@ def probe_accumulate(name, kind, fn):
         elif kind == "param_twice":
             w = torch.randn(256, 256, requires_grad=True)
             out = x.detach() @ w @ w
+        elif kind == "linear_twice":
+            lin = nn.Linear(256, 256, bias=False)
+            out = lin(lin(x.detach()))
         else:
             lin = nn.Linear(256, 256, bias=False)
             if kind == "existing_grad":
