@@ -74,7 +74,7 @@ from networks_efficientnet import EfficientNetB0  # noqa: E402
 from networks_layers import (ZooNet, ZooSeq, ZooMlp, ZooTorch2, GruTagger, LstmSeq, RnnCells,  # noqa: E402
                              LM_VOCAB, BowSparse, LstmLM)
 from networks_transformers import (HF_VOCAB, HF_SEQ, hf_model, lm_logits, bert_pooled, GPT2_VOCAB, gpt2_124m,  # noqa: E402
-                                   gpt2_124m_logits,
+                                   gpt2_124m_logits, T5_VOCAB, t5_small, t5_small_loss,
                                    bert_pretraining, t5_loss, vit_logits, TorchEncoder, TorchDecoder,
                                    MaskedAttention)
 
@@ -156,6 +156,10 @@ NETWORKS = {
     # GPT-2 itself (124M), 64 tokens, SGD: at batch 2 the step's peak is where backward ends, as
     # the tied wte's two gradients are summed (lm_head's is a view: out of place in 2.x).
     "gpt2_124m": Net(gpt2_124m, (64,), "int64", "causal_lm", [2], gpt2_124m_logits, GPT2_VOCAB, optimizers=["sgd"]),
+    # t5-small itself (60M), 64 tokens, SGD, batch 1: its shared embedding has three uses, lm_head's
+    # gradient (a view) first, then the decoder's and the encoder's.
+    "t5_small": Net(t5_small, (64,), "int64", "cross_entropy", [1], t5_small_loss, T5_VOCAB, own_loss=True,
+                    optimizers=["sgd"]),
 }
 NETWORKS.update({"hf_%s_%s" % (kind, impl): _hf_net(kind, impl)
                  for kind in ("gpt2", "llama", "bert", "vit", "roberta", "mixtral", "t5") for impl in ("sdpa", "eager")})

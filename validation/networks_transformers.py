@@ -65,6 +65,22 @@ def gpt2_124m_logits(model, ids):
     return model(input_ids=ids).logits.view(-1, GPT2_VOCAB)
 
 
+T5_VOCAB = 32128
+
+
+def t5_small():
+    """t5-small at its published size (T5Config's defaults: 60,506,624 parameters, lm_head tied to
+    the shared embedding), random weights."""
+    import transformers as T
+    return T.T5ForConditionalGeneration(T.T5Config(decoder_start_token_id=0, attn_implementation="sdpa"))
+
+
+def t5_small_loss(model, ids, targets=None):  # t5_loss at t5-small's vocabulary
+    if targets is None:
+        return model(input_ids=ids, decoder_input_ids=model._shift_right(ids), use_cache=False).logits.view(-1, T5_VOCAB)
+    return model(input_ids=ids, labels=targets[0].view(ids.shape[0], -1), use_cache=False)
+
+
 def bert_pooled(model, ids):
     return model(input_ids=ids).pooler_output
 

@@ -96,7 +96,7 @@ DTYPE_NETWORKS_2 = ["mlp", "tf_mnist_cnn", "bn_relu_cnn", "lenet5", "resblock_ml
                     "rms_mlp_torch", "rms_mlp_t5", "hf_mixtral_sdpa"]
 # Networks of modules torch 1.13 does not have (nn.RMSNorm came in 2.4) or that need transformers:
 # measured on 2.x only.
-TORCH2_NETWORKS = ["rms_mlp_torch", "gpt2_124m"]
+TORCH2_NETWORKS = ["rms_mlp_torch", "gpt2_124m", "t5_small"]
 # Under 1.13 in bfloat16 only (its CPU addmm has no float16 kernel) and not unet_valid (1.13's
 # bfloat16 ConvTranspose2d fails in forward: "expected input[2, 128, 4, 4] to have 64 channels,
 # but got 128 channels") nor the Hugging Face models (no transformers for 1.13); and lstm_lm, whose LSTM 1.13 runs on
