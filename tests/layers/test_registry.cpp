@@ -15,7 +15,7 @@ namespace {
 // in tests/layers/.
 const std::vector<std::string> kBuiltins = {
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",                   // conv.cpp
-    "Linear", "ColumnParallelLinear", "RowParallelLinear", "ScatterToSequenceParallelRegion",                  // linear.cpp
+    "Linear", "Conv1D", "ColumnParallelLinear", "RowParallelLinear", "ScatterToSequenceParallelRegion",        // linear.cpp
     "GatherFromSequenceParallelRegion",                                                                      //
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",                            // pool.cpp
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",                                           // adaptive_pool.cpp
@@ -36,7 +36,8 @@ const std::vector<std::string> kBuiltins = {
     "Flatten", "Reshape", "View", "Unsqueeze", "Squeeze", "Identity",                                        // reshape.cpp
     "Add", "Mul", "Concat",                                                                                  // merge.cpp
     "Embedding", "Parameter", "Constant", "Buffer",                                                          // embedding.cpp
-    "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",               // norm.cpp
+    "LayerNorm", "LayerNorm2d", "RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", // norm.cpp
+    "MoEExperts",                                                                                            // moe.cpp
     "ScaledDotProductAttention",                                                                             // attention.cpp
     "MatMul",                                                                                                // matmul.cpp
     "MultiheadAttention",                                                                                    // multihead_attention.cpp
@@ -48,7 +49,7 @@ const std::vector<std::string> kBuiltins = {
 }  // namespace
 
 TEST_CASE("Registry: every built-in layer type is registered") {
-  CHECK(kBuiltins.size() == 124);
+  CHECK(kBuiltins.size() == 127);
   const auto types = layer_types();
   for (const auto& type : kBuiltins) {
     CAPTURE(type);
@@ -164,6 +165,9 @@ TEST_CASE("Registry: input counts and autocast policies") {
     } else if (type == "MultiheadAttention") {  // query[, key[, value]][, key_padding_mask][, attn_mask]
       CHECK(def->min_inputs == 1);
       CHECK(def->max_inputs == 5);
+    } else if (type == "MoEExperts") {  // the tokens and the router's logits
+      CHECK(def->min_inputs == 2);
+      CHECK(def->max_inputs == 2);
     } else if (type == "RNNCell" || type == "GRUCell" || type == "LSTMCell") {
       CHECK(def->min_inputs == 1);  // x, and optionally h (LSTMCell: h and c)
       CHECK(def->max_inputs == (type == "LSTMCell" ? 3 : 2));
@@ -177,7 +181,8 @@ TEST_CASE("Registry: input counts and autocast policies") {
     const bool lower = type.rfind("Conv", 0) == 0 || type == "Linear" || type == "MatMul" || type == "PReLU" ||
                        type == "ScaledDotProductAttention" || type == "ColumnParallelLinear" || type == "RowParallelLinear" ||
                        type == "MultiheadAttention";  // its first op is in_proj, a Linear
-    const bool f32 = type == "Softmax" || type == "LogSoftmax" || type == "Softmin" || type == "LayerNorm" || type == "GroupNorm";
+    const bool f32 = type == "Softmax" || type == "LogSoftmax" || type == "Softmin" || type == "LayerNorm" ||
+                     type == "LayerNorm2d" || type == "GroupNorm";
     CHECK(def->autocast == (lower ? Autocast::Lower : f32 ? Autocast::Float32 : Autocast::Inherit));
     // CPU autocast (1.13 and 2.13) runs reflection_pad1d/2d and replication_pad1d/2d/3d in
     // float32: their output is float32 for a bfloat16 input (validation/ops_saved_zoo.md); so are
