@@ -30,6 +30,10 @@ LayerResult view_of(const LayerCall& call, Shape shape);
 /// InputBuffer never sums into in place (LayerResult::input_grad_view; torch2-differences.md, R1).
 LayerResult view_op(const LayerCall& call, Shape shape);
 
+/// PyTorch's type promotion (c10::promoteTypes) for nnmem's dtypes: the result's dtype of a
+/// binary op on tensors of these dtypes.
+DType promote(DType a, DType b);
+
 /// Throws unless input `i` is a floating-point tensor.
 void require_float(const LayerCall& call, std::size_t i = 0);
 

@@ -6,18 +6,6 @@
 namespace nnmem::layers {
 namespace {
 
-// PyTorch's type promotion (c10::promoteTypes) for nnmem's dtypes, checked against torch 1.13
-// on every pair: bool yields to anything; a float beats an integer; of two floats or two
-// integers the wider wins, except that float16 with bfloat16 needs float32 and uint8 with int8
-// needs int16 (neither holds the other's range).
-DType promote(DType a, DType b) {
-  if (a == b || b == DType::Bool) return a;
-  if (a == DType::Bool) return b;
-  if (is_floating(a) != is_floating(b)) return is_floating(a) ? a : b;
-  if (dtype_size(a) != dtype_size(b)) return dtype_size(a) > dtype_size(b) ? a : b;
-  return is_floating(a) ? DType::Float32 : DType::Int16;  // {float16, bfloat16} or {int8, uint8}
-}
-
 // Whether an in-place op may store a result of type `from` in a tensor of type `to`
 // (c10::canCast): not a float into an integer, nor anything but bool into bool.
 bool can_cast(DType from, DType to) {

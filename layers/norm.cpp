@@ -23,147 +23,11 @@
 //   instance_norm — batch_norm on the input viewed as [1, N*C, *]: the input, save_mean and
 //                   save_invstd [N*C] in float32, and repeat()s of the weight and of the running
 //                   statistics [N*C] when the module has them.
-#include "backward_program.hpp"
 #include "common.hpp"
+#include "rms_norm_backward.hpp"
 
 namespace nnmem::layers {
 namespace {
-
-// RMSNorm's backward, the input and the weight both needing a gradient, node by node as the
-// engine runs them, for each form in float32, as a 16-bit model and under autocast (torch 2.13
-// and 1.13, validation/trace_diff.py hf_llama_sdpa, hf_t5_sdpa, rms_mlp, rms_mlp_torch and
-// rms_mlp_t5: every backward event aligned). LlamaRMSNorm's (x is the input, h its float32 copy
-// (x itself in float32), r = rsqrt(mean(h^2) + eps) [..., 1]):
-//   MulBackward0    weight * (h * r).to(x's dtype): the normalised input's gradient and the
-//                   weight's product, summed to the weight, in x's dtype; lets go of the
-//                   normalised input and the incoming gradient; the weight's AccumulateGrad;
-//   ToCopyBackward0 (16-bit) that gradient in float32;
-//   MulBackward0    h * r: h's gradient through the product (in float32 a part of x's, handed
-//                   to x as the node returns) and r's product, summed to [..., 1];
-//   RsqrtBackward0  -0.5 * grad * r^3: three [..., 1] tensors, one kept; lets go of r;
-//   MeanBackward1   the gradient of h^2, expanded: an input-sized tensor (1.13: lets go of h^2);
-//   PowBackward0    2 * h * grad: three input-sized tensors, the last h's gradient's other part
-//                   (in float32 handed to x, else added into the first part); lets go of h;
-//   ToCopyBackward0 (16-bit) x's gradient in its dtype.
-// Before, one node made the input's and the weight's gradients: two or three input-sized
-// tensors below the norm's own peak (hf_llama_sdpa's final norm: 1,951,560 against the measured
-// 1,984,072; as a bfloat16 model 1,027,112 against 1,076,008). In float32 x's gradient comes in
-// two parts, each handed to x as its node returns: where x already has a gradient (a residual
-// stream's: every norm but the final one) the engine adds x * r's part into it at once and frees
-// it (InputBuffer accumulates in place), then the pow's part likewise.
-// nn.RMSNorm (F.rms_norm) on a 16-bit input differs only before h * r (rms_mlp_torch as a
-// bfloat16 model and under bfloat16 autocast): it multiplies the float32 normalised input by the
-// weight and casts the result back, so its backward begins with
-//   ToCopyBackward0 the gradient in float32; lets go of the incoming one;
-//   MulBackward0    both products in float32, the weight's summed in float32 (and cast to a
-//                   16-bit weight's dtype); lets go of the normalised input and the float32
-//                   gradient.
-// Under autocast (a 16-bit input beside a float32 weight; rms_mlp --amp bfloat16) LlamaRMSNorm's
-// weight product is float32: its two products are float32, the normalised input's gradient
-// cast to the input's dtype. T5LayerNorm on a 16-bit x (rms_mlp_t5 as a bfloat16 model and
-// under autocast) multiplies x itself by r: that product's node makes x's gradient in float32,
-// casts it to x's dtype (x's first part, handed to x as the node returns) and lets go of x; the
-// pow's float32 gradient of h is then h's whole one, cast to x's dtype (the second part).
-struct RmsBackward {
-  TensorType x, wide, stats;    // the input, its float32 copy, rstd
-  TensorType weight;            // the weight (float32 beside a 16-bit x: autocast)
-  DType normalised = DType::Float32;  // the normalised input's dtype (what the weight multiplies)
-  bool cast_last = false;       // nn.RMSNorm on a 16-bit input: the cast back after the weight's product
-  int x_itself = -1;            // T5LayerNorm on a 16-bit x: the saved entry of x itself (x * r)
-  int input, rstd, normalised_entry;  // saved entries (input: x in float32, else its float32 copy)
-  int squared;                  // h^2, which 1.13's MeanBackward1 keeps (else -1)
-  bool sum_in_place = true;     // TorchProfile::grad_sum_in_place: 1.13 adds h's two parts out of place
-};
-
-DType wider(DType a, DType b) { return dtype_size(a) > dtype_size(b) ? a : b; }
-
-std::vector<BackwardEvent> rms_norm_backward(const RmsBackward& b) {
-  std::vector<BackwardEvent> events;
-  Program p(events);
-  const bool upcast = b.x.dtype != b.wide.dtype;
-  const bool t5_upcast = b.x_itself >= 0;
-  // The weight's product, in the wider of its operands' dtypes (in float32 beside a float32
-  // weight; nn.RMSNorm's normalised input is float32).
-  const TensorType product_type{b.x.shape, wider(b.weight.dtype, b.normalised)};
-  int grad = -1;
-  if (b.cast_last) {
-    grad = p.temporary(b.wide, "grad of the output (float32)");
-    p.release_grad_out(0);
-  }
-  int normalised_grad = p.temporary(product_type, "grad of the normalised input");
-  const int product = p.temporary(product_type, "grad times the normalised input");
-  // (a 16-bit weight beside a float32 product: its gradient summed in float32, then cast)
-  const int weight_grad = b.weight.dtype == product_type.dtype ? -1
-                          : p.temporary({b.weight.shape, product_type.dtype}, "grad of the weight (float32)");
-  if (weight_grad < 0) p.param_grad(0);
-  p.free(product);
-  if (weight_grad >= 0) p.param_grad(0);
-  if (b.normalised != product_type.dtype) {  // the normalised input's gradient in its own dtype
-    const int cast = p.temporary({b.x.shape, b.normalised}, "grad of the normalised input, cast");
-    p.free(normalised_grad);
-    normalised_grad = cast;
-  }
-  p.release(b.normalised_entry);
-  if (grad >= 0) p.free(grad);
-  else p.release_grad_out(0);
-  if (weight_grad >= 0) p.free(weight_grad);
-  p.params_done();  // the weight's AccumulateGrad runs as soon as its gradient is complete
-  if (b.normalised != DType::Float32) {  // the cast of x * r (float32, r is) to it
-    const int wide = p.temporary(b.wide, "grad of the normalised input (float32)");
-    p.free(normalised_grad);
-    normalised_grad = wide;
-  }
-  // h's gradient through h * r: in float32 a part of the input's own, else a float32 tensor
-  // the pow's part is added into; T5's x * r on a 16-bit x: x's first part, cast to its dtype
-  const int h_grad = upcast ? p.temporary(b.wide, t5_upcast ? "grad of the input through x * rstd (float32)"
-                                                            : "grad of the input (float32)")
-                            : -1;
-  if (!upcast) p.input_grad(0);
-  const int by_h = p.temporary(b.wide, "grad times the input");
-  if (t5_upcast) {
-    p.input_grad(0);
-    p.free(h_grad);
-  }
-  const int rstd_grad = p.temporary(b.stats, "grad of rstd");
-  p.free(by_h);
-  p.free(normalised_grad);
-  if (t5_upcast) p.release(b.x_itself);
-  if (!upcast || t5_upcast) p.input_grads_out();  // as the product's node returns: added into a gradient x has
-  const int cube = p.temporary(b.stats, "rstd cubed");
-  const int scaled = p.temporary(b.stats, "grad times -0.5");
-  const int variance_grad = p.temporary(b.stats, "grad of the variance");
-  p.free(cube);
-  p.free(scaled);
-  p.free(rstd_grad);
-  p.release(b.rstd);
-  const int square_grad = p.temporary(b.wide, "grad of the input squared");
-  p.free(variance_grad);
-  if (b.squared >= 0) p.release(b.squared);
-  const int power = p.temporary(b.wide, "the input to the power 1");
-  const int twice = p.temporary(b.wide, "2 * the input");
-  // The pow's part of h's gradient: in float32 x's own again, added into it as the node returns;
-  // for a 16-bit x, added into the float32 part before the cast back (T5's: all of h's).
-  // (1.13 makes the sum anew once the pow's node has let go of h)
-  const bool sum_at_h = upcast && !t5_upcast;
-  int pow_grad = upcast ? p.temporary(b.wide, "grad of the input through pow") : -1;
-  if (!upcast) p.input_grad(0);
-  p.free(power);
-  p.free(twice);
-  p.free(square_grad);
-  if (sum_at_h && b.sum_in_place) p.free(pow_grad);
-  p.release(b.input);
-  if (upcast) {  // x's gradient in its dtype
-    if (sum_at_h && !b.sum_in_place) {
-      const int sum = p.temporary(b.wide, "grad of the input (float32), summed");
-      p.free(h_grad);
-      p.free(pow_grad);
-      pow_grad = sum;
-    }
-    p.input_grad(0);
-    p.free(sum_at_h && b.sum_in_place ? h_grad : pow_grad);
-  }
-  return events;
-}
 
 // The input's dtype, or float32 when a 16-bit input meets float32 parameters (mixed kernels).
 DType stats_dtype(const LayerCall& call) {
@@ -236,14 +100,14 @@ LayerResult infer_rms_norm(const LayerCall& call) {
   const TensorType& in = call.input();
   const TensorType wide{in.shape, DType::Float32};
   LayerResult res;
-  // HF multiplies its weight by the result cast back: the product takes the wider dtype.
+  // HF multiplies its weight by the result cast back: the product takes the promoted dtype.
   // T5LayerNorm's x * rstd is float32 (rstd is), cast to the weight's dtype only when that is
   // 16-bit.
   const DType weight = call.ctx.float_dtype;
   const DType normalised_dtype = t5 ? (dtype_size(weight) == 2 ? weight : DType::Float32) : hf ? in.dtype : DType::Float32;
   if (!affine && t5)
     throw LayerError("form: t5 is T5LayerNorm, which has a weight (elementwise_affine: true)", "elementwise_affine");
-  res.outputs.push_back({in.shape, (hf || t5) && affine ? wider(weight, normalised_dtype) : in.dtype});
+  res.outputs.push_back({in.shape, (hf || t5) && affine ? promote(weight, normalised_dtype) : in.dtype});
   if (affine) res.params.push_back({"weight", shape});
   res.macs = in.numel();
   // Inference, HF's forms (measured on rms_mlp, --mode eval, trace_diff.py): x.float() (a copy
