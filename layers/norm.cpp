@@ -144,6 +144,7 @@ LayerResult infer_rms_norm(const LayerCall& call) {
     else res.save_extra(wide, "input as float32");
     // T5's product reads the input as it is: a 16-bit input is kept beside its float32 copy.
     if (t5 && in.dtype != DType::Float32) res.save_input(0, "input (x * rstd)");
+    const int x_itself = t5 && in.dtype != DType::Float32 ? static_cast<int>(res.saved.size()) - 1 : -1;
     if (squared) res.save_extra(wide, "input squared");
     const int squared_entry = squared ? static_cast<int>(res.saved.size()) - 1 : -1;
     res.save_extra({stats, DType::Float32}, "rstd");
@@ -162,7 +163,7 @@ LayerResult infer_rms_norm(const LayerCall& call) {
     if (measured && affine && call.trainable && call.input_requires_grad(0)) {
       const RmsBackward program{.x = in, .wide = wide, .stats = {stats, DType::Float32}, .weight = {shape, weight},
                                 .normalised = normalised_dtype, .cast_last = !hf && !t5 && sixteen,
-                                .x_itself = t5 && sixteen ? 1 : -1,
+                                .x_itself = x_itself,
                                 .input = 0, .rstd = rstd, .normalised_entry = static_cast<int>(res.saved.size()) - 1,
                                 .squared = squared_entry, .sum_in_place = call.ctx.torch->grad_sum_in_place};
       res.backward_program = [program](const std::vector<bool>&) { return rms_norm_backward(program); };
