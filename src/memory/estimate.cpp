@@ -328,6 +328,14 @@ void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec) {
   }
 }
 
+void let_go_of_rule_inputs(Graph& graph) {
+  for (LayerSpec& l : graph.spec.layers) {
+    std::vector<Attribute>().swap(l.attrs);
+    std::vector<std::string>().swap(l.inputs);
+    std::vector<SourceLoc>().swap(l.input_locs);
+  }
+}
+
 }  // namespace detail
 
 Estimate estimate(const Graph& graph, const StepOptions& options) {
@@ -337,21 +345,6 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
   return e;
 }
 
-namespace {
-
-// What only the graph's rules read, each layer's attributes and its inputs by name, let go once
-// they have made the graph: the step, the layer rows and the replay read the nodes. (A graph
-// estimate() builds for itself, which nothing else sees; 100,000 layers' were 13 MB.)
-void let_go_of_rule_inputs(Graph& graph) {
-  for (LayerSpec& l : graph.spec.layers) {
-    std::vector<Attribute>().swap(l.attrs);
-    std::vector<std::string>().swap(l.inputs);
-    std::vector<SourceLoc>().swap(l.input_locs);
-  }
-}
-
-}  // namespace
-
 Estimate estimate(ModelSpec spec, const EstimateOptions& options) {
   // The graph is let go before the allocator's replay: on a deep model the two together were
   // the process's peak.
@@ -359,7 +352,7 @@ Estimate estimate(ModelSpec spec, const EstimateOptions& options) {
   SourceLoc at;
   Estimate e = [&] {
     Graph graph = build_graph(std::move(spec), options.graph);
-    let_go_of_rule_inputs(graph);
+    detail::let_go_of_rule_inputs(graph);
     at = graph.spec.loc;
     return detail::estimate_with_step(graph, options.step, step);
   }();
