@@ -133,7 +133,7 @@ class Replay {
     const int h = allocator_.malloc(bytes(block));
     if (h < 0) {
       oom_bytes_ = bytes(block);
-      oom_phase_ = script_.steps[event].phase;
+      oom_phase_ = script_.steps.phase(event);
       oom_layer_ = layers_[script_.steps.layer(event)];
       return false;
     }
@@ -186,14 +186,13 @@ class Replay {
     const ReplaySteps& steps = script_.steps;
     for (std::size_t e = 0; e < steps.size(); ++e) {
       const ReplayStep step = steps[e];  // read once: the allocator's writes could alias the pieces
-      if (!made_at_step && step.phase == Phase::Optimizer) {
+      if (!made_at_step && e == script_.first_optimizer_step) {
         made_at_step = true;
         if (!make_at_first_step(e)) return false;
       }
-      const int block = step.block;
-      if (step.sign == 0) continue;
-      const bool allocation = step.sign > 0;
-      const Carry what = step.carry;
+      const int block = step.block();
+      const bool allocation = step.allocates();
+      const Carry what = carry(block);
       switch (what) {
         case Carry::Model:
         case Carry::Batch:
@@ -290,8 +289,7 @@ namespace {
 
 ReplaySteps steps_of(const Timeline& events) {
   ReplaySteps steps;
-  for (const TimelineEvent& ev : events)
-    steps.push_back({ev.block, ev.delta > 0 ? std::int8_t{1} : ev.delta < 0 ? std::int8_t{-1} : std::int8_t{0}, ev.phase}, ev.layer);
+  for (const TimelineEvent& ev : events) steps.push_back(ev.block, ev.delta, ev.phase, ev.layer);
   return steps;
 }
 
@@ -301,17 +299,17 @@ ReplayScript::ReplayScript(const Timeline& events, const AllocationTrace& trace,
     : ReplayScript(steps_of(events), trace, options) {}
 
 ReplayScript::ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, const StepOptions& options)
-    : steps(std::move(recorded)), eager_state(options.optimizer == OptimizerKind::Adagrad),
-      rebinds_output(trace.block_carry.contains(Carry::LastOutput)) {
+    : steps(std::move(recorded)), first_optimizer_step(steps.first_of(Phase::Optimizer)),
+      eager_state(options.optimizer == OptimizerKind::Adagrad), rebinds_output(trace.block_carry.contains(Carry::LastOutput)) {
   std::vector<int> last_grads;
   for (std::size_t e = 0; e < steps.size(); ++e) {
-    Step& step = steps[e];
-    step.carry = trace.block_carry[static_cast<std::size_t>(step.block)];
-    if (step.sign <= 0) continue;
-    if (step.carry == Carry::Model) model.push_back(step.block);
-    if (step.carry == Carry::Batch) batch.push_back(step.block);
-    if (step.carry == Carry::State) state.push_back(step.block);
-    if (step.carry == Carry::LastGrad) last_grads.push_back(step.block);
+    if (!steps[e].allocates()) continue;
+    const int block = steps[e].block();
+    const Carry carry = trace.block_carry[static_cast<std::size_t>(block)];
+    if (carry == Carry::Model) model.push_back(block);
+    if (carry == Carry::Batch) batch.push_back(block);
+    if (carry == Carry::State) state.push_back(block);
+    if (carry == Carry::LastGrad) last_grads.push_back(block);
   }
   // The previous step's gradients are what this one leaves marked Grad; when it leaves none
   // (every gradient added into a kept shard), the first iteration has to make them.

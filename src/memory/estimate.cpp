@@ -285,7 +285,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
       const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, std::move(trainable_params));
       if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);
       // The events are recorded for whoever reads them: the timeline's readers, the allocator's replay.
-      // Without a timeline, the replay's own steps (8 bytes an event, not a TimelineEvent's 32).
+      // Without a timeline, the replay's own steps (4 bytes an event, not a TimelineEvent's 32).
       const Record record = options.timeline                          ? Record::Timeline
                             : events                                  ? Record::Events
                             : graph.options.device == Device::Cuda ? Record::Replay

@@ -11,9 +11,20 @@ What::What(std::initializer_list<std::string_view> parts) : size_(parts.size()) 
   std::copy(parts.begin(), parts.end(), parts_.begin());
 }
 
-std::uint32_t ReplaySteps::layer(std::size_t k) const {
-  const auto after = std::upper_bound(runs_.begin(), runs_.end(), k, [](std::size_t s, const auto& run) { return s < run.first; });
-  return after == runs_.begin() ? 0 : std::prev(after)->second;
+const ReplaySteps::Run& ReplaySteps::run_of(std::size_t k) const {
+  if (k >= steps_.size()) throw std::logic_error("a replayed step that was not recorded");
+  std::size_t low = 0, high = runs_.size();  // the last run that starts at or before k
+  while (high - low > 1) {
+    const std::size_t mid = low + (high - low) / 2;
+    (runs_[mid].first <= k ? low : high) = mid;
+  }
+  return runs_[low];
+}
+
+std::size_t ReplaySteps::first_of(Phase phase) const {
+  for (std::size_t r = 0; r < runs_.size(); ++r)
+    if (runs_[r].phase == phase) return runs_[r].first;
+  return steps_.size();
 }
 
 MemoryTracker::MemoryTracker(Record record) : record_(record) {  // events are attributed to no layer until at() names one
@@ -106,7 +117,7 @@ void MemoryTracker::record(int block, std::int64_t delta) {
   const Block& b = blocks_[static_cast<std::size_t>(block)];
   const MemoryKind kind = b.kind;
   if (record_ == Record::Replay)
-    replay_.push_back({block, delta > 0 ? std::int8_t{1} : delta < 0 ? std::int8_t{-1} : std::int8_t{0}, phase_}, layer_);
+    replay_.push_back(block, delta, phase_, layer_);
   else if (record_ != Record::Figures)
     timeline_.events.push_back({delta, live_, block, layer_, phase_, kind, micro_});
   auto& of_kind = by_kind_[static_cast<std::size_t>(kind)];

@@ -55,32 +55,49 @@ class What {
   std::size_t size_;
 };
 
-/// One event as the CUDA allocator's replay reads it: 8 bytes against a TimelineEvent's 32.
-struct ReplayStep {
-  int block = -1;
-  std::int8_t sign = 0;  // the sign of its delta
-  Phase phase = Phase::Forward;
-  Carry carry = Carry::None;  // its block's, filled in when the step is over (a block is marked after it is made)
+/// One event as the CUDA allocator's replay reads it, in 4 bytes (a TimelineEvent is 32): its
+/// block, and whether it allocates or frees it. What the block is (its Carry) the trace says,
+/// the event's phase and layer its run in ReplaySteps.
+class ReplayStep {
+ public:
+  ReplayStep() = default;
+  ReplayStep(int block, bool allocates) : bits_(static_cast<std::uint32_t>(block) << 1 | (allocates ? 1u : 0u)) {}
+  int block() const { return static_cast<int>(bits_ >> 1); }
+  bool allocates() const { return bits_ & 1u; }
+
+ private:
+  std::uint32_t bits_ = 0;  // block << 1 | allocates (a block id is an int: 31 bits)
 };
 
 /// The step's events as ReplaySteps, kept in pieces (2.3 million at 100,000 layers: a vector
-/// doubling would hold its old and new arrays at once), and the layer each run of them is in.
+/// doubling would hold its old and new arrays at once), and the phase and layer of each run of
+/// them. An event of no bytes (an empty tensor, which PyTorch allocates nothing for) is none.
 class ReplaySteps {
  public:
-  void push_back(const ReplayStep& step, std::uint32_t layer) {
-    if (runs_.empty() || runs_.back().second != layer) runs_.emplace_back(steps_.size(), layer);
-    steps_.push_back(step);
+  void push_back(int block, std::int64_t delta, Phase phase, std::uint32_t layer) {
+    if (delta == 0) return;
+    if (runs_.size() == 0 || runs_[runs_.size() - 1].layer != layer || runs_[runs_.size() - 1].phase != phase)
+      runs_.push_back({steps_.size(), layer, phase});
+    steps_.push_back({block, delta > 0});
   }
-  ReplayStep& operator[](std::size_t k) { return steps_[k]; }
   const ReplayStep& operator[](std::size_t k) const { return steps_[k]; }
   std::size_t size() const { return steps_.size(); }
   bool empty() const { return steps_.size() == 0; }
-  /// The layer (index in Timeline::layers) step k is attributed to.
-  std::uint32_t layer(std::size_t k) const;
+  /// The layer (index in Timeline::layers) and the phase step k is in.
+  std::uint32_t layer(std::size_t k) const { return run_of(k).layer; }
+  Phase phase(std::size_t k) const { return run_of(k).phase; }
+  /// The first step in the optimizer's phase (size() if none).
+  std::size_t first_of(Phase phase) const;
 
  private:
+  struct Run {
+    std::size_t first;  // its first step
+    std::uint32_t layer;
+    Phase phase;
+  };
+  const Run& run_of(std::size_t k) const;
   Pieces<ReplayStep> steps_;
-  std::vector<std::pair<std::size_t, std::uint32_t>> runs_;  // (first step, layer) where the layer changes
+  Pieces<Run> runs_;  // where the layer or the phase changes
 };
 
 /// What the tracker keeps beside the step's figures (the peak, its layer and breakdown).

@@ -103,16 +103,16 @@ void let_go_of_rule_inputs(Graph& graph);
 /// `spec` (the spec's mapping).
 void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec);
 
-/// The steady step's events as the CUDA allocator's replay reads them (8 bytes each instead of a
+/// The steady step's events as the CUDA allocator's replay reads them (4 bytes each instead of a
 /// TimelineEvent's 32), with the persistent blocks listed once: what a replay needs besides the
 /// blocks' sizes. Made once for the many replays of BatchCurve::needed (one per batch fit
 /// checks); an estimate without a timeline records its steps so from the start (Record::Replay).
 struct ReplayScript {
-  using Step = ReplayStep;
   ReplayScript(const Timeline& events, const AllocationTrace& trace, const StepOptions& options);
-  /// From the steps as recorded (their Carry is filled in here, from the trace).
+  /// From the steps as recorded.
   ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, const StepOptions& options);
   ReplaySteps steps;  // each event
+  std::size_t first_optimizer_step;  // where optimizer.step() begins (steps.size(): it does not)
   std::vector<int> model, batch, state;  // the blocks of Carry Model, Batch and State allocated, in order
   // Kept gradients the step never makes anew (--keep-grads with sharded gradients: each step adds
   // into the shards the last one left): the first iteration makes them, as its backward does.
