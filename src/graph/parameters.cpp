@@ -104,10 +104,11 @@ class ModuleTree {
     modules_.emplace_back().list = find_listed("");
   }
 
-  // Appends to `key` a (0 for a tensor of its own | 1 for a child module, the member's rank)
-  // pair per tree level of the tensor named `name`. A layer's tensors come one after another:
-  // the levels of the module that held the previous tensor are kept for the next.
-  void key(std::string_view name, std::vector<std::pair<int, std::int64_t>>& key) {
+  // Appends to `key` a level per tree level of the tensor named `name`: (0 for a tensor of its
+  // own | 1 for a child module, the member's rank), as one number that orders as the pair does.
+  // A layer's tensors come one after another: the levels of the module that held the previous
+  // tensor are kept for the next. The same names give the same keys again (ranks are given once).
+  void key(std::string_view name, std::vector<std::int64_t>& key) {
     const std::size_t last_dot = name.rfind('.');
     const std::size_t leaf = last_dot == std::string_view::npos ? 0 : last_dot + 1;
     if (const std::string_view holder = name.substr(0, leaf); holder != last_holder_) {  // "model.2.", or "" for the model
@@ -117,7 +118,7 @@ class ModuleTree {
       for (std::size_t from = 0; from < leaf;) {
         const std::size_t dot = name.find('.', from);
         Member& m = members_[member_of(last_module_, name.substr(from, dot - from))];
-        last_levels_.emplace_back(1, m.rank);
+        last_levels_.push_back(level(true, m.rank));
         if (m.child < 0) {
           m.child = static_cast<int>(modules_.size());
           modules_.push_back({find_listed(name.substr(0, dot)), 0});
@@ -127,19 +128,20 @@ class ModuleTree {
       }
     }
     key.insert(key.end(), last_levels_.begin(), last_levels_.end());
-    key.emplace_back(0, members_[member_of(last_module_, name.substr(leaf))].rank);
+    key.push_back(level(false, members_[member_of(last_module_, name.substr(leaf))].rank));
   }
 
  private:
+  static std::int64_t level(bool child, int rank) { return std::int64_t{child} << 32 | rank; }
   struct Member {
-    int module = 0;  // its index in modules_
     std::string_view name;
-    std::int64_t rank = 0;
+    int module = 0;  // its index in modules_
+    int rank = 0;
     int child = -1;  // its index in modules_, once it is met as a module
   };
   struct Module {
     const std::vector<std::string>* list = nullptr;  // its `register:`, if given
-    std::int64_t unlisted = 0;                       // members met that its list does not name
+    int unlisted = 0;                                // members met that its list does not name
   };
 
   const std::vector<std::string>* find_listed(std::string_view module) const {
@@ -157,9 +159,9 @@ class ModuleTree {
       static const std::vector<std::string> none;
       const std::vector<std::string>& list = module.list ? *module.list : none;
       const auto at = std::find(list.begin(), list.end(), name);
-      const std::int64_t rank = at != list.end() ? at - list.begin() : static_cast<std::int64_t>(list.size()) + module.unlisted++;
+      const int rank = static_cast<int>(at != list.end() ? at - list.begin() : static_cast<std::ptrdiff_t>(list.size()) + module.unlisted++);
       slot = static_cast<int>(members_.size());
-      members_.push_back({index, name, rank, -1});
+      members_.push_back({name, index, rank, -1});
     }
     return slot;
   }
@@ -187,7 +189,7 @@ class ModuleTree {
   std::vector<int> slots_;        // indices into members_, -1: empty; a power of two, at most half full
   std::string_view last_holder_;  // the previous tensor's name up to its own ("model.2."; "": the model's)
   int last_module_ = 0;           // its index in modules_
-  std::vector<std::pair<int, std::int64_t>> last_levels_;  // its key levels
+  std::vector<std::int64_t> last_levels_;  // its key levels
 };
 
 }  // namespace
@@ -195,15 +197,33 @@ class ModuleTree {
 void order_parameters(Graph& graph) {
   ModuleTree tree(graph.spec);
   // model.parameters() is named_modules()' pre-order, each module's own tensors first: a key per
-  // tree level. The keys, end to end; parameter i's are keys[start[i], start[i + 1]).
-  std::vector<std::pair<int, std::int64_t>> keys;
+  // tree level.
+  const auto key = [&](const Parameter& p, std::vector<std::int64_t>& keys) {
+    const Node& owner = graph.nodes[static_cast<std::size_t>(p.owner)];
+    tree.key(owner.result->alias == Alias::Parameter ? graph.layer(owner).name : p.name, keys);
+  };
+  {  // Declared in model.parameters()' order already (most models)? Two keys at a time say so.
+    std::vector<std::int64_t> previous, current;
+    bool in_order = true;
+    for (const Parameter& p : graph.parameters) {
+      current.clear();
+      key(p, current);
+      if (std::lexicographical_compare(current.begin(), current.end(), previous.begin(), previous.end())) {
+        in_order = false;
+        break;
+      }
+      std::swap(previous, current);
+    }
+    if (in_order) return;
+  }
+  // The keys, end to end; parameter i's are keys[start[i], start[i + 1]).
+  std::vector<std::int64_t> keys;
   std::vector<std::size_t> start;
   keys.reserve(4 * graph.parameters.size());
   start.reserve(graph.parameters.size() + 1);
   for (const Parameter& p : graph.parameters) {
     start.push_back(keys.size());
-    const Node& owner = graph.nodes[static_cast<std::size_t>(p.owner)];
-    tree.key(owner.result->alias == Alias::Parameter ? graph.layer(owner).name : p.name, keys);
+    key(p, keys);
   }
   start.push_back(keys.size());
   const auto less = [&](int a, int b) {
@@ -215,7 +235,6 @@ void order_parameters(Graph& graph) {
   };
   std::vector<int> order(graph.parameters.size());
   std::iota(order.begin(), order.end(), 0);
-  if (std::is_sorted(order.begin(), order.end(), less)) return;  // declared in model.parameters()' order already
   std::stable_sort(order.begin(), order.end(), less);
   std::vector<int> position(order.size());
   std::vector<Parameter> sorted;
