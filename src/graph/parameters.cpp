@@ -99,9 +99,12 @@ namespace {
 // and layers' names (which outlive the tree), in one open-addressing table: no allocation per member.
 class ModuleTree {
  public:
-  explicit ModuleTree(const ModelSpec& spec) {
+  // (Room for a member per tensor and one per module holding one: what most models have, so
+  // that the members are not moved, old and new arrays held at once, as the tree grows.)
+  ModuleTree(const ModelSpec& spec, std::size_t tensors) {
     for (const Registration& r : spec.registrations) listed_.insert_or_assign(r.module, &r.members);
     modules_.emplace_back().list = find_listed("");
+    members_.reserve(2 * tensors);
   }
 
   // Appends to `key` a level per tree level of the tensor named `name`: (0 for a tensor of its
@@ -195,7 +198,7 @@ class ModuleTree {
 }  // namespace
 
 void order_parameters(Graph& graph) {
-  ModuleTree tree(graph.spec);
+  ModuleTree tree(graph.spec, graph.parameters.size());
   // model.parameters() is named_modules()' pre-order, each module's own tensors first: a key per
   // tree level.
   const auto key = [&](const Parameter& p, std::vector<std::int64_t>& keys) {
