@@ -329,6 +329,7 @@ void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec) {
 }
 
 void let_go_of_rule_inputs(Graph& graph) {
+  std::vector<Reference>().swap(graph.spec.references);  // marked on the values (held_until)
   for (LayerSpec& l : graph.spec.layers) {
     std::vector<Attribute>().swap(l.attrs);
     std::vector<std::string>().swap(l.inputs);
