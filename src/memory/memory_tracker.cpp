@@ -66,7 +66,8 @@ void MemoryTracker::micro_step(std::int64_t m) {
 }
 
 int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, What what, int refs) {
-  blocks_.push_back({refs, true, kind});
+  if (refs < 0 || refs > kMaxRefs) misuse("allocates a block held by a count of references it cannot keep", static_cast<int>(blocks_.size()));
+  blocks_.push_back({static_cast<std::uint32_t>(refs), 1, static_cast<std::uint32_t>(kind)});
   bytes_.push_back(bytes);
   carry_.push_back(Carry::None);
   if (record_ == Record::Timeline) what.add_to(timeline_.tensors);
@@ -80,14 +81,15 @@ int MemoryTracker::alloc(MemoryKind kind, std::int64_t bytes, What what, int ref
 void MemoryTracker::hold(int block, int refs) {
   Block& b = blocks_.at(static_cast<std::size_t>(block));
   if (!b.live) misuse("holds a freed block", block);
-  b.refs += refs;
+  if (refs < 0 || refs > kMaxRefs - static_cast<int>(b.refs)) misuse("holds a block more times than it can count", block);
+  b.refs += static_cast<std::uint32_t>(refs);
 }
 
 void MemoryTracker::release(int block) {
   Block& b = blocks_.at(static_cast<std::size_t>(block));
-  if (!b.live || b.refs <= 0) misuse("releases a block twice", block);
+  if (!b.live || b.refs == 0) misuse("releases a block twice", block);
   if (--b.refs > 0) return;
-  b.live = false;
+  b.live = 0;
   const std::int64_t bytes = bytes_[static_cast<std::size_t>(block)];
   live_ -= bytes;
   record(block, -bytes);
@@ -115,7 +117,7 @@ AllocationTrace MemoryTracker::take_trace() {
 
 void MemoryTracker::record(int block, std::int64_t delta) {
   const Block& b = blocks_[static_cast<std::size_t>(block)];
-  const MemoryKind kind = b.kind;
+  const auto kind = static_cast<MemoryKind>(b.kind);
   if (record_ == Record::Replay)
     replay_.push_back(block, delta, phase_, layer_);
   else if (record_ != Record::Figures)

@@ -123,9 +123,9 @@ class MemoryTracker {
   void hold(int block, int refs = 1);
   /// Drops one reference; the block is freed when none is left.
   void release(int block);
-  int refs(int block) const { return blocks_[static_cast<std::size_t>(block)].refs; }
+  int refs(int block) const { return static_cast<int>(blocks_[static_cast<std::size_t>(block)].refs); }
   std::int64_t bytes(int block) const { return bytes_[static_cast<std::size_t>(block)]; }
-  MemoryKind kind(int block) const { return blocks_[static_cast<std::size_t>(block)].kind; }
+  MemoryKind kind(int block) const { return static_cast<MemoryKind>(blocks_[static_cast<std::size_t>(block)].kind); }
   void mark(int block, Carry carry) { carry_.at(static_cast<std::size_t>(block)) = carry; }
   Carry carry(int block) const { return carry_[static_cast<std::size_t>(block)]; }
   /// Throws std::logic_error if a block still live is marked as nothing to the loop (Carry::None):
@@ -156,10 +156,14 @@ class MemoryTracker {
   ReplaySteps take_replay_steps() { return std::move(replay_); }
 
  private:
-  struct Block {  // (its bytes and Carry apart: they become the trace)
-    int refs;
-    bool live;
-    MemoryKind kind;
+  // A block's references, whether it is live, its kind, in 4 bytes (a million of them at 100,000
+  // layers; its bytes and Carry apart: they become the trace).
+  static constexpr int kMaxRefs = (1 << 27) - 1;
+  static_assert(kMemoryKinds <= 16);
+  struct Block {
+    std::uint32_t refs : 27;
+    std::uint32_t live : 1;
+    std::uint32_t kind : 4;
   };
   void record(int block, std::int64_t delta);
   [[noreturn]] void misuse(const char* what, int block) const;
