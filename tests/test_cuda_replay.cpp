@@ -340,8 +340,8 @@ TEST_CASE("the allocator's settings that PyTorch refuses are located errors") {
 
 TEST_CASE("the optimizer's state tensor by tensor adds up to its slots, for every optimizer") {
   // Parameters around bitsandbytes' 4,096-element line, and a 1-element one.
-  const std::vector<TensorType> params = {{{64, 64}, DType::Float32}, {{4095}, DType::Float32}, {{1}, DType::Float32},
-                                          {{300, 7}, DType::Float32}};
+  const std::vector<detail::StepTensor> params = {{64 * 64, DType::Float32}, {4095, DType::Float32}, {1, DType::Float32},
+                                                  {300 * 7, DType::Float32}};
   for (const OptimizerKind kind : {OptimizerKind::None, OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Nesterov,
                                    OptimizerKind::Adam, OptimizerKind::AdamW, OptimizerKind::AMSGrad, OptimizerKind::RMSprop,
                                    OptimizerKind::Adagrad, OptimizerKind::Adam8bit})

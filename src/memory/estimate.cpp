@@ -221,7 +221,6 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
       kept_storages[static_cast<std::size_t>(storage)] = true;
       return first;
     };
-    std::vector<TensorType> trainable_params;
     std::int64_t kept_grads = 0;  // zero_grad(set_to_none=False) keeps them: a sparse one it empties
     // The layers' figures summed here; their rows (which only the reports read) are made again
     // after the step's simulation, so that the two are not in memory together.
@@ -236,10 +235,6 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
       t.saved_bytes = sum(t.saved_bytes, l.saved_bytes);
     }
     t.non_trainable_params = t.params - t.trainable_params;
-    if (training) trainable_params.reserve(graph.parameters.size());
-    if (training)  // each tensor once, however many layers share or tie it
-      for (const Parameter& p : graph.parameters)
-        if (p.trainable) trainable_params.push_back(p.type);
     if (training) check_implementation(options, *graph.options.torch, graph.options.device, graph.spec.loc);
     if (training) detail::check_sparse_gradients(graph, options);
     for (int v : graph.inputs) {
@@ -275,14 +270,14 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
           t.grad_bytes = sum(t.grad_bytes, p.grad_bytes());
           if (p.sparse_rows == 0) kept_grads = sum(kept_grads, p.grad_bytes());
         }
-      e.optimizer_slots = detail::optimizer_slots(options, graph.options.device, trainable_params);
+      e.optimizer_slots = detail::optimizer_slots(options, graph.options.device, detail::trainable_tensors(graph));
       for (const auto& s : e.optimizer_slots) t.optimizer_state_bytes = sum(t.optimizer_state_bytes, s.bytes);
     }
     t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
     if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, kept_grads);
 
     {  // (the shard plan, with every trainable parameter's type, let go before the rows are made)
-      const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, std::move(trainable_params));
+      const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, training);
       if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);
       // The events are recorded for whoever reads them: the timeline's readers, the allocator's replay.
       // Without a timeline, the replay's own steps (4 bytes an event, not a TimelineEvent's 32).

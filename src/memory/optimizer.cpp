@@ -12,15 +12,23 @@ namespace {
 constexpr std::int64_t kBitsAndBytesBlock = 256;
 constexpr std::int64_t kBitsAndBytesMinSize = 4096; // smaller tensors keep float32 state
 
-std::int64_t total_bytes(const std::vector<TensorType>& params) {
+std::int64_t total_bytes(const std::vector<StepTensor>& params) {
   std::int64_t sum = 0;
   for (const auto& p : params) sum = checked_add(sum, p.bytes());
   return sum;
 }
 }  // namespace
 
+std::vector<StepTensor> trainable_tensors(const Graph& graph) {
+  std::vector<StepTensor> out;
+  out.reserve(graph.parameters.size());
+  for (const Parameter& p : graph.parameters)
+    if (p.trainable) out.push_back({p.type.numel(), p.type.dtype});
+  return out;
+}
+
 std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device device,
-                                           const std::vector<TensorType>& params) {
+                                           const std::vector<StepTensor>& params) {
   const std::int64_t like_params = total_bytes(params);
   const auto count = static_cast<std::int64_t>(params.size());
   // Adam's and Adagrad's per-parameter `step` is a 0-dim float32 tensor on the CPU (not
@@ -66,7 +74,7 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
 }
 
 std::vector<OptimizerTensor> optimizer_state_tensors(const StepOptions& options, Device device,
-                                                 const std::vector<TensorType>& params) {
+                                                 const std::vector<StepTensor>& params) {
   std::vector<OptimizerTensor> out;
   out.reserve(params.size() * 4 + 2);  // at most four slots a parameter, and Adam8bit's two maps
   const auto add = [&](int param, const char* slot, std::int64_t bytes) { out.push_back({param, slot, bytes}); };
@@ -114,7 +122,7 @@ std::vector<OptimizerTensor> optimizer_state_tensors(const StepOptions& options,
 }
 
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
-                             const TorchProfile& torch, const std::vector<TensorType>& params) {
+                             const TorchProfile& torch, const std::vector<StepTensor>& params) {
   const OptimizerKind kind = options.optimizer;
   // Where in the step: "adam.step()", as the user's training loop calls it.
   memory.at(Phase::Optimizer, std::string(name_of(kind)) + ".step()");

@@ -33,8 +33,11 @@ std::int64_t shard_bytes(const Sharding& s, const TensorType& t) {
   return checked_mul(ceil_div(numel, n), dtype_size(t.dtype));
 }
 
-ShardPlan plan_sharding(const Graph& graph, const Sharding& s, std::vector<TensorType> trainable) {
+ShardPlan plan_sharding(const Graph& graph, const Sharding& s, bool training) {
   ShardPlan p;
+  std::vector<const TensorType*> trainable;  // each trainable tensor once, in model.parameters()' order
+  for (const Parameter& param : graph.parameters)
+    if (training && param.trainable) trainable.push_back(&param.type);
   p.unit_of.assign(graph.nodes.size(), -1);
   for (const Parameter& param : graph.parameters)
     p.param_bytes.push_back(!s.parameters ? param.type.bytes() : s.offload_params ? 0 : shard_bytes(s, param.type));
@@ -42,32 +45,32 @@ ShardPlan plan_sharding(const Graph& graph, const Sharding& s, std::vector<Tenso
     for (const Parameter& param : graph.parameters) p.offloaded_bytes = checked_add(p.offloaded_bytes, shard_bytes(s, param.type));
   // The optimizer's parameters, and the gradients kept: per parameter, or flat per dtype.
   std::map<DType, std::int64_t> flat;  // dtype -> trainable elements
-  for (const TensorType& t : trainable) flat[t.dtype] = checked_add(flat[t.dtype], t.numel());
+  for (const TensorType* t : trainable) flat[t->dtype] = checked_add(flat[t->dtype], t->numel());
   const auto master = [&](DType d) { return s.master_weights && low_precision(d) ? DType::Float32 : d; };
-  // Unsharded, the optimizer steps every trainable tensor as it is: `trainable`, moved in below.
+  // Unsharded, the optimizer steps every trainable tensor as it is (below).
   if (s.optimizer && s.split == Sharding::Split::FlatAll) {
     for (const auto& [dtype, numel] : flat) {
-      p.optimizer_params.push_back(TensorType{{ceil_div(numel, s.group)}, master(dtype)});
+      p.optimizer_params.push_back({ceil_div(numel, s.group), master(dtype)});
       p.optimizer_names.push_back("the flat " + std::string(dtype_name(dtype)) + " partition");
     }
   } else if (s.optimizer) {
-    for (const TensorType& t : trainable) p.optimizer_params.push_back(TensorType{{shard_bytes(s, t) / dtype_size(t.dtype)}, master(t.dtype)});
+    for (const TensorType* t : trainable) p.optimizer_params.push_back({shard_bytes(s, *t) / dtype_size(t->dtype), master(t->dtype)});
   }
   // ZeRO's float32 master partition of 16-bit parameters (float32 ones are their own).
   for (std::size_t k = 0; s.optimizer && k < p.optimizer_params.size(); ++k)
     if (p.optimizer_params[k].dtype != (s.split == Sharding::Split::FlatAll ? std::next(flat.begin(), static_cast<std::ptrdiff_t>(k))->first
-                                                                             : trainable[k].dtype))
+                                                                             : trainable[k]->dtype))
       p.master_bytes = checked_add(p.master_bytes, p.optimizer_params[k].bytes());
-  for (const TensorType& t : trainable)
-    p.grad_bytes = checked_add(p.grad_bytes, !s.gradients ? t.bytes() : s.split == Sharding::Split::FlatAll ? 0 : shard_bytes(s, t));
+  for (const TensorType* t : trainable)
+    p.grad_bytes = checked_add(p.grad_bytes, !s.gradients ? t->bytes() : s.split == Sharding::Split::FlatAll ? 0 : shard_bytes(s, *t));
   if (s.gradients && s.split == Sharding::Split::FlatAll)
     for (const auto& [dtype, numel] : flat) p.grad_bytes = checked_add(p.grad_bytes, checked_mul(ceil_div(numel, s.group), dtype_size(dtype)));
   if (s.gradients && s.reduce_bucket_elements > 0 && !trainable.empty()) {
     std::int64_t total = 0;
     for (const auto& [dtype, numel] : flat) total = checked_add(total, numel);
-    p.reduce_bucket_bytes = checked_mul(std::min(s.reduce_bucket_elements, total), dtype_size(trainable.front().dtype));
+    p.reduce_bucket_bytes = checked_mul(std::min(s.reduce_bucket_elements, total), dtype_size(trainable.front()->dtype));
   }
-  if (!s.optimizer) p.optimizer_params = std::move(trainable);
+  if (!s.optimizer && training) p.optimizer_params = trainable_tensors(graph);
   if (!s.active()) return p;
   // The units: each layer with parameters (ZeRO), or each top-level entry holding some (FSDP).
   std::set<int> seen;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "memory_tracker.hpp"
+#include "step.hpp"
 #include "nnmem/estimate.hpp"
 #include "nnmem/graph.hpp"
 
@@ -29,7 +30,7 @@ struct ShardPlan {
   };
   std::vector<Unit> units;
   std::vector<int> unit_of;                 // per node: its unit, or -1
-  std::vector<TensorType> optimizer_params; // what the rank's optimizer steps: shards, or one flat partition per dtype
+  std::vector<StepTensor> optimizer_params; // what the rank's optimizer steps: shards, or one flat partition per dtype
   std::vector<std::string> optimizer_names; // their names
   std::vector<std::int64_t> param_bytes;    // per Graph::parameters: what the rank holds on the device
   std::int64_t grad_bytes = 0;              // the gradients the rank keeps (all, shards or a flat partition)
@@ -38,8 +39,9 @@ struct ShardPlan {
   std::int64_t offloaded_bytes = 0;         // per rank, in CPU memory: what --offload moves there
 };
 
-/// The plan for `graph`'s trainable parameters under `s` (empty units without sharding).
-ShardPlan plan_sharding(const Graph& graph, const Sharding& s, std::vector<TensorType> trainable);
+/// The plan for `graph`'s trainable parameters under `s` (empty units without sharding; no
+/// optimizer and no gradients unless `training`).
+ShardPlan plan_sharding(const Graph& graph, const Sharding& s, bool training);
 
 /// The estimate's totals as one rank holds them: its parameters, gradients and optimizer state
 /// on the device, and what its node's CPU memory holds for its ranks (--offload).

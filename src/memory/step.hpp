@@ -15,9 +15,22 @@ namespace nnmem::detail {
 /// CPU tensor, PyTorch's "wrapped number". On CUDA it costs the device nothing.
 inline constexpr std::int64_t kWrappedNumberBytes = 8;
 
+/// A tensor the optimizer steps, as it sees it: its elements and dtype, its shape no matter (16
+/// bytes against a TensorType's 56, and a large model has hundreds of thousands).
+struct StepTensor {
+  std::int64_t elements = 0;
+  DType dtype = DType::Float32;
+  std::int64_t numel() const { return elements; }
+  std::int64_t bytes() const { return checked_mul(elements, dtype_size(dtype)); }
+};
+
+/// The graph's trainable parameters, each once however many layers share or tie it, in
+/// model.parameters()' order: what an unsharded optimizer steps.
+std::vector<StepTensor> trainable_tensors(const Graph& graph);
+
 /// The optimizer's persistent state for these trainable parameters (PyTorch 1.13's layout).
 std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device device,
-                                           const std::vector<TensorType>& params);
+                                           const std::vector<StepTensor>& params);
 
 /// One tensor of the optimizer's state: `param` indexes the parameters (-1: shared by all).
 struct OptimizerTensor {
@@ -28,7 +41,7 @@ struct OptimizerTensor {
 /// The same state tensor by tensor, in the order the optimizer creates them (parameter by
 /// parameter, each one's slots); per slot, the bytes add up to optimizer_slots'.
 std::vector<OptimizerTensor> optimizer_state_tensors(const StepOptions& options, Device device,
-                                                 const std::vector<TensorType>& params);
+                                                 const std::vector<StepTensor>& params);
 
 /// Throws Error (at the Embedding) when a sparse gradient meets what nnmem does not model with
 /// one: an optimizer that refuses it or whose step depends on the ids, several uses, accumulation.
@@ -37,7 +50,7 @@ void check_sparse_gradients(const Graph& graph, const StepOptions& options);
 /// Simulates optimizer.step(): the temporaries of the single-tensor (one parameter at a time)
 /// or the foreach (all parameters at once) implementation. State and grads are already live.
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,
-                             const TorchProfile& torch, const std::vector<TensorType>& params);
+                             const TorchProfile& torch, const std::vector<StepTensor>& params);
 
 /// A loss term's options, checked against that loss's attributes (located errors, as a layer's);
 /// the defaults when `loss` is not the term's own type (--loss chose another).
