@@ -117,7 +117,7 @@ std::optional<BatchCurve> BatchCurve::probe(Graph small, const StepOptions& step
     }
     Graph big = build_graph(std::move(small.spec), at_p);  // `small` needs its shapes only, now
     if (!same_but_batch(small, big)) return std::nullopt;
-    detail::let_go_of_rule_inputs(big);
+    detail::let_go_of_build_inputs(big);
     (void)detail::estimate_with_step(big, step, result, true);  // its allocations only: the fit replays them
   } catch (const Error&) {
     return std::nullopt;  // the probe's sizes overflow, or the model refuses its batch: re-estimated in full instead

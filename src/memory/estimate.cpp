@@ -323,7 +323,7 @@ void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec) {
   }
 }
 
-void let_go_of_rule_inputs(Graph& graph) {
+void let_go_of_build_inputs(Graph& graph) {
   std::vector<Reference>().swap(graph.spec.references);  // marked on the values (held_until)
   for (LayerSpec& l : graph.spec.layers) {
     std::vector<Attribute>().swap(l.attrs);
@@ -348,7 +348,7 @@ Estimate estimate(ModelSpec spec, const EstimateOptions& options) {
   SourceLoc at;
   Estimate e = [&] {
     Graph graph = build_graph(std::move(spec), options.graph);
-    detail::let_go_of_rule_inputs(graph);
+    detail::let_go_of_build_inputs(graph);
     at = graph.spec.loc;
     return detail::estimate_with_step(graph, options.step, step);
   }();

@@ -86,7 +86,7 @@ class ReplaySteps {
   /// The layer (index in Timeline::layers) and the phase step k is in.
   std::uint32_t layer(std::size_t k) const { return run_of(k).layer; }
   Phase phase(std::size_t k) const { return run_of(k).phase; }
-  /// The first step in the optimizer's phase (size() if none).
+  /// The first step in `phase` (size() if none).
   std::size_t first_of(Phase phase) const;
 
  private:

@@ -110,7 +110,8 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& options, Step
 /// Lets go of what only the graph's build reads, each layer's attributes and its inputs by name
 /// and the spec's Python references, in a graph built for one estimate (the step, the layer rows
 /// and the replay read the nodes and values; 100,000 layers' were 14 MB at the estimate's heap peak).
-void let_go_of_rule_inputs(Graph& graph);
+void let_go_of_build_inputs(Graph& graph);
+
 /// The rest of an estimate_with_step: the timeline when options.timeline asks for it, and on
 /// CUDA the step replayed through the allocator model; a size overflow is an Error located at
 /// `spec` (the spec's mapping).
