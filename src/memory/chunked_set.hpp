@@ -4,10 +4,10 @@
 // memory. A replay makes millions of these operations on sets of 10^4 to 10^5 blocks; through
 // a red-black tree's scattered nodes they were a third of its time.
 //
-// A chunk is a fixed array with its count, not a std::vector: most of the small pool's size
-// classes hold one to three blocks, and a vector's insert and erase (memmove through libc,
-// capacity checks) cost more than moving those few keys by hand. A set of one chunk (all but
-// the largest) skips the search for its chunk.
+// A chunk is a fixed array with its count, not a std::vector: a pool's set mostly holds a few
+// blocks, and a vector's insert and erase (memmove through libc, capacity checks) cost more
+// than moving those few keys by hand. A set of one chunk (all but the largest) skips the
+// search for its chunk. (The small pool's size classes are heaps: free_blocks.hpp.)
 //
 // Iterators are (chunk, position) and, unlike std::set's, are invalidated by an insert and by
 // erasing anything at or before them (erasing a later key leaves them valid: a chunk is only
@@ -115,8 +115,7 @@ class ChunkedSet {
 
   /// How many keys were erased (0 or 1).
   std::size_t erase(const Key& key) {
-    // The first key, without a search: what the allocator model's size classes mostly erase
-    // (a merge takes the lowest-addressed block of its class about three times in four).
+    // The first key, without a search.
     if (!chunks_.empty() && !(front() < key) && !(key < front())) return erase(begin()), 1;
     const iterator it = find(key);
     if (it == end()) return 0;
@@ -168,8 +167,8 @@ class ChunkedSet {
     return static_cast<std::size_t>(std::lower_bound(chunks_.begin(), chunks_.end(), key, below) - chunks_.begin());
   }
 
-  // An emptied chunk, for the next chunk made: a set that empties and fills again (a size class
-  // of the allocator's free blocks) then allocates nothing.
+  // An emptied chunk, for the next chunk made: a set that empties and fills again (a pool's free
+  // blocks between requests) then allocates nothing.
   std::unique_ptr<Chunk> spare() {
     if (!spare_) return std::make_unique<Chunk>();
     spare_->n = 0;

@@ -4,17 +4,22 @@
 //   sorted    one ChunkedSet of (size, address, id) keys: any sizes (the large pool, expandable
 //             segments' blocks, which can span many pages);
 //   by class  the small pool of ordinary 2 MiB segments, where every block is a multiple of
-//             512 bytes up to 2 MiB: 4,097 size classes, each a set of its blocks by address,
-//             and a bitmap of the classes that hold any. A best-fit search is then a scan of
-//             a few bitmap words and the first key of one class, where the sorted layout needs
-//             two binary searches and the insert of a split's remainder a third; a replay of a
-//             100,000-layer step makes millions of them.
+//             512 bytes up to 2 MiB: 4,097 size classes, each a binary min-heap of its blocks
+//             by address (a block's place in its heap kept by its id, to erase it), and a
+//             bitmap of the classes that hold any. A best-fit search is then a scan of a few
+//             bitmap words and the top of one heap, where the sorted layout needs two binary
+//             searches and the insert of a split's remainder a third; a replay of a
+//             100,000-layer step makes millions of them, on classes of up to 10^4 blocks.
+//             (Each class was a sorted ChunkedSet: its inserts and erases moved the keys after
+//             them; a heap's move only the keys sifted, and the replay ran 7 % fewer
+//             instructions: ResNet-50's 8.76 -> 8.17 M, a 10,000-layer MLP's 304 -> 281 M.)
 //
 // Both give the same order, so the same answers: within a class the addresses of a pool's
 // cached blocks differ (their blocks do not overlap), so (address, id) orders them as
 // (size, address, id) does.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -48,13 +53,16 @@ class FreeBlocks {
     if (k.size % kUnit != 0 || k.size > kLargest) throw std::logic_error("a block of a size the size classes do not hold");
     const std::size_t c = class_of(k.size);
     if (classes_[c].empty()) mark(c, true);
-    classes_[c].insert({k.address, k.id});
+    if (static_cast<std::size_t>(k.id) >= place_.size()) place_.resize(static_cast<std::size_t>(k.id) + 1, -1);
+    classes_[c].push_back({k.address, k.id});
+    up(classes_[c], classes_[c].size() - 1);
   }
   void erase(const FreeKey& k) {
     if (!by_class_) return void(sorted_.erase(k));
     const std::size_t c = class_of(k.size);
-    classes_[c].erase({k.address, k.id});
-    if (classes_[c].empty()) mark(c, false);
+    const std::size_t i = static_cast<std::size_t>(k.id) < place_.size() ? static_cast<std::size_t>(place_[static_cast<std::size_t>(k.id)]) : kNotCached;
+    if (i >= classes_[c].size() || classes_[c][i].id != k.id) throw std::logic_error("erasing a block its size class does not hold");
+    take(c, i);
   }
 
   /// The class layout's first block of `size` bytes or more (the smallest, the lowest address
@@ -75,11 +83,7 @@ class FreeBlocks {
   }
 
   /// Erases first_fit's answer (which must still be cached), without searching for it.
-  void erase_first(const FreeKey& k) {
-    const std::size_t c = class_of(k.size);
-    classes_[c].erase(classes_[c].begin());
-    if (classes_[c].empty()) mark(c, false);
-  }
+  void erase_first(const FreeKey& k) { take(class_of(k.size), 0); }
 
   /// The sorted layout itself (for the searches that walk it).
   ChunkedSet<FreeKey>& sorted() { return sorted_; }
@@ -92,8 +96,11 @@ class FreeBlocks {
       for (const FreeKey& k : sorted_) f(k);
       return;
     }
-    for (std::size_t c = 0; c < kClasses; ++c)
-      for (const AddressKey& k : classes_[c]) f(FreeKey{static_cast<std::int64_t>(c) * kUnit, k.address, k.id});
+    for (std::size_t c = 0; c < kClasses; ++c) {
+      std::vector<AddressKey> by_address = classes_[c];  // (a heap is in no order: sorted, on this rare path)
+      std::sort(by_address.begin(), by_address.end());
+      for (const AddressKey& k : by_address) f(FreeKey{static_cast<std::int64_t>(c) * kUnit, k.address, k.id});
+    }
   }
 
  private:
@@ -103,6 +110,46 @@ class FreeBlocks {
     auto operator<=>(const AddressKey&) const = default;
   };
   static std::size_t class_of(std::int64_t size) { return static_cast<std::size_t>(size / kUnit); }
+  static constexpr std::size_t kNotCached = ~std::size_t{0};
+
+  // The heap's sifts, each key's place written as it moves.
+  void up(std::vector<AddressKey>& heap, std::size_t i) {
+    const AddressKey key = heap[i];
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 2;
+      if (!(key < heap[parent])) break;
+      heap[i] = heap[parent];
+      place_[static_cast<std::size_t>(heap[i].id)] = static_cast<int>(i);
+      i = parent;
+    }
+    heap[i] = key;
+    place_[static_cast<std::size_t>(key.id)] = static_cast<int>(i);
+  }
+  void down(std::vector<AddressKey>& heap, std::size_t i) {
+    const AddressKey key = heap[i];
+    const std::size_t n = heap.size();
+    for (std::size_t child; (child = 2 * i + 1) < n; i = child) {
+      if (child + 1 < n && heap[child + 1] < heap[child]) ++child;
+      if (!(heap[child] < key)) break;
+      heap[i] = heap[child];
+      place_[static_cast<std::size_t>(heap[i].id)] = static_cast<int>(i);
+    }
+    heap[i] = key;
+    place_[static_cast<std::size_t>(key.id)] = static_cast<int>(i);
+  }
+  // Takes the key at place i out of class c's heap.
+  void take(std::size_t c, std::size_t i) {
+    std::vector<AddressKey>& heap = classes_[c];
+    place_[static_cast<std::size_t>(heap[i].id)] = -1;
+    const AddressKey last = heap.back();
+    heap.pop_back();
+    if (i < heap.size()) {
+      heap[i] = last;
+      if (i > 0 && last < heap[(i - 1) / 2]) up(heap, i);
+      else down(heap, i);
+    }
+    if (heap.empty()) mark(c, false);
+  }
   static constexpr std::size_t kWords = (kClasses + 63) / 64;
   static constexpr std::size_t kNone = kWords;
   // Whether class c holds blocks: bit c of bits_, and bit w of summary_ for a word w of bits_ not 0.
@@ -126,7 +173,8 @@ class FreeBlocks {
 
   bool by_class_;
   ChunkedSet<FreeKey> sorted_;
-  std::vector<ChunkedSet<AddressKey>> classes_;
+  std::vector<std::vector<AddressKey>> classes_;  // by class: a min-heap of its blocks
+  std::vector<int> place_;                        // by block id: its place in its class's heap (-1: none)
   std::array<std::uint64_t, kWords> bits_{};
   std::array<std::uint64_t, (kWords + 63) / 64> summary_{};
 };
