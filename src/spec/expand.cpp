@@ -79,6 +79,10 @@ class Expander {
     add_modules(raw_.modules, "", spec_->unnamed_modules);
     for (Registration& r : spec_->registrations) r.module = modules_.qualify(r.module);
     for (std::string& m : spec_->unnamed_modules) m = modules_.qualify(m);
+    // A layer per top-level entry (a written-out spec: exactly; no more than the layers allowed),
+    // so that a long list does not grow by doubling and then shrink, its old and new arrays held
+    // at once beside the raw entries (at 100,000 written-out layers, 31 and 24 MB: the load's peak).
+    spec.layers.reserve(static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(raw_.layers.size()), options_.max_layers)));
     expand_list(raw_.layers, top, globals_, Inherited{});
     for (const auto& [var, value] : top.vars) refer(value);  // forward() returns
     for (const std::string& value : until_return) refer(value);
