@@ -276,7 +276,7 @@ Estimate estimate_with_step(const Graph& graph, const StepOptions& given, StepRe
     t.persistent_bytes = sum(sum(t.param_bytes, t.buffer_bytes), t.optimizer_state_bytes);
     if (options.keep_grads) t.persistent_bytes = sum(t.persistent_bytes, kept_grads);
 
-    {  // (the shard plan, with every trainable parameter's type, let go before the rows are made)
+    {  // (the shard plan, a few entries per parameter, let go before the rows are made)
       const detail::ShardPlan shards = detail::plan_sharding(graph, options.parallel.sharding, training);
       if (training && options.parallel.sharding.active()) detail::per_rank_totals(e, shards, options, graph.options.device);
       // The events are recorded for whoever reads them: the timeline's readers, the allocator's replay.

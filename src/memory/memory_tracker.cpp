@@ -13,7 +13,7 @@ What::What(std::initializer_list<std::string_view> parts) : size_(parts.size()) 
 
 const ReplaySteps::Run& ReplaySteps::run_of(std::size_t k) const {
   static constexpr Run kNoRun{0, 0, Phase::Forward};  // no step recorded: no layer (Timeline::layers' first, "")
-  if (runs_.size() == 0) return kNoRun;
+  if (runs_.empty()) return kNoRun;
   std::size_t low = 0, high = runs_.size();  // the last run that starts at or before k
   while (high - low > 1) {
     const std::size_t mid = low + (high - low) / 2;

@@ -76,13 +76,13 @@ class ReplaySteps {
  public:
   void push_back(int block, std::int64_t delta, Phase phase, std::uint32_t layer) {
     if (delta == 0) return;
-    if (runs_.size() == 0 || runs_[runs_.size() - 1].layer != layer || runs_[runs_.size() - 1].phase != phase)
+    if (runs_.empty() || runs_.back().layer != layer || runs_.back().phase != phase)
       runs_.push_back({steps_.size(), layer, phase});
     steps_.push_back({block, delta > 0});
   }
   const ReplayStep& operator[](std::size_t k) const { return steps_[k]; }
   std::size_t size() const { return steps_.size(); }
-  bool empty() const { return steps_.size() == 0; }
+  bool empty() const { return steps_.empty(); }
   /// The layer (index in Timeline::layers) and the phase step k is in.
   std::uint32_t layer(std::size_t k) const { return run_of(k).layer; }
   Phase phase(std::size_t k) const { return run_of(k).phase; }

@@ -24,6 +24,9 @@ class Pieces {
     return (*this)[k];
   }
   std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  /// The last element (there must be one).
+  const T& back() const { return (*this)[size_ - 1]; }
   void push_back(const T& value) {
     if ((size_ & kMask) == 0) pieces_.push_back(std::make_unique<T[]>(kMask + 1));
     (*this)[size_++] = value;
