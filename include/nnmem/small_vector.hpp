@@ -9,8 +9,9 @@
 // count, an iterator range or a braced list, ==, <=>. Differences: iterators, pointers and
 // references are invalidated by a move or swap of the container too while the elements are
 // inline; capacity() is never below N; shrink_to_fit and allocators are not offered; at most
-// 2^32 - 1 elements (the size is held in 32 bits to keep the object small: SmallVector<int, 2>
-// is 24 bytes, as a std::vector<int> is).
+// 2^32 - 1 elements. The object is small: the size and capacity in 32 bits each, and the heap
+// block's pointer in the bytes the inline elements would take (a capacity above N says which),
+// so SmallVector<int, 2> is 16 bytes (a std::vector<int> is 24) and a Shape 40.
 #pragma once
 
 #include <algorithm>
@@ -48,7 +49,7 @@ class SmallVector {
 
   static constexpr size_type inline_capacity = N;
 
-  SmallVector() noexcept : data_(inline_data()) {}
+  SmallVector() noexcept {}
   explicit SmallVector(size_type count) : SmallVector() { resize(count); }
   SmallVector(size_type count, const T& value) : SmallVector() { assign(count, value); }
   template <std::input_iterator It>
@@ -81,24 +82,24 @@ class SmallVector {
   }
 
   // Element access.
-  T& operator[](size_type i) noexcept { return data_[i]; }
-  const T& operator[](size_type i) const noexcept { return data_[i]; }
-  T& at(size_type i) { return data_[checked(i)]; }
-  const T& at(size_type i) const { return data_[checked(i)]; }
-  T& front() noexcept { return data_[0]; }
-  const T& front() const noexcept { return data_[0]; }
-  T& back() noexcept { return data_[size_ - 1]; }
-  const T& back() const noexcept { return data_[size_ - 1]; }
-  T* data() noexcept { return data_; }
-  const T* data() const noexcept { return data_; }
+  T& operator[](size_type i) noexcept { return data()[i]; }
+  const T& operator[](size_type i) const noexcept { return data()[i]; }
+  T& at(size_type i) { return data()[checked(i)]; }
+  const T& at(size_type i) const { return data()[checked(i)]; }
+  T& front() noexcept { return data()[0]; }
+  const T& front() const noexcept { return data()[0]; }
+  T& back() noexcept { return data()[size_ - 1]; }
+  const T& back() const noexcept { return data()[size_ - 1]; }
+  T* data() noexcept { return is_inline() ? inline_data() : heap_; }
+  const T* data() const noexcept { return is_inline() ? inline_data() : heap_; }
 
   // Iterators.
-  iterator begin() noexcept { return data_; }
-  const_iterator begin() const noexcept { return data_; }
-  const_iterator cbegin() const noexcept { return data_; }
-  iterator end() noexcept { return data_ + size_; }
-  const_iterator end() const noexcept { return data_ + size_; }
-  const_iterator cend() const noexcept { return data_ + size_; }
+  iterator begin() noexcept { return data(); }
+  const_iterator begin() const noexcept { return data(); }
+  const_iterator cbegin() const noexcept { return data(); }
+  iterator end() noexcept { return data() + size_; }
+  const_iterator end() const noexcept { return data() + size_; }
+  const_iterator cend() const noexcept { return data() + size_; }
   reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
   const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
   reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
@@ -110,7 +111,7 @@ class SmallVector {
   size_type capacity() const noexcept { return capacity_; }
   static constexpr size_type max_size() noexcept { return std::numeric_limits<std::uint32_t>::max(); }
   /// Whether the elements are held in the object itself (no heap block).
-  bool is_inline() const noexcept { return data_ == inline_data(); }
+  bool is_inline() const noexcept { return capacity_ == N; }
   void reserve(size_type wanted) {
     if (wanted > capacity_) reallocate(wanted);
   }
@@ -123,7 +124,7 @@ class SmallVector {
   template <typename... Args>
   T& emplace_back(Args&&... args) {
     if (size_ == capacity_) return grow_and_emplace_back(std::forward<Args>(args)...);
-    T* slot = std::construct_at(data_ + size_, std::forward<Args>(args)...);
+    T* slot = std::construct_at(data() + size_, std::forward<Args>(args)...);
     ++size_;
     return *slot;
   }
@@ -131,7 +132,7 @@ class SmallVector {
   void push_back(T&& value) { emplace_back(std::move(value)); }
   void pop_back() noexcept {
     --size_;
-    std::destroy_at(data_ + size_);
+    std::destroy_at(data() + size_);
   }
 
   // Insertion appends at the end and rotates the new elements into place: one code path for
@@ -242,7 +243,7 @@ class SmallVector {
   void adopt(T* fresh, size_type cap) noexcept {
     std::destroy(begin(), end());
     release();
-    data_ = fresh;
+    heap_ = fresh;
     capacity_ = static_cast<std::uint32_t>(cap);
   }
 
@@ -261,7 +262,7 @@ class SmallVector {
     std::uninitialized_move(begin(), end(), fresh);
     adopt(fresh, cap);
     ++size_;
-    return data_[size_ - 1];
+    return heap_[size_ - 1];
   }
 
   template <typename Construct>
@@ -270,14 +271,14 @@ class SmallVector {
       std::destroy(begin() + count, end());
     } else if (count > size_) {
       reserve(count);
-      for (; size_ < count; ++size_) construct(data_ + size_);
+      for (T* at = data(); size_ < count; ++size_) construct(at + size_);
       return;
     }
     size_ = static_cast<std::uint32_t>(count);
   }
 
   /// Frees a heap block (the elements already destroyed or moved out); back to inline storage.
-  // GCC 12 at -O3 warns that data_ and capacity_ "may be used uninitialized" here when it
+  // GCC 12 at -O3 warns that heap_ and capacity_ "may be used uninitialized" here when it
   // inlines the destructor of a temporary in a braced push_back ({{shape, dtype}, "text"}): the
   // constructor always sets both, the warning is about a path that cannot happen.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -285,8 +286,7 @@ class SmallVector {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
   void release() noexcept {
-    if (!is_inline()) std::allocator<T>().deallocate(data_, capacity_);
-    data_ = inline_data();
+    if (!is_inline()) std::allocator<T>().deallocate(heap_, capacity_);
     capacity_ = N;
   }
 #if defined(__GNUC__) && !defined(__clang__)
@@ -297,23 +297,24 @@ class SmallVector {
   /// `this` is empty and inline; `other` is left empty.
   void take(SmallVector&& other) noexcept(std::is_nothrow_move_constructible_v<T>) {
     if (other.is_inline()) {
-      std::uninitialized_move(other.begin(), other.end(), data_);
+      std::uninitialized_move(other.begin(), other.end(), inline_data());
       size_ = other.size_;
       other.clear();
     } else {
-      data_ = other.data_;
+      heap_ = other.heap_;
       size_ = other.size_;
       capacity_ = other.capacity_;
-      other.data_ = other.inline_data();
       other.size_ = 0;
       other.capacity_ = N;
     }
   }
 
-  T* data_;
   std::uint32_t size_ = 0;
-  std::uint32_t capacity_ = N;
-  alignas(T) unsigned char inline_[N * sizeof(T)];
+  std::uint32_t capacity_ = N;  // N: the elements are inline; above N: in heap_'s block
+  union {
+    T* heap_;
+    alignas(T) unsigned char inline_[N * sizeof(T)];
+  };
 };
 
 }  // namespace nnmem
