@@ -39,21 +39,22 @@ struct TensorValue {
   TensorType type;
   int producer = -1;           // node index; -1 for a model input
   int storage = -1;            // index into Graph::storages
-  bool requires_grad = false;
   NodeIndices readers;         // nodes that read it, in execution order
   int copy_of = -1;            // autocast: the value this is a cast copy of
+  /// The node after which forward()'s Python code stops referring to it (a caller holding a
+  /// block's argument, a variable, a function's argument: ModelSpec::references), when that may
+  /// be after its last reader; -1: none (src/graph/references.hpp).
+  int held_until = -1;
+  // (the one-byte members together, after the others: no padding between them)
+  bool requires_grad = false;
   /// The op's own conversion of an input (F.softmax's dtype=, LayerDef::own_dtype) that the op
   /// does not keep: made and let go inside its one call, its workspace, which is not counted
   /// (as validation/memtrace.py leaves out what an aten:: op frees before it returns).
   bool op_workspace = false;
   bool param_copy = false;     // autocast: a parameter's low-precision copy
   bool cached = false;         // autocast keeps it until the forward pass and loss are done
-  Layout layout = Layout::Contiguous;
   bool strided = false;        // a non-contiguous view of its storage (LayerResult::output_strided)
-  /// The node after which forward()'s Python code stops referring to it (a caller holding a
-  /// block's argument, a variable, a function's argument: ModelSpec::references), when that may
-  /// be after its last reader; -1: none (src/graph/references.hpp).
-  int held_until = -1;
+  Layout layout = Layout::Contiguous;
 };
 
 /// A parameter tensor, once however many layers use it: a module called again (`share`) or a
@@ -79,24 +80,25 @@ struct Storage {
 /// `class: TransformerEncoderLayer`, src/graph/fast_path.cpp), whose intermediate tensors are
 /// its workspace: neither the outputs nor the scratch of the layers Inside it are allocated,
 /// and of the layer that makes its Output only that output.
-enum class Fused { No, Inside, Output };
+enum class Fused : std::uint8_t { No, Inside, Output };
 
 struct Node {
+  // (the small members first, together: 8 bytes, not three padded to 8 each)
   int layer = -1;              // index into Graph::spec.layers
+  bool trainable = true;
+  Fused fused = Fused::No;
   const LayerDef* def = nullptr;
   NodeIndices inputs;          // value indices
   NodeIndices outputs;         // value indices
   /// What its rule gave; layers whose rules gave equal results share one (a repeated block's
   /// instances), so a result is never changed after the graph is built.
   std::shared_ptr<const LayerResult> result;
-  bool trainable = true;
   std::int64_t param_count = 0;  // the parameters it declares (not those it shares or ties)
   std::int64_t param_bytes = 0;
   std::int64_t buffer_bytes = 0;  // 0 for a module called again
   NodeIndices input_casts;     // per input: the autocast copy the layer reads instead, or -1
   NodeIndices param_casts;     // per parameter: its autocast copy, or -1
   NodeIndices params;          // per parameter: its index in Graph::parameters
-  Fused fused = Fused::No;
 
   /// The value the layer reads as input i: its autocast copy, if it has one.
   int read(std::size_t i) const { return input_casts[i] >= 0 ? input_casts[i] : inputs[i]; }

@@ -117,7 +117,7 @@ struct Context {
 
 /// How a tensor's elements lie in memory, as far as nnmem follows it: whether `.contiguous()`
 /// copies, and how attention kernels lay out their output.
-enum class Layout {
+enum class Layout : std::uint8_t {
   Contiguous,
   Swapped12,  // stored as .transpose(1, 2) of a contiguous tensor ([B, L, H, D] viewed as [B, H, L, D])
   TransposedLast,  // a contiguous tensor of 4 or more dimensions with its last two swapped (k.transpose(-2, -1))
