@@ -76,11 +76,11 @@ struct LayerSpec {
   std::vector<Attribute> attrs;
   bool trainable = true;             // false: its parameters get no gradient and no optimizer state
   bool functional = false;           // called as a function in PyTorch (F.relu, x.view): no module
-  Rare<LayerLinks> linked;           // read it with links(), change it with edit_links()
   /// The top-level entry (a layer or a block instance; each `repeat` instance its own) this
   /// layer belongs to, and whether it is a block instance: --checkpoint blocks|every:K.
-  std::string unit;
   bool unit_is_block = false;
+  std::string unit;
+  Rare<LayerLinks> linked;           // read it with links(), change it with edit_links()
   SourceLoc loc;                     // the layer's mapping
   SourceLoc type_loc;
 
