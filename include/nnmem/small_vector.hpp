@@ -271,7 +271,7 @@ class SmallVector {
       std::destroy(begin() + count, end());
     } else if (count > size_) {
       reserve(count);
-      for (T* at = data(); size_ < count; ++size_) construct(at + size_);
+      for (T* elements = data(); size_ < count; ++size_) construct(elements + size_);
       return;
     }
     size_ = static_cast<std::uint32_t>(count);

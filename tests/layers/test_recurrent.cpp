@@ -222,6 +222,7 @@ void check_program(const LayerResult& r, std::size_t inputs, const std::vector<b
         temporaries[e.index] = 2;
         break;
       case BackwardEvent::Kind::InputGrad: CHECK(static_cast<std::size_t>(e.index) < inputs); break;
+      case BackwardEvent::Kind::InputGradsOut: break;  // no index: the gradients made so far go out
       case BackwardEvent::Kind::ParamGrad: ++param_grads[e.index]; break;
       case BackwardEvent::Kind::ParamGradsDone: break;
       case BackwardEvent::Kind::ReleaseSaved:
