@@ -111,14 +111,14 @@ std::optional<BatchCurve> BatchCurve::probe(Graph small, const StepOptions& step
   try {
     {
       detail::StepResult first;
-      (void)detail::estimate_with_step(small, step, first, true);
+      (void)detail::estimate_with_step(small, step, first, detail::Keep::Events);
       at_s.reserve(first.timeline.size());
       for (const TimelineEvent& ev : first.timeline) at_s.push_back(ev.delta);
     }
     Graph big = build_graph(std::move(small.spec), at_p);  // `small` needs its shapes only, now
     if (!same_but_batch(small, big)) return std::nullopt;
     detail::let_go_of_build_inputs(big);
-    (void)detail::estimate_with_step(big, step, result, true);  // its allocations only: the fit replays them
+    (void)detail::estimate_with_step(big, step, result, detail::Keep::Events);  // its allocations only: the fit replays them
   } catch (const Error&) {
     return std::nullopt;  // the probe's sizes overflow, or the model refuses its batch: re-estimated in full instead
   }

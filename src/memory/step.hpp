@@ -101,11 +101,20 @@ struct ShardPlan;
 StepResult simulate_step(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
                          const CheckpointPlan& checkpoints, const ShardPlan& shards, Record record);
 
+/// What estimate_with_step makes besides the totals and the step.
+enum class Keep : std::uint8_t {
+  Rows,    // the layer rows; the step's events as options.timeline says
+  Events,  // no rows, and the step's events whatever options.timeline says (fit replays them at other batches itself)
+};
+
 /// estimate(graph, options) up to what needs only the step it simulated (its events and the
 /// trace of its blocks), which it hands to the caller: finish_estimate adds the rest, after the
-/// caller has let the graph go if it likes. With `events`, the step's events are kept whatever
-/// options.timeline says (fit replays them at other batches itself).
-Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step, bool events = false);
+/// caller has let the graph go if it likes.
+Estimate estimate_with_step(const Graph& graph, const StepOptions& options, StepResult& step, Keep keep = Keep::Rows);
+/// The same, for a graph the caller lets go of after it: its parameters are let go of once the
+/// step is simulated, before the layer rows are made (which do not read them). The graph is
+/// left without parameters; its nodes, values and spec stay.
+Estimate estimate_with_step(Graph&& graph, const StepOptions& options, StepResult& step);
 
 /// Lets go of what only the graph's build reads, each layer's attributes and its inputs by name
 /// and the spec's Python references, in a graph built for one estimate (the step, the layer rows
