@@ -119,7 +119,10 @@ TEST_CASE("an extending spec's top-level register list replaces the base's for i
   Files f;
   f.put("base.yaml", "inputs: {x: [4]}\nregister: {up: [1, 0]}\nlayers:\n"
                      "  - {name: up.1.fc, type: Linear, out_features: 4}\n  - {name: up.0.fc, type: Linear, out_features: 4}\n");
-  const auto first = [](const std::string& path) { return build_graph(load_spec_file(path)).parameters.front().name; };
+  const auto first = [](const std::string& path) {
+    const Graph g = build_graph(load_spec_file(path));
+    return g.param_name(g.parameters.front());
+  };
   CHECK(first(f.put("same.yaml", "extends: base.yaml\n")) == "up.1.fc.weight");
   CHECK(first(f.put("over.yaml", "extends: base.yaml\nregister: {up: [0, 1]}\n")) == "up.0.fc.weight");
 }

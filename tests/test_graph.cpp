@@ -209,10 +209,10 @@ layers:
     yaml.replace(yaml.find("REGISTER"), 8, line);
     const Graph g = build_graph(parse_spec(yaml, "test.yaml"));
     std::vector<std::string> out;
-    for (const Parameter& p : g.parameters) out.push_back(p.name);
+    for (const Parameter& p : g.parameters) out.push_back(g.param_name(p));
     for (const Node& n : g.nodes)  // each node still points at its own tensors
       for (std::size_t k = 0; k < n.params.size(); ++k)
-        CHECK(g.parameters[static_cast<std::size_t>(n.params[k])].name == g.layer(n).name + "." + n.result->params[k].name);
+        CHECK(g.param_name(g.parameters[static_cast<std::size_t>(n.params[k])]) == g.layer(n).name + "." + n.result->params[k].name);
     return out;
   };
   // ViTEmbeddings' cls_token, a tensor of the module itself, comes before its children's.
@@ -227,8 +227,8 @@ layers:
                                           "  - {name: up.1.fc, type: Linear, out_features: 4}\n"
                                           "  - {name: up.0.fc, type: Linear, out_features: 4}\n",
                                           "test.yaml"));
-  CHECK(up.parameters.front().name == "up.0.fc.weight");
-  CHECK(up.parameters.back().name == "up.1.fc.bias");
+  CHECK(up.param_name(up.parameters.front()) == "up.0.fc.weight");
+  CHECK(up.param_name(up.parameters.back()) == "up.1.fc.bias");
 }
 
 TEST_CASE("layers whose rules give equal results share one result; unequal ones and programs do not") {

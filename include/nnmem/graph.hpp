@@ -59,13 +59,14 @@ struct TensorValue {
 
 /// A parameter tensor, once however many layers use it: a module called again (`share`) or a
 /// tied weight (`tie`) adds a use, not a tensor; its gradient contributions are summed.
+/// Its name ("wte.weight") is its owner's and its rule's: Graph::param_name.
 struct Parameter {
-  std::string name;            // "wte.weight": the owning layer's name and the parameter's
   TensorType type;
-  int owner = -1;              // the node that declared it
-  bool trainable = true;       // the owner is not frozen
-  int uses = 0;                // nodes that use it
   std::int64_t sparse_rows = 0;  // > 0: a sparse gradient of this many rows (ParamDecl::sparse_rows)
+  int owner = -1;              // the node that declared it
+  int decl = -1;               // its index in the owner's LayerResult::params
+  int uses = 0;                // nodes that use it
+  bool trainable = true;       // the owner is not frozen
 
   /// The bytes of its .grad's storages: its own size, or a sparse gradient's int64 indices and values.
   std::int64_t grad_bytes() const;
@@ -128,6 +129,12 @@ struct Graph {
   std::vector<int> outputs;    // value indices of the model outputs
 
   const LayerSpec& layer(const Node& node) const { return spec.layers[node.layer]; }
+  const Node& owner(const Parameter& p) const { return nodes[static_cast<std::size_t>(p.owner)]; }
+  /// The name its owner's rule gives a parameter: "weight", MultiheadAttention's "out_proj.weight".
+  const std::string& param_own_name(const Parameter& p) const;
+  /// A parameter's name, "wte.weight": its owner's name, a dot, its own (made when asked: a
+  /// deep model's names were 6 MB of the graph).
+  std::string param_name(const Parameter& p) const;
 };
 
 /// Infers and checks every layer. Throws nnmem::Error located at the offending layer or

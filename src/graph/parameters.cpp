@@ -82,7 +82,8 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
       } catch (const OverflowError& e) {
         throw SizeError(layer.loc, layer.title() + ": its parameters do not fit in 64 bits (" + e.what() + ")");
       }
-      graph.parameters.push_back({layer.name + "." + p.name, {p.shape, p.dtype}, node_index, node.trainable, 0, p.sparse_rows});
+      graph.parameters.push_back({.type = {p.shape, p.dtype}, .sparse_rows = p.sparse_rows, .owner = node_index,
+                                  .decl = static_cast<int>(k), .trainable = node.trainable});
       node.params[k] = static_cast<int>(graph.parameters.size()) - 1;
     }
     ++graph.parameters[static_cast<std::size_t>(node.params[k])].uses;
@@ -198,12 +199,32 @@ class ModuleTree {
 }  // namespace
 
 void order_parameters(Graph& graph) {
+  // The tensors' names in the tree's terms (a Parameter layer's is its own), end to end in one
+  // string that outlives the tree, which keeps views into them.
+  std::string names;
+  std::vector<std::size_t> name_end;
+  name_end.reserve(graph.parameters.size());
+  const auto tree_name = [&](const Parameter& p, auto&& append) {
+    const Node& owner = graph.nodes[static_cast<std::size_t>(p.owner)];
+    append(graph.layer(owner).name);
+    if (owner.result->alias == Alias::Parameter) return;
+    append(".");
+    append(graph.param_own_name(p));
+  };
+  std::size_t length = 0;
+  for (const Parameter& p : graph.parameters) tree_name(p, [&](std::string_view s) { length += s.size(); });
+  names.reserve(length);
+  for (const Parameter& p : graph.parameters) {
+    tree_name(p, [&](std::string_view s) { names += s; });
+    name_end.push_back(names.size());
+  }
   ModuleTree tree(graph.spec, graph.parameters.size());
   // model.parameters() is named_modules()' pre-order, each module's own tensors first: a key per
   // tree level.
   const auto key = [&](const Parameter& p, std::vector<std::int64_t>& keys) {
-    const Node& owner = graph.nodes[static_cast<std::size_t>(p.owner)];
-    tree.key(owner.result->alias == Alias::Parameter ? graph.layer(owner).name : p.name, keys);
+    const auto i = static_cast<std::size_t>(&p - graph.parameters.data());
+    const std::size_t from = i == 0 ? 0 : name_end[i - 1];
+    tree.key(std::string_view(names).substr(from, name_end[i] - from), keys);
   };
   {  // Declared in model.parameters()' order already (most models)? Two keys at a time say so.
     std::vector<std::int64_t> previous, current;
@@ -254,6 +275,14 @@ void order_parameters(Graph& graph) {
 }  // namespace nnmem::detail
 
 namespace nnmem {
+
+const std::string& Graph::param_own_name(const Parameter& p) const {
+  return owner(p).result->params[static_cast<std::size_t>(p.decl)].name;
+}
+
+std::string Graph::param_name(const Parameter& p) const {
+  return layer(owner(p)).name + "." + param_own_name(p);
+}
 
 std::int64_t Parameter::grad_bytes() const {
   if (sparse_rows == 0) return type.bytes();

@@ -7,7 +7,7 @@
 namespace nnmem::detail {
 
 What::What(std::initializer_list<std::string_view> parts) : size_(parts.size()) {
-  if (size_ > parts_.size()) throw std::logic_error("a block's description in more than five pieces");
+  if (size_ > parts_.size()) throw std::logic_error("a block's description in more than six pieces");
   std::copy(parts.begin(), parts.end(), parts_.begin());
 }
 

@@ -39,7 +39,7 @@ struct AllocationTrace {
   Pieces<Carry> block_carry;
 };
 
-/// What a block holds, as the timeline names it ("output of fc1"): up to five pieces, joined
+/// What a block holds, as the timeline names it ("output of fc1"): up to six pieces, joined
 /// only when the timeline is recorded, so a step simulated for its figures builds no string.
 /// Refers to its pieces: it lives for the call it is passed to.
 class What {
@@ -51,7 +51,7 @@ class What {
   void add_to(Texts& texts) const { texts.push_back(parts_.data(), size_); }
 
  private:
-  std::array<std::string_view, 5> parts_;
+  std::array<std::string_view, 6> parts_;
   std::size_t size_;
 };
 

@@ -142,7 +142,7 @@ void ShardRun::unshard(int unit, bool backward) {
   all_gather(unit);
   for (int p : plan_.units[static_cast<std::size_t>(unit)].params) {  // N padded shards (the parameter a view of them)
     const Parameter& param = graph_.parameters[static_cast<std::size_t>(p)];
-    params.push_back(memory_.alloc(MemoryKind::Gathered, checked_mul(shard_bytes(s_, param.type), s_.group), {"unsharded ", param.name}));
+    params.push_back(memory_.alloc(MemoryKind::Gathered, checked_mul(shard_bytes(s_, param.type), s_.group), {"unsharded ", graph_.layer(graph_.owner(param)).name, ".", graph_.param_own_name(param)}));
   }
   int& buffer = gathered_[static_cast<std::size_t>(unit)];
   if (backward) {

@@ -296,7 +296,7 @@ void StepSimulator::backward() {
         if (complete < 0) continue;  // a shared parameter's sum waits for its other uses
         if (const Parameter* s = sparse(k); s && options_.keep_grads) {
           // zero_grad(set_to_none=False) emptied .grad: adding into it makes new indices and values
-          const int added = memory_.alloc(MemoryKind::Gradients, s->grad_bytes(), "grad of " + s->name + " (sparse: indices and values)");
+          const int added = memory_.alloc(MemoryKind::Gradients, s->grad_bytes(), {"grad of ", graph_.layer(graph_.owner(*s)).name, ".", graph_.param_own_name(*s), " (sparse: indices and values)"});
           memory_.release(complete);
           memory_.mark(added, Carry::Grad);
           continue;

@@ -73,13 +73,13 @@ int StepSimulator::persist(MemoryKind kind, std::int64_t bytes, What what, Carry
   return block;
 }
 
-// The trainable parameters' names, each tensor once (a tied or shared one under its owner's
-// name), in the order of the list the optimizer's state follows (estimate.cpp).
-std::vector<std::string_view> StepSimulator::param_names() const {
-  std::vector<std::string_view> names;
+// The trainable parameters, each tensor once (a tied or shared one its owner's), in the order
+// of the list the optimizer's state follows (estimate.cpp).
+std::vector<const Parameter*> StepSimulator::trainable_params() const {
+  std::vector<const Parameter*> params;
   for (const Parameter& p : graph_.parameters)
-    if (p.trainable) names.push_back(p.name);
-  return names;
+    if (p.trainable) params.push_back(&p);
+  return params;
 }
 
 void StepSimulator::persistent(bool training) {
@@ -107,18 +107,21 @@ void StepSimulator::persistent(bool training) {
     for (const DataParallelStep::Buffer& b : options_.parallel.buffers) persist(MemoryKind::CommBuffers, b.bytes, b.what, Carry::Model);
   if (training && shards.reduce_bucket_bytes > 0)
     persist(MemoryKind::CommBuffers, shards.reduce_bucket_bytes, "ZeRO's reduce bucket", Carry::Model);
-  const std::vector<std::string_view> names = training ? param_names() : std::vector<std::string_view>{};
-  const auto state_name = [&](int p) -> std::string_view {
-    const auto k = static_cast<std::size_t>(p);
-    return shards.optimizer_names.empty() ? names.at(k) : std::string_view(shards.optimizer_names.at(k));
+  const std::vector<const Parameter*> params = training ? trainable_params() : std::vector<const Parameter*>{};
+  // "optimizer state: exp_avg of fc1.weight" (of a ZeRO partition: "… of the flat float32 partition").
+  const auto state = [&](const OptimizerTensor& t) -> What {
+    if (t.param < 0) return {"optimizer state: ", t.slot};
+    const auto k = static_cast<std::size_t>(t.param);
+    if (!shards.optimizer_names.empty()) return {"optimizer state: ", t.slot, " of ", shards.optimizer_names.at(k)};
+    const Parameter& p = *params.at(k);
+    return {"optimizer state: ", t.slot, " of ", graph_.layer(graph_.owner(p)).name, ".",
+            graph_.param_own_name(p)};
   };
   if (training && !sharding.offload_optimizer) {
     if (shards.master_bytes > 0)
       persist(MemoryKind::OptimizerState, shards.master_bytes, "optimizer state: float32 master weights (partition)", Carry::State);
     for (const OptimizerTensor& t : optimizer_state_tensors(options_, graph_.options.device, shards.optimizer_params))
-      persist(MemoryKind::OptimizerState, t.bytes,
-              {"optimizer state: ", t.slot, t.param >= 0 ? " of " : "", t.param >= 0 ? state_name(t.param) : ""},
-              Carry::State);
+      persist(MemoryKind::OptimizerState, t.bytes, state(t), Carry::State);
   }
   for (int v : graph_.inputs) {
     block_of(v) = persist(MemoryKind::Inputs, value(v).type.bytes(), {"input '", value(v).name, "'"}, Carry::Batch);
@@ -149,18 +152,16 @@ void StepSimulator::persistent(bool training) {
   // zero_grad(set_to_none=False) empties a sparse gradient (sparse_resize_and_clear_) as it zeroes the dense ones
   std::vector<int> emptied;
   if (!sharding.gradients)
-    for (std::size_t k = 0, t = 0; k < graph_.parameters.size(); ++k) {
-      const Parameter& p = graph_.parameters[k];
+    for (const Parameter& p : graph_.parameters) {
       if (!p.trainable) continue;
       if (p.sparse_rows == 0) {
-        grads.push_back(persist(MemoryKind::Gradients, p.type.bytes(), {"grad of ", names.at(t), " (from the previous step)"}, Carry::LastGrad));
+        grads.push_back(persist(MemoryKind::Gradients, p.type.bytes(), {"grad of ", graph_.layer(graph_.owner(p)).name, ".", graph_.param_own_name(p), " (from the previous step)"}, Carry::LastGrad));
       } else {  // its values, its indices viewing the ids; set_to_none=False: the copy AccumulateGrad made of both
         const std::int64_t values = p.grad_bytes() - checked_mul(p.sparse_rows, dtype_size(DType::Int64));
         grads.push_back(persist(MemoryKind::Gradients, options_.keep_grads ? p.grad_bytes() : values,
-                                {"grad of ", names.at(t), " (sparse, from the previous step)"}, Carry::LastGrad));
+                                {"grad of ", graph_.layer(graph_.owner(p)).name, ".", graph_.param_own_name(p), " (sparse, from the previous step)"}, Carry::LastGrad));
         emptied.push_back(grads.back());
       }
-      ++t;
     }
   for (int g : options_.keep_grads ? emptied : grads) memory_.release(g);
 }

@@ -41,7 +41,7 @@ void check_sparse_gradients(const Graph& graph, const StepOptions& options) {
     if (p.sparse_rows == 0 || !p.trainable) continue;
     const Node& owner = graph.nodes[static_cast<std::size_t>(p.owner)];
     const LayerSpec& layer = graph.layer(owner);
-    const std::string who = layer.title() + ": sparse: true (a sparse gradient of " + p.name + ")";
+    const std::string who = layer.title() + ": sparse: true (a sparse gradient of " + graph.param_name(p) + ")";
     if (const std::string why = refusal(options); !why.empty())
       throw Error(layer.loc, who + " with " + why + "; expected --optimizer sgd (no momentum, not fused) or none, found " +
                                  std::string(name_of(options.optimizer)) + (options.fused ? " (fused)" : ""));

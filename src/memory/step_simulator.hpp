@@ -35,7 +35,7 @@ class StepSimulator {
 
   // --- the loop around the step (simulate_loop.cpp): what lives across steps and micro-steps
   int persist(MemoryKind kind, std::int64_t bytes, What what, Carry carry);
-  std::vector<std::string_view> param_names() const;
+  std::vector<const Parameter*> trainable_params() const;
   void persistent(bool training);
   void next_micro_step(std::int64_t m);
   void mark_carried_out();
