@@ -4,6 +4,9 @@
 
 #include <array>
 #include <charconv>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "../enum_names.hpp"
 #include "recompute.hpp"
@@ -173,6 +176,19 @@ namespace detail {
 
 namespace {
 
+// Hands the heap's free pages back to the system, once `bytes` (at least 1 MiB) have just been
+// freed. glibc keeps a freed block's pages resident until the top of the heap is free; a deep
+// model's estimate frees its build's inputs and its parameters in blocks that the layer rows
+// (one block of 152 bytes a layer) do not fit in, so the rows took new pages beside 20 MB of
+// resident free ones (bench/README.md, "Free pages handed back").
+void return_free_pages(std::size_t bytes) {
+#if defined(__GLIBC__)
+  if (bytes >= (std::size_t{1} << 20)) malloc_trim(0);
+#else
+  (void)bytes;
+#endif
+}
+
 // estimate_with_step's two forms: `spent`, when set, is the graph's parameters, which the caller
 // lets go of with the graph, let go of once the step is simulated (the rows do not read them).
 Estimate step_and_rows(const Graph& graph, const StepOptions& given, StepResult& step, Keep keep,
@@ -300,7 +316,11 @@ Estimate step_and_rows(const Graph& graph, const StepOptions& given, StepResult&
     t.backward_transient_bytes = step.backward_transients;
     if (keep == Keep::Events) return e;
     // A deep model's heap peaks as the rows are made: 100,000 layers' parameters were 13.5 MB of it.
-    if (spent) std::vector<Parameter>().swap(*spent);
+    if (spent) {
+      const std::size_t bytes = spent->capacity() * sizeof(Parameter);
+      std::vector<Parameter>().swap(*spent);
+      return_free_pages(bytes);
+    }
     std::fill(kept_storages.begin(), kept_storages.end(), false);  // the rows keep what the sums kept
     e.layers.reserve(graph.nodes.size());
     for (std::size_t n = 0; n < graph.nodes.size(); ++n)
