@@ -34,4 +34,9 @@ TEST_CASE("Texts keeps each text whole, across pieces, copies and moves") {
   copy.push_back("one more");
   CHECK(copy[copy.size() - 1] == "one more");
   CHECK(moved.size() == expected.size());
+  Texts first_empty;  // an empty text before any piece is made (a timeline's first layer, "")
+  first_empty.push_back("");
+  first_empty.push_back("loss");
+  CHECK(first_empty[0].empty());
+  CHECK(first_empty[1] == "loss");
 }

@@ -208,6 +208,7 @@ class Texts {
   /// Appends the text that is `parts` one after the other.
   void push_back(const std::string_view* parts, std::size_t count);
   void push_back(std::string_view text) { push_back(&text, 1); }
+  void reserve(std::size_t texts) { texts_.reserve(texts); }
 
   std::string_view operator[](std::size_t k) const { return texts_[k]; }
   std::size_t size() const { return texts_.size(); }
@@ -227,11 +228,11 @@ class Texts {
 /// what it holds. Iterates and indexes as its events do.
 struct Timeline {
   std::vector<TimelineEvent> events;
-  std::vector<std::string> layers;   // the layer (or "loss", "optimizer") responsible, by TimelineEvent::layer
+  Texts layers;                      // the layer (or "loss", "optimizer") responsible, by TimelineEvent::layer
   Texts tensors;                      // by block: "output of fc1", "grad of input", "exp_avg_sq.sqrt()", …
   std::vector<std::int64_t> micro_steps = {1};  // with gradient accumulation: which micro-step (1-based)
 
-  const std::string& layer(const TimelineEvent& ev) const { return layers[ev.layer]; }
+  std::string_view layer(const TimelineEvent& ev) const { return layers[ev.layer]; }
   std::string_view tensor(const TimelineEvent& ev) const { return tensors[static_cast<std::size_t>(ev.block)]; }
   std::int64_t micro_step(const TimelineEvent& ev) const { return micro_steps[ev.micro]; }
 

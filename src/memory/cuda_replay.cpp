@@ -42,7 +42,7 @@ constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than t
 
 class Replay {
  public:
-  Replay(const ReplayScript& script, const std::vector<std::string>& layers, const AllocationTrace& trace,
+  Replay(const ReplayScript& script, const Texts& layers, const AllocationTrace& trace,
          const Pieces<std::int64_t>& block_bytes, const StepOptions& options, std::int64_t give_up_above)
       : script_(script), layers_(layers), trace_(trace), bytes_(block_bytes), allocator_(options.allocator),
         give_up_above_(give_up_above), handle_(block_bytes.size(), -1) {}
@@ -270,7 +270,7 @@ class Replay {
   };
 
   const ReplayScript& script_;                // the steady step's events, read
-  const std::vector<std::string>& layers_;    // their layers, for the layer a failure is in
+  const Texts& layers_;    // their layers, for the layer a failure is in
   const AllocationTrace& trace_;              // what each block is (its bytes: bytes_)
   const Pieces<std::int64_t>& bytes_;
   CudaCachingAllocator allocator_;
@@ -317,7 +317,7 @@ ReplayScript::ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, c
     kept_grads = std::move(last_grads);
 }
 
-CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const std::vector<std::string>& layers,
+CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const Texts& layers,
                                            const AllocationTrace& trace, const Pieces<std::int64_t>& block_bytes,
                                            const StepOptions& options, std::int64_t give_up_above) {
   return Replay(script, layers, trace, block_bytes, options, give_up_above).run();

@@ -28,8 +28,12 @@ std::size_t ReplaySteps::first_of(Phase phase) const {
   return steps_.size();
 }
 
-MemoryTracker::MemoryTracker(Record record) : record_(record) {  // events are attributed to no layer until at() names one
-  timeline_.layers.emplace_back();
+MemoryTracker::MemoryTracker(Record record, std::size_t nodes) : record_(record) {
+  if (record != Record::Figures) {
+    timeline_.layers.reserve(nodes + 16);
+    node_layer_ids_.assign(nodes, kNoLayer);
+  }
+  timeline_.layers.push_back("");  // events are attributed to no layer until at() names one
   layer_ids_.emplace("", 0);
 }
 
@@ -56,7 +60,7 @@ void MemoryTracker::at(Phase phase, std::size_t node, std::string_view layer) {
   std::uint32_t& id = node_layer_ids_[node];
   if (id == kNoLayer) {
     id = static_cast<std::uint32_t>(timeline_.layers.size());
-    timeline_.layers.emplace_back(layer);
+    timeline_.layers.push_back(layer);
   }
   layer_ = id;
 }

@@ -110,7 +110,9 @@ enum class Record : std::uint8_t {
 
 class MemoryTracker {
  public:
-  explicit MemoryTracker(Record record = Record::Timeline);
+  /// `nodes`: how many graph nodes at(phase, node, layer) may name (room for their names, and
+  /// for a few others: "loss", "optimizer", …, made once).
+  explicit MemoryTracker(Record record = Record::Timeline, std::size_t nodes = 0);
   /// Where subsequent events are attributed.
   void at(Phase phase, std::string_view layer);
   /// The same for graph node `node`, named `layer`: its name is kept once, found by the index.
@@ -137,7 +139,7 @@ class MemoryTracker {
   std::int64_t live() const { return live_; }
   std::int64_t peak() const { return peak_; }
   Phase peak_phase() const { return peak_phase_; }
-  const std::string& peak_layer() const {
+  std::string_view peak_layer() const {
     if (record_ != Record::Figures) return timeline_.layers[peak_layer_];
     return peak_is_current_ ? current_ : peak_name_;
   }

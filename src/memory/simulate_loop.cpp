@@ -9,7 +9,7 @@ namespace nnmem::detail {
 
 StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, const std::vector<LossTerm>& losses,
                              const CheckpointPlan& checkpoints, const ShardPlan& shards, Record record)
-    : graph_(graph), options_(options), losses_(make_losses(losses)), memory_(record), block_(graph.storages.size(), -1), returned_(graph.values.size()),
+    : graph_(graph), options_(options), losses_(make_losses(losses)), memory_(record, graph.nodes.size()), block_(graph.storages.size(), -1), returned_(graph.values.size()),
       kept_(graph.nodes.size()), kept_saved_(graph.nodes.size()),
       checkpoints_(checkpoints),
       checkpoint_(graph, checkpoints, memory_,

@@ -9,6 +9,10 @@ namespace nnmem {
 void Texts::push_back(const std::string_view* parts, std::size_t count) {
   std::size_t bytes = 0;
   for (std::size_t k = 0; k < count; ++k) bytes += parts[k].size();
+  if (bytes == 0) {  // (before any piece is made, there is none to point into)
+    texts_.emplace_back();
+    return;
+  }
   if (used_ + bytes > kPiece) {  // a text never straddles two pieces; a longer one gets its own
     pieces_.push_back(std::make_unique<char[]>(std::max(kPiece, bytes)));
     used_ = 0;

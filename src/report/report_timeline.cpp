@@ -161,8 +161,8 @@ std::string render_trace_json(const Estimate& e) {
   };
   spans(1, [](const TimelineEvent& ev) { return std::string(name_of(ev.phase)); });
   spans(2, [&](const TimelineEvent& ev) {
-    const std::string& layer = e.timeline.layer(ev);
-    return layer.empty() ? std::string() : std::string(name_of(ev.phase)) + " " + layer;
+    const std::string_view layer = e.timeline.layer(ev);
+    return layer.empty() ? std::string() : std::string(name_of(ev.phase)).append(" ").append(layer);
   });
   return ordered_json{{"traceEvents", events}, {"displayTimeUnit", "ns"},
                       {"otherData", {{"model", e.model}, {"peak_bytes", e.totals.peak_bytes}, {"time", "one unit per allocation event"}}}}
