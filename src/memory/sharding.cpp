@@ -39,8 +39,11 @@ ShardPlan plan_sharding(const Graph& graph, const Sharding& s, bool training) {
   for (const Parameter& param : graph.parameters)
     if (training && param.trainable) trainable.push_back(&param.type);
   p.unit_of.assign(graph.nodes.size(), -1);
-  for (const Parameter& param : graph.parameters)
-    p.param_bytes.push_back(!s.parameters ? param.type.bytes() : s.offload_params ? 0 : shard_bytes(s, param.type));
+  if (s.active()) {
+    p.param_bytes.reserve(graph.parameters.size());
+    for (const Parameter& param : graph.parameters)
+      p.param_bytes.push_back(!s.parameters ? param.type.bytes() : s.offload_params ? 0 : shard_bytes(s, param.type));
+  }
   if (s.offload_params)
     for (const Parameter& param : graph.parameters) p.offloaded_bytes = checked_add(p.offloaded_bytes, shard_bytes(s, param.type));
   // The optimizer's parameters, and the gradients kept: per parameter, or flat per dtype.

@@ -32,7 +32,7 @@ struct ShardPlan {
   std::vector<int> unit_of;                 // per node: its unit, or -1
   std::vector<StepTensor> optimizer_params; // what the rank's optimizer steps: shards, or one flat partition per dtype
   std::vector<std::string> optimizer_names; // their names
-  std::vector<std::int64_t> param_bytes;    // per Graph::parameters: what the rank holds on the device
+  std::vector<std::int64_t> param_bytes;    // sharding active: per Graph::parameters, what the rank holds on the device
   std::int64_t grad_bytes = 0;              // the gradients the rank keeps (all, shards or a flat partition)
   std::int64_t master_bytes = 0;            // ZeRO: the float32 partition of 16-bit parameters
   std::int64_t reduce_bucket_bytes = 0;     // ZeRO-2/3's reduce bucket

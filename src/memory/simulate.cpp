@@ -110,13 +110,14 @@ void StepSimulator::drop_read(int block) {
 
 void StepSimulator::forward(bool training) {
   for (int v : graph_.inputs) memory_.hold(block_of(v), static_cast<int>(value(v).readers.size()) + (value(v).held_until >= 0 ? 1 : 0));
+  auto unreferenced = unreferenced_after_.begin();
   for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
     const Segment* s = checkpoints_.of(i);
     if (s && i == s->first) checkpoint_.begin_segment(*s);
     shard_.forward(i);  // ZeRO-3, FSDP: the unit's parameters gathered
     forward_node(i, !training ? Pass::Forward : s ? Pass::Checkpointed : Pass::Forward);
-    if (auto it = unreferenced_after_.find(static_cast<int>(i)); it != unreferenced_after_.end())
-      for (int v : it->second) memory_.release(block_of(v));  // the code's reference dropped (a call returned)
+    for (; unreferenced != unreferenced_after_.end() && unreferenced->first == static_cast<int>(i); ++unreferenced)
+      memory_.release(block_of(unreferenced->second));  // the code's reference dropped (a call returned)
     shard_.forward_done(i);
     if (s && i == s->last && s->keepers.empty()) checkpoint_.end_frame(*s);  // nothing refers to its frame
   }
@@ -376,7 +377,7 @@ void StepSimulator::run_program(std::size_t i, const ProgramSteps& steps, bool t
         break;
       case BackwardEvent::Kind::ParamGradsDone: steps.hand_over(); break;
       case BackwardEvent::Kind::ReleaseSaved: {
-        std::vector<int>& saved = kept_saved_[i];
+        const NodeIndices& saved = kept_saved_[i];
         for (std::size_t k = 0; k < saved.size(); ++k)
           if (saved[k] == e.index && kept_[i][k] >= 0) memory_.release(std::exchange(kept_[i][k], -1));
         break;

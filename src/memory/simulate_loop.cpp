@@ -19,7 +19,9 @@ StepSimulator::StepSimulator(const Graph& graph, const StepOptions& options, con
       shard_(graph, options.parallel.sharding, shards, memory_) {
   for (int v : graph.outputs) returned_[static_cast<std::size_t>(v)] = true;
   for (std::size_t v = 0; v < graph.values.size(); ++v)
-    if (graph.values[v].held_until >= 0) unreferenced_after_[graph.values[v].held_until].push_back(static_cast<int>(v));
+    if (graph.values[v].held_until >= 0) unreferenced_after_.emplace_back(graph.values[v].held_until, static_cast<int>(v));
+  std::stable_sort(unreferenced_after_.begin(), unreferenced_after_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
 }
 
 StepResult StepSimulator::run() {

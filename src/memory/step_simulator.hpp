@@ -100,9 +100,12 @@ class StepSimulator {
   MemoryTracker memory_;
   std::vector<int> block_;                  // graph storage -> live block
   std::vector<bool> returned_;              // value -> whether the model returns it
-  std::map<int, std::vector<int>> unreferenced_after_;  // node -> values forward()'s code lets go of after it
-  std::vector<std::vector<int>> kept_;        // by node: the blocks its backward keeps (-1: freed)
-  std::vector<std::vector<int>> kept_saved_;  // by node: the saved entry of each of kept_'s blocks
+  /// (node, value): the values forward()'s code lets go of after that node, by node (then value)
+  std::vector<std::pair<int, int>> unreferenced_after_;
+  // By node (inline: most keep one or two): the blocks its backward keeps (-1: freed), and the
+  // saved entry of each.
+  std::vector<NodeIndices> kept_;
+  std::vector<NodeIndices> kept_saved_;
   std::vector<int> previous_outputs_;
   int previous_loss_ = -1;
   int loss_block_ = -1;
