@@ -270,7 +270,7 @@ class Replay {
   };
 
   const ReplayScript& script_;                // the steady step's events, read
-  const Texts& layers_;    // their layers, for the layer a failure is in
+  const Texts& layers_;                       // their layers, for the layer a failure is in
   const AllocationTrace& trace_;              // what each block is (its bytes: bytes_)
   const Pieces<std::int64_t>& bytes_;
   CudaCachingAllocator allocator_;

@@ -180,7 +180,7 @@ namespace {
 // freed. glibc keeps a freed block's pages resident until the top of the heap is free; a deep
 // model's estimate frees its build's inputs and its parameters in blocks that the layer rows
 // (one block of 152 bytes a layer) do not fit in, so the rows took new pages beside 20 MB of
-// resident free ones (bench/README.md, "Free pages handed back").
+// resident free ones (bench/README.md, "Under 100 MiB").
 void return_free_pages(std::size_t bytes) {
 #if defined(__GLIBC__)
   if (bytes >= (std::size_t{1} << 20)) malloc_trim(0);
@@ -189,8 +189,9 @@ void return_free_pages(std::size_t bytes) {
 #endif
 }
 
-// estimate_with_step's two forms: `spent`, when set, is the graph's parameters, which the caller
-// lets go of with the graph, let go of once the step is simulated (the rows do not read them).
+// estimate_with_step's two forms. `spent`, when set, is the graph's parameters, which the caller
+// lets go of with the graph anyway: they are let go of once the step is simulated (the rows do
+// not read them).
 Estimate step_and_rows(const Graph& graph, const StepOptions& given, StepResult& step, Keep keep,
                        std::vector<Parameter>* spent) {
   // Data parallelism's buffers depend on the model: planned here, for every graph estimated.
