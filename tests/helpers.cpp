@@ -95,6 +95,15 @@ Estimate estimate_file(const std::string& relative, const EstimateOptions& optio
   return estimate(load_spec_file(source_path(relative)), options);
 }
 
+std::string load_error(const std::string& yaml, const LoadOptions& options) {
+  try {
+    parse_spec(yaml, "test.yaml", options);
+  } catch (const Error& e) {
+    return e.format();
+  }
+  return {};
+}
+
 std::string error_from(const std::string& yaml, const EstimateOptions& options) {
   try {
     estimate_from(yaml, options);

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <set>
 #include <string>
@@ -14,6 +15,14 @@
 #include "nnmem/spec.hpp"
 
 namespace nnmem::test {
+
+constexpr std::int64_t KiB = 1024, MiB = 1024 * KiB;
+
+/// What a spec needs after its header: one input and one layer.
+inline const std::string kTail = "inputs: {x: [8]}\nlayers:\n  - {type: ReLU}\n";
+
+/// The located error that loading (not building) the spec raises, "" if none.
+std::string load_error(const std::string& yaml, const LoadOptions& options = {});
 
 /// An absolute path for a file of the source tree: "examples/resnet18.yaml".
 std::string source_path(const std::string& relative);

@@ -11,16 +11,14 @@ using nnmem::detail::CudaCachingAllocator;
 
 namespace {
 
-constexpr std::int64_t KiB = 1024, MiB = 1024 * KiB;
-
 // The allocator's blocks as (offset from the first block, size, allocated), by address.
-struct Layout {
+struct BlockLayout {
   std::int64_t offset, size;
   bool allocated;
-  bool operator==(const Layout&) const = default;
+  bool operator==(const BlockLayout&) const = default;
 };
-std::vector<Layout> layout(const CudaCachingAllocator& a) {
-  std::vector<Layout> out;
+std::vector<BlockLayout> layout(const CudaCachingAllocator& a) {
+  std::vector<BlockLayout> out;
   const auto blocks = a.snapshot();
   for (const auto& b : blocks) out.push_back({b.address - blocks.front().address, b.size, b.allocated});
   return out;
@@ -81,7 +79,7 @@ TEST_CASE("small requests share a 2 MiB segment of the small pool") {
   CHECK(a.reserved() == 2 * MiB);
   CHECK(a.allocated() == 1024 + 3072);
   CHECK(a.segments() == 1);
-  CHECK(layout(a) == std::vector<Layout>{{0, 1024, true}, {1024, 3072, true}, {4096, 2 * MiB - 4096, false}});
+  CHECK(layout(a) == std::vector<BlockLayout>{{0, 1024, true}, {1024, 3072, true}, {4096, 2 * MiB - 4096, false}});
   CHECK(offset_of(a, x) == 0);
   CHECK(offset_of(a, y) == 1024);
 }
@@ -105,10 +103,10 @@ TEST_CASE("a freed block is reused best-fit: the smallest that fits, the lowest 
   const int r = a.malloc(6000);  // 6144: the 8 KiB block; 2 KiB remain (>= 512) and are split off
   CHECK(offset_of(a, r) == 4 * KiB + 512);
   CHECK(a.reserved() == 2 * MiB);
-  CHECK(layout(a)[0] == Layout{0, 3072, true});
-  CHECK(layout(a)[1] == Layout{3072, 1024, false});
-  CHECK(layout(a)[3] == Layout{4 * KiB + 512, 6144, true});
-  CHECK(layout(a)[4] == Layout{4 * KiB + 512 + 6144, 2048, false});
+  CHECK(layout(a)[0] == BlockLayout{0, 3072, true});
+  CHECK(layout(a)[1] == BlockLayout{3072, 1024, false});
+  CHECK(layout(a)[3] == BlockLayout{4 * KiB + 512, 6144, true});
+  CHECK(layout(a)[4] == BlockLayout{4 * KiB + 512 + 6144, 2048, false});
 }
 
 TEST_CASE("a 1.5 MiB request opens a 20 MiB segment; a later 9 MiB request fits in its remainder") {
@@ -141,13 +139,13 @@ TEST_CASE("a large request gets a segment rounded up to 2 MiB, split only if mor
   const int x = a.malloc(11 * MiB + 1);
   CHECK(a.reserved() == 12 * MiB);
   CHECK(a.allocated() == 12 * MiB);
-  CHECK(layout(a) == std::vector<Layout>{{0, 12 * MiB, true}});
+  CHECK(layout(a) == std::vector<BlockLayout>{{0, 12 * MiB, true}});
   a.free(x);
   // 10.5 MiB: the cached 12 MiB block fits; 1.5 MiB remain (> 1 MiB): split.
   const int y = a.malloc(21 * MiB / 2);
   CHECK(a.reserved() == 12 * MiB);
   CHECK(a.allocated() == 21 * MiB / 2);
-  CHECK(layout(a) == std::vector<Layout>{{0, 21 * MiB / 2, true}, {21 * MiB / 2, 3 * MiB / 2, false}});
+  CHECK(layout(a) == std::vector<BlockLayout>{{0, 21 * MiB / 2, true}, {21 * MiB / 2, 3 * MiB / 2, false}});
   CHECK(offset_of(a, y) == 0);
 }
 
@@ -163,7 +161,7 @@ TEST_CASE("should_split's edges: a large-pool remainder must exceed 1 MiB, a sma
   CudaCachingAllocator b{CudaAllocatorConfig{}};
   b.malloc(1 * MiB), b.malloc(1 * MiB - 512);
   CHECK(b.allocated() == 2 * MiB - 512);
-  CHECK(layout(b).back() == Layout{2 * MiB - 512, 512, false});
+  CHECK(layout(b).back() == BlockLayout{2 * MiB - 512, 512, false});
   b.malloc(100);
   CHECK(b.reserved() == 2 * MiB);
   CHECK(b.allocated() == 2 * MiB);
@@ -175,12 +173,12 @@ TEST_CASE("freed neighbours merge back into one block; the segment stays reserve
   const int x = a.malloc(2 * MiB), y = a.malloc(2 * MiB), z = a.malloc(2 * MiB);
   CHECK(layout(a).size() == 4);
   a.free(x);  // its neighbour y is allocated: cached alone
-  CHECK(layout(a) == std::vector<Layout>{{0, 2 * MiB, false}, {2 * MiB, 2 * MiB, true}, {4 * MiB, 2 * MiB, true},
+  CHECK(layout(a) == std::vector<BlockLayout>{{0, 2 * MiB, false}, {2 * MiB, 2 * MiB, true}, {4 * MiB, 2 * MiB, true},
                                          {6 * MiB, 14 * MiB, false}});
   a.free(z);  // merges with the free tail: 16 MiB
-  CHECK(layout(a).back() == Layout{4 * MiB, 16 * MiB, false});
+  CHECK(layout(a).back() == BlockLayout{4 * MiB, 16 * MiB, false});
   a.free(y);  // merges with both: the whole segment, one block, still held
-  CHECK(layout(a) == std::vector<Layout>{{0, 20 * MiB, false}});
+  CHECK(layout(a) == std::vector<BlockLayout>{{0, 20 * MiB, false}});
   CHECK(a.reserved() == 20 * MiB);
   CHECK(a.allocated() == 0);
   CHECK(a.max_allocated() == 6 * MiB);
@@ -212,7 +210,7 @@ TEST_CASE("max_split_size: oversize blocks are not split, nor used for smaller r
   b.free(b.malloc(50 * MiB));
   b.malloc(30 * MiB);
   CHECK(b.reserved() == 50 * MiB);
-  CHECK(layout(b) == std::vector<Layout>{{0, 30 * MiB, true}, {30 * MiB, 20 * MiB, false}});
+  CHECK(layout(b) == std::vector<BlockLayout>{{0, 30 * MiB, true}, {30 * MiB, 20 * MiB, false}});
 }
 
 TEST_CASE("at the capacity, cached unsplit segments are released and the request retried") {
@@ -248,7 +246,7 @@ TEST_CASE("with max_split_size, an out-of-memory retry first frees one oversize 
   // blocks frees the smallest oversize block >= max(30, 40) MiB, the 45 MiB one; the retry fits.
   CHECK(a.malloc(30 * MiB) >= 0);
   CHECK(a.reserved() == 80 * MiB);
-  CHECK(layout(a).front() == Layout{0, 50 * MiB, false});  // the 50 MiB segment is still cached
+  CHECK(layout(a).front() == BlockLayout{0, 50 * MiB, false});  // the 50 MiB segment is still cached
   CHECK(a.alloc_retries() == 0);  // freeing one oversize block was enough: no full release
 }
 
@@ -272,7 +270,7 @@ TEST_CASE("expandable segments: one segment per pool, mapped in pages as request
   CHECK(a.reserved() == 40 * MiB);
   CHECK(a.segments() == 1);  // one contiguous mapped range (without expandable segments: 50 MiB in 2)
   CHECK(offset_of(a, y) == 3 * MiB / 2);
-  CHECK(layout(a) == std::vector<Layout>{{0, 3 * MiB / 2, true}, {3 * MiB / 2, 30 * MiB, true},
+  CHECK(layout(a) == std::vector<BlockLayout>{{0, 3 * MiB / 2, true}, {3 * MiB / 2, 30 * MiB, true},
                                          {63 * MiB / 2, 17 * MiB / 2, false}});
   // The small pool has its own segment, in 2 MiB pages.
   a.malloc(1000);

@@ -13,8 +13,6 @@ using namespace nnmem::test;
 
 namespace {
 
-constexpr std::int64_t KiB = 1024, MiB = 1024 * KiB;
-
 EstimateOptions cuda(std::int64_t batch, OptimizerKind optimizer = OptimizerKind::Adam) {
   EstimateOptions o;
   o.graph.batch = batch;

@@ -25,15 +25,6 @@ std::int64_t int_of(const std::string& expression, const std::string& variables 
   return v.integer;
 }
 
-// The located error that loading the spec raises, "" if none.
-std::string load_error(const std::string& yaml, const LoadOptions& options = {}) {
-  try {
-    parse_spec(yaml, "test.yaml", options);
-  } catch (const Error& e) {
-    return e.format();
-  }
-  return {};
-}
 
 std::string expression_error(const std::string& expression, const std::string& variables = "") {
   return load_error((variables.empty() ? "" : "variables:\n" + variables) +

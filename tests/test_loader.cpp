@@ -13,15 +13,6 @@ namespace {
 
 ModelSpec load(const std::string& yaml, const LoadOptions& options = {}) { return parse_spec(yaml, "test.yaml", options); }
 
-// The located error that loading the spec raises, "" if none.
-std::string load_error(const std::string& yaml, const LoadOptions& options = {}) {
-  try {
-    load(yaml, options);
-  } catch (const Error& e) {
-    return e.format();
-  }
-  return {};
-}
 
 std::vector<std::string> names(const ModelSpec& spec) {
   std::vector<std::string> out;
@@ -29,7 +20,6 @@ std::vector<std::string> names(const ModelSpec& spec) {
   return out;
 }
 
-const std::string kTail = "inputs: {x: [8]}\nlayers:\n  - {type: ReLU}\n";
 
 }  // namespace
 

@@ -14,10 +14,6 @@
 using namespace nnmem;
 using namespace nnmem::test;
 
-namespace {
-const std::string kTail = "inputs: {x: [8]}\nlayers:\n  - {type: ReLU}\n";
-}  // namespace
-
 TEST_CASE("files: read in chunks up to the limit, with the system's reason when they cannot be") {
   const std::string dir = std::filesystem::temp_directory_path() / "nnmem_test_loader";
   std::filesystem::create_directories(dir);
