@@ -43,6 +43,13 @@ class CudaCachingAllocator {
   /// or more).
   int malloc(std::int64_t bytes);
   void free(int handle);
+  /// Room for `blocks` blocks, taken now: a caller that knows about how many it will hold at
+  /// once spares the block table's doubling (the old and the new table held together, half of
+  /// the new one never used). Reserved address space no block has used is not resident.
+  void reserve(std::size_t blocks) {
+    blocks_.reserve(blocks);
+    live_.reserve(blocks);
+  }
 
   std::int64_t allocated() const { return allocated_; }   // memory_allocated()
   std::int64_t reserved() const { return reserved_; }     // memory_reserved()

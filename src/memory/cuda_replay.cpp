@@ -45,7 +45,12 @@ class Replay {
   Replay(const ReplayScript& script, const Texts& layers, const AllocationTrace& trace,
          const Pieces<std::int64_t>& block_bytes, const StepOptions& options, std::int64_t give_up_above)
       : script_(script), layers_(layers), trace_(trace), bytes_(block_bytes), allocator_(options.allocator),
-        give_up_above_(give_up_above), handle_(block_bytes.size(), -1) {}
+        give_up_above_(give_up_above), handle_(block_bytes.size(), -1) {
+    // Handles in use at once: no more than the step's blocks (800,000 of 2,000,000 for 100,000
+    // Linear layers under Adam), and the allocator's free blocks lie between them.
+    allocator_.reserve(block_bytes.size());
+    held_.reserve(block_bytes.size());
+  }
 
   CudaAllocatorFigures run() {
     CudaAllocatorFigures f;
