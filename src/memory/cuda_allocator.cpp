@@ -133,7 +133,9 @@ int CudaCachingAllocator::malloc(std::int64_t bytes) {
     }
     if (id < 0) return -1;
   }
-  return alloc_found_block(id, size);
+  const int handle = alloc_found_block(id, size);
+  changed(at(handle).segment);
+  return handle;
 }
 
 // get_free_block: the smallest cached block that fits, the lowest address among equals; never
@@ -201,6 +203,7 @@ void CudaCachingAllocator::free(int handle) {
   if (handle < 0 || static_cast<std::size_t>(handle) >= blocks_.size() || !live_[static_cast<std::size_t>(handle)] ||
       !at(handle).allocated)
     throw std::logic_error("the CUDA allocator is asked to free a block it has not handed out");
+  changed(at(handle).segment);
   at(handle).allocated = false;
   allocated_ -= at(handle).size;
   const int prev = at(handle).prev, next = at(handle).next;
@@ -238,8 +241,7 @@ int CudaCachingAllocator::alloc_block(Pool pool, std::int64_t size, std::int64_t
   b.address = next_address_;
   b.size = alloc_size;
   b.pool = pool;
-  b.segment = static_cast<int>(segments_.size());
-  segments_.push_back(-1);
+  b.segment = add_segment();
   next_address_ = checked_add(next_address_, alloc_size);
   if (next_address_ > kAddressLimit) throw OverflowError("the simulated CUDA segments' addresses, " + std::to_string(next_address_));
   add_reserved(pool, alloc_size);
@@ -248,6 +250,7 @@ int CudaCachingAllocator::alloc_block(Pool pool, std::int64_t size, std::int64_t
 
 // release_block: a cached, unsplit segment goes back to the device (cudaFree).
 void CudaCachingAllocator::release_block(int id) {
+  relaid_ = true;
   uncache(id);
   segments_[static_cast<std::size_t>(at(id).segment)] = -1;
   add_reserved(at(id).pool, -at(id).size);
@@ -302,6 +305,14 @@ void CudaCachingAllocator::release_cached_blocks() {
       }
     }
   }
+}
+
+bool CudaCachingAllocator::take_changed_segments(std::vector<int>& out) {
+  for (const int s : changed_) changed_mark_[static_cast<std::size_t>(s)] = 0;
+  const bool kept = !std::exchange(relaid_, false);
+  if (kept) out.insert(out.end(), changed_.begin(), changed_.end());
+  changed_.clear();
+  return kept;
 }
 
 std::vector<CudaCachingAllocator::BlockInfo> CudaCachingAllocator::snapshot() const {

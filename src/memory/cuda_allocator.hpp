@@ -80,6 +80,24 @@ class CudaCachingAllocator {
   /// `place` its offset in that segment (an expandable block's: its address, which is fixed).
   template <class F>
   void for_each_placed_block(F&& f) const;
+  /// The same with the block's segment as its index among the segments made (released ones
+  /// included), the one segment_blocks and take_changed_segments take: f(BlockInfo, index,
+  /// segment, place).
+  template <class F>
+  void for_each_placed_block_indexed(F&& f) const;
+  /// f(BlockInfo, place) for each block for_each_placed_block lists of the segment made
+  /// `index`-th (following links: a cache miss a block), nothing for a released one.
+  template <class F>
+  void for_each_placed_block_of(int index, F&& f) const;
+  /// Segments made so far (released ones included), and whether the one made `index`-th is an
+  /// ordinary (not expandable) segment still held.
+  std::size_t segments_made() const { return segments_.size(); }
+  bool ordinary_segment(std::size_t index) const { return segments_[index] >= 0 && !at(segments_[index]).expandable; }
+  /// The segments whose blocks changed since the last call, each once, appended to `out`
+  /// (a request's blocks all lie in the segment of the block it is given, a free's in that of the
+  /// block freed); false instead when a segment was released or unmapped since, which can move
+  /// the ranks of the others: every segment is then to be taken as changed.
+  bool take_changed_segments(std::vector<int>& out);
   /// Segments held (expandable segments: each contiguous mapped range counts as one).
   std::int64_t segments() const;
 
@@ -144,6 +162,19 @@ class CudaCachingAllocator {
   std::int64_t next_address_;
   std::int64_t allocated_ = 0, reserved_ = 0, max_allocated_ = 0, max_reserved_ = 0, reserved_small_ = 0;
   std::int64_t alloc_retries_ = 0;
+  // Since the last take_changed_segments: the segments changed (and a mark per segment made),
+  // and whether any was released or unmapped.
+  void changed(int segment) {
+    if (std::uint8_t& mark = changed_mark_[static_cast<std::size_t>(segment)]; !mark) mark = 1, changed_.push_back(segment);
+  }
+  int add_segment() {  // a new segment's index
+    segments_.push_back(-1);
+    changed_mark_.push_back(0);
+    return static_cast<int>(segments_.size()) - 1;
+  }
+  std::vector<int> changed_;
+  std::vector<std::uint8_t> changed_mark_;  // per segment made
+  bool relaid_ = false;
 };
 
 template <class F>
@@ -164,6 +195,11 @@ void CudaCachingAllocator::for_each_block(F&& f) const {
 
 template <class F>
 void CudaCachingAllocator::for_each_placed_block(F&& f) const {
+  for_each_placed_block_indexed([&](const BlockInfo& b, int, std::int64_t segment, std::int64_t place) { f(b, segment, place); });
+}
+
+template <class F>
+void CudaCachingAllocator::for_each_placed_block_indexed(F&& f) const {
   std::vector<std::int64_t> base(segments_.size(), 0), rank(segments_.size(), -1);
   std::int64_t next_rank = 0;
   for (std::size_t s = 0; s < segments_.size(); ++s)  // (ordinary segments were made by address)
@@ -174,7 +210,21 @@ void CudaCachingAllocator::for_each_placed_block(F&& f) const {
     const auto s = static_cast<std::size_t>(b.segment);
     const bool start = b.prev < 0 || (b.expandable && !at(b.prev).mapped);
     f(BlockInfo{b.address, b.size, b.allocated, b.pool == kSmall, start, b.expandable, b.allocated ? static_cast<int>(id) : -1},
-      b.expandable ? std::int64_t{-1} : rank[s], b.expandable ? b.address : b.address - base[s]);
+      b.segment, b.expandable ? std::int64_t{-1} : rank[s], b.expandable ? b.address : b.address - base[s]);
+  }
+}
+
+template <class F>
+void CudaCachingAllocator::for_each_placed_block_of(int index, F&& f) const {
+  const int first = segments_[static_cast<std::size_t>(index)];
+  if (first < 0) return;
+  const std::int64_t base = at(first).address;
+  for (int id = first; id >= 0; id = at(id).next) {
+    const Block& b = at(id);
+    if (!b.mapped) continue;
+    const bool start = b.prev < 0 || (b.expandable && !at(b.prev).mapped);
+    f(BlockInfo{b.address, b.size, b.allocated, b.pool == kSmall, start, b.expandable, b.allocated ? id : -1},
+      b.expandable ? b.address : b.address - base);
   }
 }
 

@@ -56,8 +56,7 @@ int CudaCachingAllocator::find_expandable_block(Pool pool, std::int64_t size) {
   space.pool = pool;
   space.mapped = false;
   space.expandable = true;
-  space.segment = static_cast<int>(segments_.size());
-  segments_.push_back(-1);
+  space.segment = add_segment();
   const int id = new_block(space);
   unmapped_[pool].insert({space.address, id});
   expandable_open_[pool] = true;
@@ -98,6 +97,7 @@ bool CudaCachingAllocator::map_block(int id, std::int64_t size) {
 // unmap_block: the whole pages inside a free block are unmapped (given back to the device);
 // the partial pages at either end stay mapped as free blocks of their own.
 void CudaCachingAllocator::unmap_block(int id) {
+  relaid_ = true;
   const Block b = at(id);
   const std::int64_t page = page_size(b.pool);
   const std::int64_t base = expandable_base(b.pool);

@@ -30,6 +30,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "allocator_state.hpp"
 #include "cuda_allocator.hpp"
 #include "step.hpp"
 
@@ -95,14 +96,8 @@ class Replay {
   }
 
  private:
-  // The allocator's state: every block's place, size, whether it is allocated, its pool,
-  // whether it starts a segment, and for an allocated block what it holds (the Carry of the
-  // tensor in it), hashed twice into 128 bits (states of growing caches are large, and a
-  // thousand of them are kept). A block's place is its segment's rank among the segments by
-  // address and its offset in it: what the algorithm depends on (best fit compares addresses
-  // only to order blocks), and unlike the addresses themselves it repeats when a released
-  // segment is replaced by a new one (which the simulation puts above all the others).
-  using StateHash = std::pair<std::uint64_t, std::uint64_t>;
+  // The allocator's state (allocator_state.hpp).
+  using StateHash = AllocatorStateHash::Hash;
   // Tensors of one kind left by the previous iteration, each taken once: of equal sizes, the
   // lowest handle first. Added in the order of their handles, so each size's list is in that
   // order without a sort (sorting 100,000 gradients every iteration was a twentieth of a replay).
@@ -146,15 +141,35 @@ class Replay {
     if (allocator_.max_reserved() > give_up_above_) given_up_ = true;
     if (static_cast<std::size_t>(h) >= held_.size()) held_.resize(static_cast<std::size_t>(h) + 1);
     held_[static_cast<std::size_t>(h)] = {what, bytes(block)};
+    if (what == Carry::Output || what == Carry::Loss || what == Carry::Grad) {
+      const auto word = static_cast<std::size_t>(h) / 64;
+      if (word >= left_marks_.size()) left_marks_.resize(std::max(word + 1, 2 * left_marks_.size()));
+      left_marks_[word] |= std::uint64_t{1} << (h % 64);
+    }
     return true;
   }
 
   void free(int block) {
     int& h = handle_[static_cast<std::size_t>(block)];
     if (h < 0) throw std::logic_error("the CUDA allocator replay frees a tensor it did not allocate");
+    release(h);
+    h = -1;
+  }
+
+  void release(int h) {
     allocator_.free(h);
     held_[static_cast<std::size_t>(h)] = {};
-    h = -1;
+    if (const auto word = static_cast<std::size_t>(h) / 64; word < left_marks_.size())
+      left_marks_[word] &= ~(std::uint64_t{1} << (h % 64));
+  }
+
+  // f(handle) for each handle holding an Output, Loss or Grad, in the order of the handles
+  // (f may release it).
+  template <class F>
+  void for_each_left(F&& f) const {
+    for (std::size_t word = 0; word < left_marks_.size(); ++word)
+      for (std::uint64_t bits = left_marks_[word]; bits != 0; bits &= bits - 1)
+        f(static_cast<int>(64 * word + static_cast<std::size_t>(__builtin_ctzll(bits))));
   }
 
   // The step's allocations of one kind of block, in order, made at `event` (PyTorch allocates
@@ -181,12 +196,10 @@ class Replay {
 
   bool iteration(bool first) {
     Left outputs, losses, grads;
-    for (std::size_t h = 0; h < held_.size(); ++h) {
-      const Held& what = held_[h];
-      if (what.carry == Carry::Output) outputs.add(what.bytes, static_cast<int>(h));
-      if (what.carry == Carry::Loss) losses.add(what.bytes, static_cast<int>(h));
-      if (what.carry == Carry::Grad) grads.add(what.bytes, static_cast<int>(h));
-    }
+    for_each_left([&](int h) {
+      const Held& what = held_[static_cast<std::size_t>(h)];
+      (what.carry == Carry::Output ? outputs : what.carry == Carry::Loss ? losses : grads).add(what.bytes, h);
+    });
     bool made_at_step = !first || (script_.eager_state && script_.kept_grads.empty());
     const ReplaySteps& steps = script_.steps;
     for (std::size_t e = 0; e < steps.size(); ++e) {
@@ -224,8 +237,9 @@ class Replay {
     if (!made_at_step && !make_at_first_step(steps.empty() ? 0 : steps.size() - 1)) return false;
     if (!script_.rebinds_output) {
       // Inference: one forward pass, whose output is dropped once it is made.
-      for (std::size_t h = 0; h < held_.size(); ++h)
-        if (held_[h].carry == Carry::Output) allocator_.free(static_cast<int>(h)), held_[h] = {};
+      for_each_left([&](int h) {
+        if (held_[static_cast<std::size_t>(h)].carry == Carry::Output) release(h);
+      });
     }
     return true;
   }
@@ -236,37 +250,11 @@ class Replay {
   // its own; PyTorch, and so the replay, has nothing more.
   void take_left(int block, Left& left) { handle_[static_cast<std::size_t>(block)] = left.take(bytes(block)); }
 
-  StateHash state_hash() const {
-    // The blocks are taken in the order of their ids, which follows memory (the address order
-    // chased links from block to block: a cache miss a block, most of the hash's time), so the
-    // hash is a sum, which no order changes: of one 64 x 64 -> 128-bit multiply per lane and
-    // block (wyhash's mum), the block's segment and place in one operand, its size and flags in
-    // the other. The two lanes take the operands with different constants, so a collision needs
-    // both to collide. (A block's place is unique in its segment: the sum is over a set.)
-    __extension__ using Wide = unsigned __int128;
-    const auto mum = [](std::uint64_t a, std::uint64_t b) {
-      const Wide r = static_cast<Wide>(a) * b;
-      return static_cast<std::uint64_t>(r) ^ static_cast<std::uint64_t>(r >> 64);
-    };
-    StateHash hash{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
-    allocator_.for_each_placed_block([&](const CudaCachingAllocator::BlockInfo& b, std::int64_t segment, std::int64_t place) {
-      Carry what = Carry::None;
-      if (b.allocated) {
-        const auto h = static_cast<std::size_t>(b.handle);
-        if (h >= held_.size() || held_[h].carry == Carry::None)
-          throw std::logic_error("a tensor of the step outlives it in the CUDA allocator replay");
-        what = held_[h].carry;
-      }
-      const std::uint64_t flags = std::uint64_t{b.allocated} | std::uint64_t{b.small} << 1 |
-                                  std::uint64_t{b.segment_start} << 2 | static_cast<std::uint64_t>(what) << 3;
-      // (The flags take 9 bits: the size, shifted past them, and the flags in one word; the
-      // segment's rank mixed into the place first.)
-      const std::uint64_t u = static_cast<std::uint64_t>(place) ^ mum(static_cast<std::uint64_t>(segment) ^ 0x452821e638d01377ULL, 0xbe5466cf34e90c6cULL);
-      const std::uint64_t v = static_cast<std::uint64_t>(b.size) << 9 ^ flags;
-      hash.first += mum(u ^ 0xa0761d6478bd642fULL, v ^ 0xe7037ed1a0b428dbULL);
-      hash.second += mum(v ^ 0x8ebc6af09c88c6e3ULL, u ^ 0x589965cc75374cc3ULL);
+  StateHash state_hash() {
+    return state_.update(allocator_, [&](int handle) {
+      const auto h = static_cast<std::size_t>(handle);
+      return h < held_.size() ? held_[h].carry : Carry::None;
     });
-    return hash;
   }
 
   struct Held {
@@ -279,10 +267,14 @@ class Replay {
   const AllocationTrace& trace_;              // what each block is (its bytes: bytes_)
   const Pieces<std::int64_t>& bytes_;
   CudaCachingAllocator allocator_;
+  AllocatorStateHash state_;  // the allocator's state hashed, updated as it changes
   std::int64_t give_up_above_;
   bool given_up_ = false;     // max_reserved() passed give_up_above_: the run stopped there
   std::vector<int> handle_;   // block of the step -> allocator handle
   std::vector<Held> held_;    // allocator handle -> what it holds (Carry::None: nothing)
+  // A bit per allocator handle: it holds an Output, Loss or Grad, what the next iteration takes
+  // as the previous step's (found from the bits: a cache that grows holds many handles, few of them these).
+  std::vector<std::uint64_t> left_marks_;
   std::int64_t oom_bytes_ = 0;
   Phase oom_phase_ = Phase::Forward;
   std::string oom_layer_;
