@@ -93,6 +93,16 @@ def huge_variable_expression():
                  "  - {type: Linear, out_features: \"$w" + "+w" * 4600000 + "\"}\n")
 
 
+def never_settling():
+    # GPT-2 (the bundled example) in a cache that never settles: max_split_size 64 MiB under
+    # bfloat16 autocast with checkpointed blocks; at batch 42 the replay grows to 1.5 million
+    # segments by its 4,000-iteration cap. The fit for 40 GiB estimates that batch in full.
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "gpt2.yaml")
+
+
+NEVER_SETTLING = ["--loop", "plain", "--keep-grads", "--max-split-size", "64", "--amp", "bfloat16",
+                  "--checkpoint", "blocks"]
+
 CASES = {
     "long_expression": (long_expression, [["check"], ["estimate"]]),
     "literal_control": (literal_control, [["check"]]),
@@ -104,6 +114,8 @@ CASES = {
     "many_documents": (many_documents, [["check"]]),
     "huge_expression": (huge_expression, [["check"]]),
     "huge_variable_expression": (huge_variable_expression, [["check"]]),
+    "never_settling": (never_settling, [["estimate", "--batch", "42"] + NEVER_SETTLING,
+                                        ["fit", "--budget", "40GiB"] + NEVER_SETTLING]),
 }
 
 
