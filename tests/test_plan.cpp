@@ -339,6 +339,28 @@ TEST_CASE("fit's curve takes the batch in any one dimension, and falls back on f
   for (std::int64_t b = fit.batch + 1; b <= fit.batch + 64; ++b) CHECK(need_at(square, on(Device::Cuda), b) > 64 * kMiB);
 }
 
+TEST_CASE("fit on full estimates stops a check's replay once over the budget, and gives the answer's neighbour in full") {
+  // bow_sparse's cache never settles under SGD with expandable segments and max_split_size 64 MiB
+  // (a replay runs its 4,000 iterations), and its sparse gradient keeps it off the curve: the
+  // search checks 4,096 batches by full estimates, each replay stopped once over the budget.
+  const ModelSpec spec = load_spec_file(source_path("examples/bow_sparse.yaml"));
+  EstimateOptions o = on(Device::Cuda, OptimizerKind::Sgd);
+  o.step.allocator.expandable_segments = true;
+  o.step.allocator.max_split_size = 64 * kMiB;
+  const BatchFit fit = fit_batch(spec, o, budget(8 * kGiB));
+  CHECK(!fit.closed_form);
+  CHECK(fit.batches_checked > 4096);
+  REQUIRE(fit.batch > 0);
+  CHECK(fit.needed_bytes <= 8 * kGiB);
+  CHECK(fit.needed_bytes == need_at(spec, o, fit.batch));
+  CHECK(fit.next_needed_bytes == need_at(spec, o, fit.batch + 1));  // not a figure stopped short
+  o.graph.batch = fit.batch + 1;
+  const Estimate next = estimate(spec, o);
+  REQUIRE(next.cuda_allocator);
+  CHECK(next.cuda_allocator->growing);
+  CHECK(next.cuda_allocator->iterations == 4000);
+}
+
 TEST_CASE("first_true: the first passing test, every test below it run, on any number of threads") {
   for (const unsigned threads : {1U, 2U, 5U})
     for (const std::size_t answer : {std::size_t{0}, std::size_t{3}, std::size_t{40}, std::size_t{64}}) {

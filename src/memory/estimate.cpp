@@ -343,7 +343,7 @@ Estimate estimate_with_step(Graph&& graph, const StepOptions& options, StepResul
   return step_and_rows(graph, options, step, Keep::Rows, &graph.parameters);
 }
 
-void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec) {
+void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec, std::int64_t give_up_above) {
   const StepOptions& options = e.options.step;  // as planned (data parallelism's buffers)
   if (options.timeline) e.timeline = std::move(step.timeline);  // its layers alone otherwise
   if (e.options.graph.device != Device::Cuda) return;
@@ -351,7 +351,7 @@ void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec) {
   try {
     const ReplayScript script = options.timeline ? ReplayScript(events, step.trace, options)
                                                  : ReplayScript(std::move(step.replay), step.trace, options);
-    e.cuda_allocator = replay_cuda_allocator(script, events.layers, step.trace, step.trace.block_bytes, options);
+    e.cuda_allocator = replay_cuda_allocator(script, events.layers, step.trace, step.trace.block_bytes, options, give_up_above);
     Totals& t = e.totals;
     t.reserved_bytes = e.cuda_allocator->max_reserved_bytes;
     t.max_allocated_bytes = e.cuda_allocator->max_allocated_bytes;
@@ -380,7 +380,7 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
   return e;
 }
 
-Estimate estimate(ModelSpec spec, const EstimateOptions& options) {
+Estimate detail::estimate_giving_up_above(ModelSpec spec, const EstimateOptions& options, std::int64_t give_up_above) {
   // The graph is let go before the allocator's replay: on a deep model the two together were
   // the process's peak.
   detail::StepResult step;
@@ -391,8 +391,12 @@ Estimate estimate(ModelSpec spec, const EstimateOptions& options) {
     at = graph.spec.loc;
     return detail::estimate_with_step(std::move(graph), options.step, step);
   }();
-  detail::finish_estimate(e, step, at);
+  detail::finish_estimate(e, step, at, give_up_above);
   return e;
+}
+
+Estimate estimate(ModelSpec spec, const EstimateOptions& options) {
+  return detail::estimate_giving_up_above(std::move(spec), options, std::numeric_limits<std::int64_t>::max());
 }
 
 }  // namespace nnmem

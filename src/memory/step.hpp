@@ -123,8 +123,14 @@ void let_go_of_build_inputs(Graph& graph);
 
 /// The rest of an estimate_with_step: the timeline when options.timeline asks for it, and on
 /// CUDA the step replayed through the allocator model; a size overflow is an Error located at
-/// `spec` (the spec's mapping).
-void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec);
+/// `spec` (the spec's mapping). With `give_up_above`, the replay stops once max_memory_reserved()
+/// passes it (replay_cuda_allocator): what the device holds is then over it, not the whole figure.
+void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec,
+                     std::int64_t give_up_above = std::numeric_limits<std::int64_t>::max());
+
+/// estimate(spec, options), its replay stopped as finish_estimate's once max_memory_reserved()
+/// passes `give_up_above` (fit's checks, which need only to know that a batch does not fit).
+Estimate estimate_giving_up_above(ModelSpec spec, const EstimateOptions& options, std::int64_t give_up_above);
 
 /// The steady step's events as the CUDA allocator's replay reads them (4 bytes each instead of a
 /// TimelineEvent's 32), with the persistent blocks listed once: what a replay needs besides the
