@@ -100,6 +100,12 @@ def never_settling():
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "gpt2.yaml")
 
 
+def never_settling_off_curve():
+    # bow_sparse (a sparse gradient: fit searches it by full estimates) in a cache that never
+    # settles under SGD with expandable segments and max_split_size 64 MiB: 4,096 batches checked.
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "bow_sparse.yaml")
+
+
 NEVER_SETTLING = ["--loop", "plain", "--keep-grads", "--max-split-size", "64", "--amp", "bfloat16",
                   "--checkpoint", "blocks"]
 
@@ -116,6 +122,8 @@ CASES = {
     "huge_variable_expression": (huge_variable_expression, [["check"]]),
     "never_settling": (never_settling, [["estimate", "--batch", "42"] + NEVER_SETTLING,
                                         ["fit", "--budget", "40GiB"] + NEVER_SETTLING]),
+    "never_settling_off_curve": (never_settling_off_curve, [["fit", "--budget", "8GiB", "--optimizer", "sgd",
+                                                             "--expandable-segments", "--max-split-size", "64"]]),
 }
 
 
