@@ -381,14 +381,12 @@ Estimate estimate(const Graph& graph, const StepOptions& options) {
 }
 
 Estimate detail::estimate_giving_up_above(ModelSpec spec, const EstimateOptions& options, std::int64_t give_up_above) {
-  // The graph is let go before the allocator's replay: on a deep model the two together were
-  // the process's peak.
+  // The graph is let go before the allocator's replay (on a deep model the two were the peak).
   detail::StepResult step;
-  SourceLoc at;
+  const SourceLoc at = spec.loc;
   Estimate e = [&] {
     Graph graph = build_graph(std::move(spec), options.graph);
     detail::let_go_of_build_inputs(graph);
-    at = graph.spec.loc;
     return detail::estimate_with_step(std::move(graph), options.step, step);
   }();
   detail::finish_estimate(e, step, at, give_up_above);
