@@ -121,6 +121,13 @@ class CudaCachingAllocator {
   using AddressKey = std::pair<std::int64_t, int>;
 
   Block& at(int id) { return blocks_[static_cast<std::size_t>(id)]; }
+  // A mapped block as snapshot() lists it (a segment's first block, or an expandable one after
+  // unmapped space, starts a segment).
+  BlockInfo info(int id) const {
+    const Block& b = at(id);
+    return {b.address, b.size, b.allocated, b.pool == kSmall, b.prev < 0 || (b.expandable && !at(b.prev).mapped), b.expandable,
+            b.allocated ? id : -1};
+  }
   const Block& at(int id) const { return blocks_[static_cast<std::size_t>(id)]; }
   int new_block(const Block& b);
   void delete_block(int id);
@@ -185,12 +192,8 @@ void CudaCachingAllocator::for_each_block(F&& f) const {
   const auto by_address = [&](int a, int b) { return at(a).address < at(b).address; };
   if (!std::is_sorted(firsts.begin(), firsts.end(), by_address)) std::sort(firsts.begin(), firsts.end(), by_address);
   for (const int first : firsts)
-    for (int id = first; id >= 0; id = at(id).next) {
-      const Block& b = at(id);
-      if (!b.mapped) continue;
-      f(BlockInfo{b.address, b.size, b.allocated, b.pool == kSmall, b.prev < 0 || !at(b.prev).mapped, b.expandable,
-                  b.allocated ? id : -1});
-    }
+    for (int id = first; id >= 0; id = at(id).next)
+      if (at(id).mapped) f(info(id));
 }
 
 template <class F>
@@ -208,9 +211,7 @@ void CudaCachingAllocator::for_each_placed_block_indexed(F&& f) const {
     const Block& b = blocks_[id];
     if (!live_[id] || !b.mapped) continue;
     const auto s = static_cast<std::size_t>(b.segment);
-    const bool start = b.prev < 0 || (b.expandable && !at(b.prev).mapped);
-    f(BlockInfo{b.address, b.size, b.allocated, b.pool == kSmall, start, b.expandable, b.allocated ? static_cast<int>(id) : -1},
-      b.segment, b.expandable ? std::int64_t{-1} : rank[s], b.expandable ? b.address : b.address - base[s]);
+    f(info(static_cast<int>(id)), b.segment, b.expandable ? std::int64_t{-1} : rank[s], b.expandable ? b.address : b.address - base[s]);
   }
 }
 
@@ -219,13 +220,8 @@ void CudaCachingAllocator::for_each_placed_block_of(int index, F&& f) const {
   const int first = segments_[static_cast<std::size_t>(index)];
   if (first < 0) return;
   const std::int64_t base = at(first).address;
-  for (int id = first; id >= 0; id = at(id).next) {
-    const Block& b = at(id);
-    if (!b.mapped) continue;
-    const bool start = b.prev < 0 || (b.expandable && !at(b.prev).mapped);
-    f(BlockInfo{b.address, b.size, b.allocated, b.pool == kSmall, start, b.expandable, b.allocated ? id : -1},
-      b.expandable ? b.address : b.address - base);
-  }
+  for (int id = first; id >= 0; id = at(id).next)
+    if (const Block& b = at(id); b.mapped) f(info(id), b.expandable ? b.address : b.address - base);
 }
 
 }  // namespace nnmem::detail
