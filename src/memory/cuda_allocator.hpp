@@ -81,7 +81,7 @@ class CudaCachingAllocator {
   template <class F>
   void for_each_placed_block(F&& f) const;
   /// The same with the block's segment as its index among the segments made (released ones
-  /// included), the one segment_blocks and take_changed_segments take: f(BlockInfo, index,
+  /// included), the one for_each_placed_block_of and take_changed_segments take: f(BlockInfo, index,
   /// segment, place).
   template <class F>
   void for_each_placed_block_indexed(F&& f) const;
