@@ -349,10 +349,10 @@ TEST_CASE("the optimizer's state tensor by tensor adds up to its slots, for ever
       o.optimizer = kind;
       o.rmsprop_momentum = o.rmsprop_centered = true;
       std::map<std::string, std::int64_t> by_slot;
-      for (const auto& t : detail::optimizer_state_tensors(o, device, params)) {
+      detail::for_each_optimizer_state_tensor(o, device, params, [&](const detail::OptimizerTensor& t) {
         CHECK(t.param < static_cast<int>(params.size()));
         by_slot[t.slot] += t.bytes;
-      }
+      });
       std::map<std::string, std::int64_t> slots;
       for (const auto& s : detail::optimizer_slots(o, device, params)) slots[s.name] += s.bytes;
       CHECK(by_slot == slots);

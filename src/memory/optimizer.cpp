@@ -73,11 +73,9 @@ std::vector<OptimizerSlot> optimizer_slots(const StepOptions& options, Device de
   return {};
 }
 
-std::vector<OptimizerTensor> optimizer_state_tensors(const StepOptions& options, Device device,
-                                                 const std::vector<StepTensor>& params) {
-  std::vector<OptimizerTensor> out;
-  out.reserve(params.size() * 4 + 2);  // at most four slots a parameter, and Adam8bit's two maps
-  const auto add = [&](int param, const char* slot, std::int64_t bytes) { out.push_back({param, slot, bytes}); };
+void for_each_optimizer_state_tensor(const StepOptions& options, Device device, const std::vector<StepTensor>& params,
+                                     const std::function<void(const OptimizerTensor&)>& f) {
+  const auto add = [&](int param, const char* slot, std::int64_t bytes) { f({param, slot, bytes}); };
   const std::int64_t step_scalar = device == Device::Cpu ? 4 : 0;  // a CPU tensor on CUDA
   const OptimizerKind kind = options.optimizer;
   if (kind == OptimizerKind::Adam8bit) add(-1, "qmap", 256 * 4), add(-1, "qmap", 256 * 4);  // the two shared maps
@@ -118,7 +116,6 @@ std::vector<OptimizerTensor> optimizer_state_tensors(const StepOptions& options,
       }
     }
   }
-  return out;
 }
 
 void simulate_optimizer_step(MemoryTracker& memory, const StepOptions& options, Device device,

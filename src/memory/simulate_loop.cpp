@@ -122,8 +122,9 @@ void StepSimulator::persistent(bool training) {
   if (training && !sharding.offload_optimizer) {
     if (shards.master_bytes > 0)
       persist(MemoryKind::OptimizerState, shards.master_bytes, "optimizer state: float32 master weights (partition)", Carry::State);
-    for (const OptimizerTensor& t : optimizer_state_tensors(options_, graph_.options.device, shards.optimizer_params))
+    for_each_optimizer_state_tensor(options_, graph_.options.device, shards.optimizer_params, [&](const OptimizerTensor& t) {
       persist(MemoryKind::OptimizerState, t.bytes, state(t), Carry::State);
+    });
   }
   for (int v : graph_.inputs) {
     block_of(v) = persist(MemoryKind::Inputs, value(v).type.bytes(), {"input '", value(v).name, "'"}, Carry::Batch);
