@@ -1,10 +1,8 @@
 #include "parameters.hpp"
 
-#include <algorithm>
-#include <functional>
 #include <string_view>
-#include <unordered_map>
-#include <numeric>
+
+#include "module_order.hpp"
 
 namespace nnmem::detail {
 namespace {
@@ -90,120 +88,8 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
   }
 }
 
-namespace {
-
-// The module tree as model.parameters() walks it, built from the parameters' qualified names
-// ("model.2.cv1.conv" + "weight"; MultiheadAttention's "out_proj.weight" is its child's; a
-// Parameter layer is a tensor its parent module holds itself: "vit.embeddings.cls_token"). Each
-// module ranks its members: those its `register:` lists in that order, then the others in the
-// order first met (forward's). Members are keyed by their module and a view into the parameters'
-// and layers' names (which outlive the tree), in one open-addressing table: no allocation per member.
-class ModuleTree {
- public:
-  // (Room for a member per tensor and one per module holding one: what most models have, so
-  // that the members are not moved, old and new arrays held at once, as the tree grows.)
-  ModuleTree(const ModelSpec& spec, std::size_t tensors) {
-    for (const Registration& r : spec.registrations) listed_.insert_or_assign(r.module, &r.members);
-    modules_.emplace_back().list = find_listed("");
-    members_.reserve(2 * tensors);
-  }
-
-  // Appends to `key` a level per tree level of the tensor named `name`: (0 for a tensor of its
-  // own | 1 for a child module, the member's rank), as one number that orders as the pair does.
-  // A layer's tensors come one after another: the levels of the module that held the previous
-  // tensor are kept for the next. The same names give the same keys again (ranks are given once).
-  void key(std::string_view name, std::vector<std::int64_t>& key) {
-    const std::size_t last_dot = name.rfind('.');
-    const std::size_t leaf = last_dot == std::string_view::npos ? 0 : last_dot + 1;
-    if (const std::string_view holder = name.substr(0, leaf); holder != last_holder_) {  // "model.2.", or "" for the model
-      last_holder_ = holder;
-      last_levels_.clear();
-      last_module_ = 0;
-      for (std::size_t from = 0; from < leaf;) {
-        const std::size_t dot = name.find('.', from);
-        Member& m = members_[member_of(last_module_, name.substr(from, dot - from))];
-        last_levels_.push_back(level(true, m.rank));
-        if (m.child < 0) {
-          m.child = static_cast<int>(modules_.size());
-          modules_.push_back({find_listed(name.substr(0, dot)), 0});
-        }
-        last_module_ = m.child;
-        from = dot + 1;
-      }
-    }
-    key.insert(key.end(), last_levels_.begin(), last_levels_.end());
-    key.push_back(level(false, members_[member_of(last_module_, name.substr(leaf))].rank));
-  }
-
- private:
-  static std::int64_t level(bool child, int rank) { return std::int64_t{child} << 32 | rank; }
-  struct Member {
-    std::string_view name;
-    int module = 0;  // its index in modules_
-    int rank = 0;
-    int child = -1;  // its index in modules_, once it is met as a module
-  };
-  struct Module {
-    const std::vector<std::string>* list = nullptr;  // its `register:`, if given
-    int unlisted = 0;                                // members met that its list does not name
-  };
-
-  const std::vector<std::string>* find_listed(std::string_view module) const {
-    if (listed_.empty()) return nullptr;
-    const auto it = listed_.find(std::string(module));
-    return it == listed_.end() ? nullptr : it->second;
-  }
-
-  // The index in members_ of module `index`'s member `name`, added (and ranked) when first met.
-  int member_of(int index, std::string_view name) {
-    if (2 * (members_.size() + 1) > slots_.size()) grow();
-    int& slot = slots_[probe(index, name)];
-    if (slot < 0) {
-      Module& module = modules_[static_cast<std::size_t>(index)];
-      static const std::vector<std::string> none;
-      const std::vector<std::string>& list = module.list ? *module.list : none;
-      const auto at = std::find(list.begin(), list.end(), name);
-      const int rank = static_cast<int>(at != list.end() ? at - list.begin() : static_cast<std::ptrdiff_t>(list.size()) + module.unlisted++);
-      slot = static_cast<int>(members_.size());
-      members_.push_back({name, index, rank, -1});
-    }
-    return slot;
-  }
-
-  // The slot of module `index`'s member `name`, else the empty slot where it would go.
-  std::size_t probe(int index, std::string_view name) const {
-    const std::size_t mask = slots_.size() - 1;
-    std::size_t i = (std::hash<std::string_view>{}(name) ^ (static_cast<std::size_t>(index) * 0x9E3779B97F4A7C15u)) & mask;
-    for (int m; (m = slots_[i]) >= 0; i = (i + 1) & mask) {
-      const Member& member = members_[static_cast<std::size_t>(m)];
-      if (member.module == index && member.name == name) break;
-    }
-    return i;
-  }
-
-  void grow() {
-    slots_.assign(std::max<std::size_t>(64, 2 * slots_.size()), -1);
-    for (std::size_t m = 0; m < members_.size(); ++m)
-      slots_[probe(members_[m].module, members_[m].name)] = static_cast<int>(m);
-  }
-
-  std::unordered_map<std::string, const std::vector<std::string>*> listed_;  // module -> its `register:`
-  std::vector<Module> modules_;  // [0]: the model
-  std::vector<Member> members_;
-  std::vector<int> slots_;        // indices into members_, -1: empty; a power of two, at most half full
-  std::string_view last_holder_;  // the previous tensor's name up to its own ("model.2."; "": the model's)
-  int last_module_ = 0;           // its index in modules_
-  std::vector<std::int64_t> last_levels_;  // its key levels
-};
-
-}  // namespace
-
 void order_parameters(Graph& graph) {
-  // The tensors' names in the tree's terms (a Parameter layer's is its own), end to end in one
-  // string that outlives the tree, which keeps views into them.
-  std::string names;
-  std::vector<std::size_t> name_end;
-  name_end.reserve(graph.parameters.size());
+  // The tensors' names in the tree's terms (a Parameter layer's is its own).
   const auto tree_name = [&](const Parameter& p, auto&& append) {
     const Node& owner = graph.nodes[static_cast<std::size_t>(p.owner)];
     append(graph.layer(owner).name);
@@ -211,55 +97,33 @@ void order_parameters(Graph& graph) {
     append(".");
     append(graph.param_own_name(p));
   };
+  const std::vector<Registration>& registrations = graph.spec.registrations;
+  // Declared in model.parameters()' order already (most models)? Then no tree is built.
+  if (in_module_order(graph.parameters.size(),
+                      [&](std::size_t i, std::string& name) {
+                        name.clear();
+                        tree_name(graph.parameters[i], [&](std::string_view s) { name += s; });
+                      },
+                      registrations))
+    return;
+  // The names end to end in one string, which outlives the views module_order keeps.
+  std::string names;
   std::size_t length = 0;
   for (const Parameter& p : graph.parameters) tree_name(p, [&](std::string_view s) { length += s.size(); });
   names.reserve(length);
+  std::vector<std::size_t> name_end;
+  name_end.reserve(graph.parameters.size());
   for (const Parameter& p : graph.parameters) {
     tree_name(p, [&](std::string_view s) { names += s; });
     name_end.push_back(names.size());
   }
-  ModuleTree tree(graph.spec, graph.parameters.size());
-  // model.parameters() is named_modules()' pre-order, each module's own tensors first: a key per
-  // tree level.
-  const auto key = [&](const Parameter& p, std::vector<std::int64_t>& keys) {
-    const auto i = static_cast<std::size_t>(&p - graph.parameters.data());
+  std::vector<std::string_view> views;
+  views.reserve(name_end.size());
+  for (std::size_t i = 0; i < name_end.size(); ++i) {
     const std::size_t from = i == 0 ? 0 : name_end[i - 1];
-    tree.key(std::string_view(names).substr(from, name_end[i] - from), keys);
-  };
-  {  // Declared in model.parameters()' order already (most models)? Two keys at a time say so.
-    std::vector<std::int64_t> previous, current;
-    bool in_order = true;
-    for (const Parameter& p : graph.parameters) {
-      current.clear();
-      key(p, current);
-      if (std::lexicographical_compare(current.begin(), current.end(), previous.begin(), previous.end())) {
-        in_order = false;
-        break;
-      }
-      std::swap(previous, current);
-    }
-    if (in_order) return;
+    views.push_back(std::string_view(names).substr(from, name_end[i] - from));
   }
-  // The keys, end to end; parameter i's are keys[start[i], start[i + 1]).
-  std::vector<std::int64_t> keys;
-  std::vector<std::size_t> start;
-  keys.reserve(4 * graph.parameters.size());
-  start.reserve(graph.parameters.size() + 1);
-  for (const Parameter& p : graph.parameters) {
-    start.push_back(keys.size());
-    key(p, keys);
-  }
-  start.push_back(keys.size());
-  const auto less = [&](int a, int b) {
-    const auto i = static_cast<std::size_t>(a), j = static_cast<std::size_t>(b);
-    return std::lexicographical_compare(keys.begin() + static_cast<std::ptrdiff_t>(start[i]),
-                                        keys.begin() + static_cast<std::ptrdiff_t>(start[i + 1]),
-                                        keys.begin() + static_cast<std::ptrdiff_t>(start[j]),
-                                        keys.begin() + static_cast<std::ptrdiff_t>(start[j + 1]));
-  };
-  std::vector<int> order(graph.parameters.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), less);
+  const std::vector<int> order = module_order(views, registrations);
   std::vector<int> position(order.size());
   std::vector<Parameter> sorted;
   sorted.reserve(order.size());
