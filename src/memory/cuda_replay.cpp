@@ -140,7 +140,7 @@ class Replay {
     handle_[static_cast<std::size_t>(block)] = h;
     if (allocator_.max_reserved() > give_up_above_) given_up_ = true;
     if (static_cast<std::size_t>(h) >= held_.size()) held_.resize(static_cast<std::size_t>(h) + 1);
-    held_[static_cast<std::size_t>(h)] = {what, bytes(block)};
+    held_[static_cast<std::size_t>(h)] = {block, what};
     if (what == Carry::Output || what == Carry::Loss || what == Carry::Grad) {
       const auto word = static_cast<std::size_t>(h) / 64;
       if (word >= left_marks_.size()) left_marks_.resize(std::max(word + 1, 2 * left_marks_.size()));
@@ -198,7 +198,7 @@ class Replay {
     Left outputs, losses, grads;
     for_each_left([&](int h) {
       const Held& what = held_[static_cast<std::size_t>(h)];
-      (what.carry == Carry::Output ? outputs : what.carry == Carry::Loss ? losses : grads).add(what.bytes, h);
+      (what.carry == Carry::Output ? outputs : what.carry == Carry::Loss ? losses : grads).add(bytes(what.block), h);
     });
     bool made_at_step = !first || (script_.eager_state && script_.kept_grads.empty());
     const ReplaySteps& steps = script_.steps;
@@ -257,9 +257,9 @@ class Replay {
     });
   }
 
-  struct Held {
+  struct Held {  // 8 bytes: a deep model's replay holds a million
+    int block = -1;              // the step's block it was allocated for (its bytes: bytes_)
     Carry carry = Carry::None;
-    std::int64_t bytes = 0;  // as requested
   };
 
   const ReplayScript& script_;                // the steady step's events, read
