@@ -59,15 +59,21 @@ struct TensorValue {
 
 /// A parameter tensor, once however many layers use it: a module called again (`share`) or a
 /// tied weight (`tie`) adds a use, not a tensor; its gradient contributions are summed.
-/// Its name ("wte.weight") is its owner's and its rule's: Graph::param_name.
+/// Its name ("wte.weight") is its owner's and its rule's: Graph::param_name; so is its shape
+/// (Graph::param_shape). It holds the sizes the step reads: 40 bytes, not a shape of its own (a
+/// 100,000-layer model has 200,000 of these).
 struct Parameter {
-  TensorType type;
+  std::int64_t numel = 0;        // its elements
+  std::int64_t dim0 = 0;         // its first dimension's size (sharded along; 0: a 0-D tensor)
   std::int64_t sparse_rows = 0;  // > 0: a sparse gradient of this many rows (ParamDecl::sparse_rows)
   int owner = -1;              // the node that declared it
   int decl = -1;               // its index in the owner's LayerResult::params
   int uses = 0;                // nodes that use it
+  DType dtype = DType::Float32;  // the model's float dtype
   bool trainable = true;       // the owner is not frozen
 
+  /// Its bytes (numel times the dtype's size; the build checked that they fit).
+  std::int64_t bytes() const;
   /// The bytes of its .grad's storages: its own size, or a sparse gradient's int64 indices and values.
   std::int64_t grad_bytes() const;
 };
@@ -135,6 +141,8 @@ struct Graph {
   /// A parameter's name, "wte.weight": its owner's name, a dot, its own (made when asked: a
   /// deep model's names were 6 MB of the graph).
   std::string param_name(const Parameter& p) const;
+  /// Its shape, as its owner's rule declared it.
+  const Shape& param_shape(const Parameter& p) const;
 };
 
 /// Infers and checks every layer. Throws nnmem::Error located at the offending layer or

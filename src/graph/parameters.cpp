@@ -25,11 +25,11 @@ const Node& named_node(const Graph& graph, const ValueNames& values, const std::
   return graph.nodes[static_cast<std::size_t>(producer)];
 }
 
-void check_size(const LayerSpec& layer, const ParamDecl& mine, const TensorType& theirs, const std::string& whose,
+void check_size(const LayerSpec& layer, const ParamDecl& mine, const Shape& theirs, const std::string& whose,
                 const SourceLoc& at) {
-  if (mine.shape != theirs.shape)
+  if (mine.shape != theirs)
     throw Error(at, layer.title() + ": its " + mine.name + " would be " + to_string(mine.shape) + ", but " + whose + " is " +
-                        to_string(theirs.shape));
+                        to_string(theirs));
 }
 
 }  // namespace
@@ -47,7 +47,7 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
       throw Error(links.shares_loc, layer.title() + ": shares the module of " + theirs.title() + ", which has the parameters (" +
                                         param_names(*owner.result) + "); this layer would have (" + param_names(r) + ")");
     for (std::size_t k = 0; k < r.params.size(); ++k) {
-      check_size(layer, r.params[k], graph.parameters[static_cast<std::size_t>(owner.params[k])].type,
+      check_size(layer, r.params[k], graph.param_shape(graph.parameters[static_cast<std::size_t>(owner.params[k])]),
                  theirs.title() + "'s", links.shares_loc);
       node.params[k] = owner.params[k];
     }
@@ -67,7 +67,7 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
       throw Error(tie.loc, layer.title() + ": tie: " + theirs.title() + " has no parameter '" + tie.target +
                                "' (its parameters: " + param_names(*owner.result) + ")");
     const int id = owner.params[j];
-    check_size(layer, r.params[k], graph.parameters[static_cast<std::size_t>(id)].type,
+    check_size(layer, r.params[k], graph.param_shape(graph.parameters[static_cast<std::size_t>(id)]),
                theirs.name + "." + tie.target, tie.loc);
     node.params[k] = id;
   }
@@ -80,8 +80,9 @@ void assign_parameters(Graph& graph, Node& node, int node_index, const ValueName
       } catch (const OverflowError& e) {
         throw SizeError(layer.loc, layer.title() + ": its parameters do not fit in 64 bits (" + e.what() + ")");
       }
-      graph.parameters.push_back({.type = {p.shape, p.dtype}, .sparse_rows = p.sparse_rows, .owner = node_index,
-                                  .decl = static_cast<int>(k), .trainable = node.trainable});
+      graph.parameters.push_back({.numel = numel(p.shape), .dim0 = p.shape.empty() ? 0 : p.shape.front(),
+                                  .sparse_rows = p.sparse_rows, .owner = node_index, .decl = static_cast<int>(k),
+                                  .dtype = p.dtype, .trainable = node.trainable});
       node.params[k] = static_cast<int>(graph.parameters.size()) - 1;
     }
     ++graph.parameters[static_cast<std::size_t>(node.params[k])].uses;
@@ -148,10 +149,16 @@ std::string Graph::param_name(const Parameter& p) const {
   return layer(owner(p)).name + "." + param_own_name(p);
 }
 
+const Shape& Graph::param_shape(const Parameter& p) const {
+  return owner(p).result->params[static_cast<std::size_t>(p.decl)].shape;
+}
+
+std::int64_t Parameter::bytes() const { return checked_mul(numel, dtype_size(dtype)); }
+
 std::int64_t Parameter::grad_bytes() const {
-  if (sparse_rows == 0) return type.bytes();
-  const std::int64_t row = type.shape.empty() ? 1 : type.numel() / type.shape.front();
-  return checked_mul(sparse_rows, checked_add(dtype_size(DType::Int64), checked_mul(row, dtype_size(type.dtype))));
+  if (sparse_rows == 0) return bytes();
+  const std::int64_t row = dim0 == 0 ? 1 : numel / dim0;
+  return checked_mul(sparse_rows, checked_add(dtype_size(DType::Int64), checked_mul(row, dtype_size(dtype))));
 }
 
 }  // namespace nnmem

@@ -23,7 +23,7 @@ std::vector<StepTensor> trainable_tensors(const Graph& graph) {
   std::vector<StepTensor> out;
   out.reserve(graph.parameters.size());
   for (const Parameter& p : graph.parameters)
-    if (p.trainable) out.push_back({p.type.numel(), p.type.dtype});
+    if (p.trainable) out.push_back({p.numel, p.dtype});
   return out;
 }
 

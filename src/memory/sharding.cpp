@@ -22,12 +22,12 @@ bool low_precision(DType d) { return d == DType::Float16 || d == DType::BFloat16
 
 }  // namespace
 
-std::int64_t shard_bytes(const Sharding& s, const TensorType& t) {
+std::int64_t shard_bytes(const Sharding& s, const Parameter& t) {
   const std::int64_t n = std::max<std::int64_t>(s.group, 1);
-  const std::int64_t numel = t.numel();
-  if (s.split == Sharding::Split::Dim0 && !t.shape.empty()) {
-    const std::int64_t rows = t.shape.front();
-    const std::int64_t rest = rows == 0 ? 0 : numel / rows;
+  const std::int64_t numel = t.numel;
+  if (s.split == Sharding::Split::Dim0 && t.dim0 > 0) {
+    const std::int64_t rows = t.dim0;
+    const std::int64_t rest = numel / rows;
     return checked_mul(checked_mul(ceil_div(rows, n), rest), dtype_size(t.dtype));
   }
   return checked_mul(ceil_div(numel, n), dtype_size(t.dtype));
@@ -35,20 +35,20 @@ std::int64_t shard_bytes(const Sharding& s, const TensorType& t) {
 
 ShardPlan plan_sharding(const Graph& graph, const Sharding& s, bool training) {
   ShardPlan p;
-  std::vector<const TensorType*> trainable;  // each trainable tensor once, in model.parameters()' order
+  std::vector<const Parameter*> trainable;  // each trainable tensor once, in model.parameters()' order
   for (const Parameter& param : graph.parameters)
-    if (training && param.trainable) trainable.push_back(&param.type);
+    if (training && param.trainable) trainable.push_back(&param);
   p.unit_of.assign(graph.nodes.size(), -1);
   if (s.active()) {
     p.param_bytes.reserve(graph.parameters.size());
     for (const Parameter& param : graph.parameters)
-      p.param_bytes.push_back(!s.parameters ? param.type.bytes() : s.offload_params ? 0 : shard_bytes(s, param.type));
+      p.param_bytes.push_back(!s.parameters ? param.bytes() : s.offload_params ? 0 : shard_bytes(s, param));
   }
   if (s.offload_params)
-    for (const Parameter& param : graph.parameters) p.offloaded_bytes = checked_add(p.offloaded_bytes, shard_bytes(s, param.type));
+    for (const Parameter& param : graph.parameters) p.offloaded_bytes = checked_add(p.offloaded_bytes, shard_bytes(s, param));
   // The optimizer's parameters, and the gradients kept: per parameter, or flat per dtype.
   std::map<DType, std::int64_t> flat;  // dtype -> trainable elements
-  for (const TensorType* t : trainable) flat[t->dtype] = checked_add(flat[t->dtype], t->numel());
+  for (const Parameter* t : trainable) flat[t->dtype] = checked_add(flat[t->dtype], t->numel);
   const auto master = [&](DType d) { return s.master_weights && low_precision(d) ? DType::Float32 : d; };
   // Unsharded, the optimizer steps every trainable tensor as it is (below).
   if (s.optimizer && s.split == Sharding::Split::FlatAll) {
@@ -57,14 +57,14 @@ ShardPlan plan_sharding(const Graph& graph, const Sharding& s, bool training) {
       p.optimizer_names.push_back("the flat " + std::string(dtype_name(dtype)) + " partition");
     }
   } else if (s.optimizer) {
-    for (const TensorType* t : trainable) p.optimizer_params.push_back({shard_bytes(s, *t) / dtype_size(t->dtype), master(t->dtype)});
+    for (const Parameter* t : trainable) p.optimizer_params.push_back({shard_bytes(s, *t) / dtype_size(t->dtype), master(t->dtype)});
   }
   // ZeRO's float32 master partition of 16-bit parameters (float32 ones are their own).
   for (std::size_t k = 0; s.optimizer && k < p.optimizer_params.size(); ++k)
     if (p.optimizer_params[k].dtype != (s.split == Sharding::Split::FlatAll ? std::next(flat.begin(), static_cast<std::ptrdiff_t>(k))->first
                                                                              : trainable[k]->dtype))
       p.master_bytes = checked_add(p.master_bytes, p.optimizer_params[k].bytes());
-  for (const TensorType* t : trainable)
+  for (const Parameter* t : trainable)
     p.grad_bytes = checked_add(p.grad_bytes, !s.gradients ? t->bytes() : s.split == Sharding::Split::FlatAll ? 0 : shard_bytes(s, *t));
   if (s.gradients && s.split == Sharding::Split::FlatAll)
     for (const auto& [dtype, numel] : flat) p.grad_bytes = checked_add(p.grad_bytes, checked_mul(ceil_div(numel, s.group), dtype_size(dtype)));
@@ -91,8 +91,8 @@ ShardPlan plan_sharding(const Graph& graph, const Sharding& s, bool training) {
       if (!seen.insert(param).second) continue;
       u.params.push_back(param);
       const Parameter& decl = graph.parameters[static_cast<std::size_t>(param)];
-      if (decl.trainable) u.grad_bytes = checked_add(u.grad_bytes, shard_bytes(s, decl.type));
-      if (s.parameters) u.gathered_bytes = checked_add(u.gathered_bytes, checked_mul(shard_bytes(s, decl.type), s.group));
+      if (decl.trainable) u.grad_bytes = checked_add(u.grad_bytes, shard_bytes(s, decl));
+      if (s.parameters) u.gathered_bytes = checked_add(u.gathered_bytes, checked_mul(shard_bytes(s, decl), s.group));
     }
   }
   // FSDP: the nodes of an entry without parameters of their own (its activations, views) are in it too.
@@ -145,7 +145,7 @@ void ShardRun::unshard(int unit, bool backward) {
   all_gather(unit);
   for (int p : plan_.units[static_cast<std::size_t>(unit)].params) {  // N padded shards (the parameter a view of them)
     const Parameter& param = graph_.parameters[static_cast<std::size_t>(p)];
-    params.push_back(memory_.alloc(MemoryKind::Gathered, checked_mul(shard_bytes(s_, param.type), s_.group), {"unsharded ", graph_.layer(graph_.owner(param)).name, ".", graph_.param_own_name(param)}));
+    params.push_back(memory_.alloc(MemoryKind::Gathered, checked_mul(shard_bytes(s_, param), s_.group), {"unsharded ", graph_.layer(graph_.owner(param)).name, ".", graph_.param_own_name(param)}));
   }
   int& buffer = gathered_[static_cast<std::size_t>(unit)];
   if (backward) {
@@ -204,7 +204,7 @@ void ShardRun::finish(int unit, bool add_into) {
   std::stable_sort(pending_.begin(), pending_.end(), [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
   std::int64_t shard = 0, full = 0;
   for (const auto& [param, block] : pending_) {
-    const TensorType& t = graph_.parameters[static_cast<std::size_t>(param)].type;
+    const Parameter& t = graph_.parameters[static_cast<std::size_t>(param)];
     shard = checked_add(shard, shard_bytes(s_, t));
     full = checked_add(full, checked_mul(shard_bytes(s_, t), s_.group));
   }

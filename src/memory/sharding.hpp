@@ -17,7 +17,7 @@
 namespace nnmem::detail {
 
 /// A rank's share of a tensor under `s`, in bytes (the largest rank's: shards are padded).
-std::int64_t shard_bytes(const Sharding& s, const TensorType& t);
+std::int64_t shard_bytes(const Sharding& s, const Parameter& t);
 
 struct ShardPlan {
   /// What is gathered and reduced together: a layer with parameters (ZeRO) or a top-level

@@ -185,7 +185,7 @@ int StepSimulator::param_gradient(int param, int contribution, bool view) {
   auto [it, fresh] = param_grads_.emplace(param, PendingGrad{contribution, 1, view});
   PendingGrad& pending = it->second;
   if (!fresh) {
-    add_into(pending.grad, contribution, graph_.parameters[static_cast<std::size_t>(param)].type.bytes(), pending.view);
+    add_into(pending.grad, contribution, graph_.parameters[static_cast<std::size_t>(param)].bytes(), pending.view);
     ++pending.contributions;
     pending.view = false;
   }

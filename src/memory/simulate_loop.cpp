@@ -158,7 +158,7 @@ void StepSimulator::persistent(bool training) {
     for (const Parameter& p : graph_.parameters) {
       if (!p.trainable) continue;
       if (p.sparse_rows == 0) {
-        grads.push_back(persist(MemoryKind::Gradients, p.type.bytes(), {"grad of ", graph_.layer(graph_.owner(p)).name, ".", graph_.param_own_name(p), " (from the previous step)"}, Carry::LastGrad));
+        grads.push_back(persist(MemoryKind::Gradients, p.bytes(), {"grad of ", graph_.layer(graph_.owner(p)).name, ".", graph_.param_own_name(p), " (from the previous step)"}, Carry::LastGrad));
       } else {  // its values, its indices viewing the ids; set_to_none=False: the copy AccumulateGrad made of both
         const std::int64_t values = p.grad_bytes() - checked_mul(p.sparse_rows, dtype_size(DType::Int64));
         grads.push_back(persist(MemoryKind::Gradients, options_.keep_grads ? p.grad_bytes() : values,

@@ -26,7 +26,7 @@ TEST_CASE("Embedding: int64 ids in, rows out; keeps the ids") {
                                {tensor({2, 8}, false, DType::Int64)});
   CHECK(sparse.params[0].sparse_rows == 16);
   CHECK(r.params[0].sparse_rows == 0);
-  Parameter table{.type = {{100, 64}, DType::Float32}, .sparse_rows = 16};
+  Parameter table{.numel = 100 * 64, .dim0 = 100, .sparse_rows = 16, .dtype = DType::Float32};
   CHECK(table.grad_bytes() == 16 * 8 + 16 * 64 * 4);  // int64 indices [1, 16], float32 values [16, 64]
   table.sparse_rows = 0;
   CHECK(table.grad_bytes() == 100 * 64 * 4);
