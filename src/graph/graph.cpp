@@ -55,8 +55,8 @@ class Builder {
     names_.reserve(spec.inputs.size() + spec.layers.size());
     // Two parameters a layer (a weight and a bias) hold most models without a move: grown by
     // doubling, a 100,000-layer model's old arrays were 20 MB of free but resident heap when
-    // its layers were added, the build's peak (bench/README.md, "Reserved, trimmed"). Pages of
-    // the reserve that no parameter fills are never touched, so never resident.
+    // its layers were added, the build's peak (bench/README.md, "Reserved, trimmed and
+    // walked"). Pages of the reserve that no parameter fills are never touched, so never resident.
     graph_.parameters.reserve(2 * spec.layers.size());
     for (const auto& in : spec.inputs) add_input(in);
     for (std::size_t i = 0; i < spec.layers.size(); ++i) add_layer(static_cast<int>(i));

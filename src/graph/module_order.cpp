@@ -1,7 +1,7 @@
 // model.parameters()' order (module_order.hpp): a walk along the current tensor's path for the
 // models declared in that order, the whole module tree and a sort for the others. (The tree of
 // 100,000 Linear layers' 200,000 tensors was 15 MB, the build's resident peak: bench/README.md,
-// "Reserved, trimmed".)
+// "Reserved, trimmed and walked".)
 #include "module_order.hpp"
 
 #include <algorithm>

@@ -4,9 +4,6 @@
 
 #include <array>
 #include <charconv>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include "../enum_names.hpp"
 #include "recompute.hpp"
@@ -175,19 +172,6 @@ std::string checkpoint_segments_name(const RecomputeOptions& options) {
 namespace detail {
 
 namespace {
-
-// Hands the heap's free pages back to the system, once `bytes` (at least 1 MiB) have just been
-// freed. glibc keeps a freed block's pages resident until the top of the heap is free; a deep
-// model's estimate frees its build's inputs and its parameters in blocks that the layer rows
-// (one block of 152 bytes a layer) do not fit in, so the rows took new pages beside 20 MB of
-// resident free ones (bench/README.md, "Under 100 MiB").
-void return_free_pages(std::size_t bytes) {
-#if defined(__GLIBC__)
-  if (bytes >= (std::size_t{1} << 20)) malloc_trim(0);
-#else
-  (void)bytes;
-#endif
-}
 
 // estimate_with_step's two forms. `spent`, when set, is the graph's parameters, which the caller
 // lets go of with the graph anyway: they are let go of once the step is simulated (the rows do
@@ -360,22 +344,6 @@ void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec, std::
   } catch (const OverflowError& err) {
     throw SizeError(spec, std::string("the model's memory does not fit in 64 bits: ") + err.what());
   }
-}
-
-void let_go_of_build_inputs(Graph& graph) {
-  std::size_t bytes = graph.spec.references.capacity() * sizeof(Reference);
-  std::vector<Reference>().swap(graph.spec.references);  // marked on the values (held_until)
-  for (LayerSpec& l : graph.spec.layers) {
-    bytes += l.attrs.capacity() * sizeof(Attribute) + l.inputs.capacity() * sizeof(std::string) +
-             l.input_locs.capacity() * sizeof(SourceLoc);
-    std::vector<Attribute>().swap(l.attrs);
-    std::vector<std::string>().swap(l.inputs);
-    std::vector<SourceLoc>().swap(l.input_locs);
-  }
-  // Small blocks all over the heap, which the step's records only partly reuse: their pages are
-  // handed back, else the build's resident peak is the simulation's floor (bench/README.md,
-  // "Reserved, trimmed").
-  return_free_pages(bytes);
 }
 
 }  // namespace detail

@@ -121,7 +121,16 @@ Estimate estimate_with_step(Graph&& graph, const StepOptions& options, StepResul
 /// Lets go of what only the graph's build reads, each layer's attributes and its inputs by name
 /// and the spec's Python references, in a graph built for one estimate (the step, the layer rows
 /// and the replay read the nodes and values; 100,000 layers' were 14 MB at the estimate's heap peak).
+/// The freed pages are then handed back (return_free_pages; both in src/memory/let_go.cpp).
 void let_go_of_build_inputs(Graph& graph);
+
+/// Hands the heap's free pages back to the system, once `bytes` (at least 1 MiB) have just been
+/// freed. glibc keeps a freed block's pages resident until the top of the heap is free; a deep
+/// model's estimate frees its build's inputs, its parameters and its graph in blocks that what
+/// comes next (the rows, the step's records, the replay's tables) does not fit in, and took new
+/// pages beside tens of MB of resident free ones (bench/README.md, "Under 100 MiB", "Reserved,
+/// trimmed and walked").
+void return_free_pages(std::size_t bytes);
 
 /// The rest of an estimate_with_step: the timeline when options.timeline asks for it, and on
 /// CUDA the step replayed through the allocator model; a size overflow is an Error located at
