@@ -1,8 +1,10 @@
 // What an estimate lets go of before it is done, and when the freed pages are handed back to the
 // system (step.hpp): on a deep model, what stays resident decides the process's peak.
-#include <malloc.h>
-
 #include "step.hpp"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace nnmem::detail {
 
