@@ -55,6 +55,12 @@ void split(std::string_view name, std::vector<std::string_view>& parts) {
   parts.push_back(name.substr(leaf));
 }
 
+// The qualified name of the module that `part` (one of split's views into `name`) names:
+// "model.2" for the part "2" of "model.2.cv1.conv.weight".
+std::string_view up_to(std::string_view name, std::string_view part) {
+  return name.substr(0, static_cast<std::size_t>(part.data() - name.data()) + part.size());
+}
+
 // The module tree as model.parameters() walks it, built from the tensors' names. Each module
 // ranks its members (rank_of). Members are keyed by their module and a view into the names
 // (which outlive the tree), in one open-addressing table: no allocation per member.
@@ -72,26 +78,25 @@ class ModuleTree {
   // A layer's tensors come one after another: the levels of the module that held the previous
   // tensor are kept for the next. The same names give the same keys again (ranks are given once).
   void key(std::string_view name, std::vector<std::int64_t>& key) {
-    const std::size_t last_dot = name.rfind('.');
-    const std::size_t leaf = last_dot == std::string_view::npos ? 0 : last_dot + 1;
-    if (const std::string_view holder = name.substr(0, leaf); holder != last_holder_) {  // "model.2.", or "" for the model
+    split(name, parts_);
+    const std::string_view own = parts_.back();
+    if (const std::string_view holder = name.substr(0, static_cast<std::size_t>(own.data() - name.data()));
+        holder != last_holder_) {  // "model.2.", or "" for the model
       last_holder_ = holder;
       last_levels_.clear();
       last_module_ = 0;
-      for (std::size_t from = 0; from < leaf;) {
-        const std::size_t dot = name.find('.', from);
-        Member& m = members_[member_of(last_module_, name.substr(from, dot - from))];
+      for (std::size_t j = 0; j + 1 < parts_.size(); ++j) {
+        Member& m = members_[member_of(last_module_, parts_[j])];
         last_levels_.push_back(level(true, m.rank));
         if (m.child < 0) {
           m.child = static_cast<int>(modules_.size());
-          modules_.push_back({find_listed(listed_, name.substr(0, dot)), 0});
+          modules_.push_back({find_listed(listed_, up_to(name, parts_[j])), 0});
         }
         last_module_ = m.child;
-        from = dot + 1;
       }
     }
     key.insert(key.end(), last_levels_.begin(), last_levels_.end());
-    key.push_back(level(false, members_[member_of(last_module_, name.substr(leaf))].rank));
+    key.push_back(level(false, members_[member_of(last_module_, own)].rank));
   }
 
  private:
@@ -143,8 +148,8 @@ class ModuleTree {
   std::string_view last_holder_;  // the previous tensor's name up to its own ("model.2."; "": the model's)
   int last_module_ = 0;           // its index in modules_
   std::vector<std::int64_t> last_levels_;  // its key levels
+  std::vector<std::string_view> parts_;    // the name being keyed, split
 };
-
 
 // The members met so far in one module, by their names' hashes: an open-addressing set that is
 // emptied, when its module is left, in the time its members took to add.
@@ -229,8 +234,7 @@ bool in_module_order(std::size_t count, const std::function<void(std::size_t, st
     for (std::size_t j = d + 1; j <= leaf; ++j) {  // the modules below, new to the walk
       if (path.size() <= j) path.emplace_back();
       OnPath& module = path[j];
-      const std::string_view& parent = parts[j - 1];
-      module.list = find_listed(listed, std::string_view(text.data(), static_cast<std::size_t>(parent.data() - text.data()) + parent.size()));
+      module.list = find_listed(listed, up_to(text, parts[j - 1]));
       module.unlisted = 0;
       module.seen.insert(parts[j]);
       module.member.assign(parts[j]);

@@ -107,22 +107,18 @@ void order_parameters(Graph& graph) {
                       },
                       registrations))
     return;
-  // The names end to end in one string, which outlives the views module_order keeps.
+  // The names end to end in one string, reserved at its length so that the views into it, which
+  // module_order keeps, stay valid as it fills.
   std::string names;
   std::size_t length = 0;
   for (const Parameter& p : graph.parameters) tree_name(p, [&](std::string_view s) { length += s.size(); });
   names.reserve(length);
-  std::vector<std::size_t> name_end;
-  name_end.reserve(graph.parameters.size());
-  for (const Parameter& p : graph.parameters) {
-    tree_name(p, [&](std::string_view s) { names += s; });
-    name_end.push_back(names.size());
-  }
   std::vector<std::string_view> views;
-  views.reserve(name_end.size());
-  for (std::size_t i = 0; i < name_end.size(); ++i) {
-    const std::size_t from = i == 0 ? 0 : name_end[i - 1];
-    views.push_back(std::string_view(names).substr(from, name_end[i] - from));
+  views.reserve(graph.parameters.size());
+  for (const Parameter& p : graph.parameters) {
+    const std::size_t from = names.size();
+    tree_name(p, [&](std::string_view s) { names += s; });
+    views.push_back(std::string_view(names).substr(from));
   }
   const std::vector<int> order = module_order(views, registrations);
   std::vector<int> position(order.size());
