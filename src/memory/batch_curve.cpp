@@ -203,7 +203,7 @@ std::optional<BatchCurve::Need> BatchCurve::needed(std::int64_t batch, std::int6
     return peak ? std::optional(Need{*peak, false}) : std::nullopt;
   }
   try {
-    detail::Pieces<std::int64_t> bytes;
+    detail::BlockSizes bytes;
     for (const Line& block : blocks_) bytes.push_back(block.at(batch));
     const CudaAllocatorFigures f = detail::replay_cuda_allocator(*script_, events_.layers, trace_, bytes, step_, give_up_above);
     return Need{checked_add(f.max_reserved_bytes, step_.overhead_bytes), f.out_of_memory};

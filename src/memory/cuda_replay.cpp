@@ -28,6 +28,7 @@
 #include <map>
 #include <unordered_map>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "allocator_state.hpp"
@@ -44,9 +45,12 @@ constexpr std::size_t kMaxEvents = 20'000'000;  // ... and no more events than t
 class Replay {
  public:
   Replay(const ReplayScript& script, const Texts& layers, const AllocationTrace& trace,
-         const Pieces<std::int64_t>& block_bytes, const StepOptions& options, std::int64_t give_up_above)
+         const BlockSizes& block_bytes, const StepOptions& options, std::int64_t give_up_above)
       : script_(script), layers_(layers), trace_(trace), bytes_(block_bytes), allocator_(options.allocator),
         give_up_above_(give_up_above), handle_(block_bytes.size(), -1) {
+    if (block_bytes.size() > Held::kMaxBlocks)
+      throw std::length_error("the step's " + std::to_string(block_bytes.size()) + " tensors are more than the CUDA allocator replay's " +
+                              std::to_string(Held::kMaxBlocks));
     // Handles in use at once: no more than the step's blocks (800,000 of 2,000,000 for 100,000
     // Linear layers under Adam), and the allocator's free blocks lie between them.
     allocator_.reserve(block_bytes.size());
@@ -140,7 +144,7 @@ class Replay {
     handle_[static_cast<std::size_t>(block)] = h;
     if (allocator_.max_reserved() > give_up_above_) given_up_ = true;
     if (static_cast<std::size_t>(h) >= held_.size()) held_.resize(static_cast<std::size_t>(h) + 1);
-    held_[static_cast<std::size_t>(h)] = {block, what};
+    held_[static_cast<std::size_t>(h)] = Held(block, what);
     if (what == Carry::Output || what == Carry::Loss || what == Carry::Grad) {
       const auto word = static_cast<std::size_t>(h) / 64;
       if (word >= left_marks_.size()) left_marks_.resize(std::max(word + 1, 2 * left_marks_.size()));
@@ -198,18 +202,15 @@ class Replay {
     Left outputs, losses, grads;
     for_each_left([&](int h) {
       const Held& what = held_[static_cast<std::size_t>(h)];
-      (what.carry == Carry::Output ? outputs : what.carry == Carry::Loss ? losses : grads).add(bytes(what.block), h);
+      (what.carry() == Carry::Output ? outputs : what.carry() == Carry::Loss ? losses : grads).add(bytes(what.block()), h);
     });
     bool made_at_step = !first || (script_.eager_state && script_.kept_grads.empty());
     const ReplaySteps& steps = script_.steps;
-    for (std::size_t e = 0; e < steps.size(); ++e) {
-      const ReplayStep step = steps[e];  // read once: the allocator's writes could alias the pieces
+    const bool ran = steps.for_each([&](std::size_t e, int block, bool allocation) {
       if (!made_at_step && e == script_.first_optimizer_step) {
         made_at_step = true;
         if (!make_at_first_step(e)) return false;
       }
-      const int block = step.block();
-      const bool allocation = step.allocates();
       const Carry what = carry(block);
       switch (what) {
         case Carry::Model:
@@ -233,12 +234,14 @@ class Replay {
           else if (!alloc(block, what, e) || given_up_) return false;
           break;
       }
-    }
+      return true;
+    });
+    if (!ran) return false;
     if (!made_at_step && !make_at_first_step(steps.empty() ? 0 : steps.size() - 1)) return false;
     if (!script_.rebinds_output) {
       // Inference: one forward pass, whose output is dropped once it is made.
       for_each_left([&](int h) {
-        if (held_[static_cast<std::size_t>(h)].carry == Carry::Output) release(h);
+        if (held_[static_cast<std::size_t>(h)].carry() == Carry::Output) release(h);
       });
     }
     return true;
@@ -253,19 +256,30 @@ class Replay {
   StateHash state_hash() {
     return state_.update(allocator_, [&](int handle) {
       const auto h = static_cast<std::size_t>(handle);
-      return h < held_.size() ? held_[h].carry : Carry::None;
+      return h < held_.size() ? held_[h].carry() : Carry::None;
     });
   }
 
-  struct Held {  // 8 bytes: a deep model's replay holds a million
-    int block = -1;              // the step's block it was allocated for (its bytes: bytes_)
-    Carry carry = Carry::None;
+  // What a handle holds, in 4 bytes (a deep model's replay holds a million): the step's block it
+  // was allocated for (its bytes: bytes_) and what it is to the loop (the block's Carry, but for
+  // a kept gradient the first iteration makes: Grad).
+  class Held {
+   public:
+    static constexpr std::size_t kMaxBlocks = std::size_t{1} << 28;
+    Held() = default;
+    Held(int block, Carry carry) : bits_(static_cast<std::uint32_t>(block) << 4 | static_cast<std::uint32_t>(carry)) {}
+    int block() const { return static_cast<int>(bits_ >> 4); }
+    Carry carry() const { return static_cast<Carry>(bits_ & 15u); }
+
+   private:
+    std::uint32_t bits_ = 0;  // block << 4 | carry (Carry::None: nothing)
   };
+  static_assert(static_cast<int>(Carry::Grad) < 16);
 
   const ReplayScript& script_;                // the steady step's events, read
   const Texts& layers_;                       // their layers, for the layer a failure is in
   const AllocationTrace& trace_;              // what each block is (its bytes: bytes_)
-  const Pieces<std::int64_t>& bytes_;
+  const BlockSizes& bytes_;
   CudaCachingAllocator allocator_;
   AllocatorStateHash state_;  // the allocator's state hashed, updated as it changes
   std::int64_t give_up_above_;
@@ -299,15 +313,15 @@ ReplayScript::ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, c
     : steps(std::move(recorded)), first_optimizer_step(steps.first_of(Phase::Optimizer)),
       eager_state(options.optimizer == OptimizerKind::Adagrad), rebinds_output(trace.block_carry.contains(Carry::LastOutput)) {
   std::vector<int> last_grads;
-  for (std::size_t e = 0; e < steps.size(); ++e) {
-    if (!steps[e].allocates()) continue;
-    const int block = steps[e].block();
+  steps.for_each([&](std::size_t, int block, bool allocates) {
+    if (!allocates) return true;
     const Carry carry = trace.block_carry[static_cast<std::size_t>(block)];
     if (carry == Carry::Model) model.push_back(block);
     if (carry == Carry::Batch) batch.push_back(block);
     if (carry == Carry::State) state.push_back(block);
     if (carry == Carry::LastGrad) last_grads.push_back(block);
-  }
+    return true;
+  });
   // The previous step's gradients are what this one leaves marked Grad; when it leaves none
   // (every gradient added into a kept shard), the first iteration has to make them.
   if (options.keep_grads && !trace.block_carry.contains(Carry::Grad))
@@ -315,7 +329,7 @@ ReplayScript::ReplayScript(ReplaySteps recorded, const AllocationTrace& trace, c
 }
 
 CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const Texts& layers,
-                                           const AllocationTrace& trace, const Pieces<std::int64_t>& block_bytes,
+                                           const AllocationTrace& trace, const BlockSizes& block_bytes,
                                            const StepOptions& options, std::int64_t give_up_above) {
   return Replay(script, layers, trace, block_bytes, options, give_up_above).run();
 }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <charconv>
+#include <stdexcept>
 
 #include "../enum_names.hpp"
 #include "recompute.hpp"
@@ -313,6 +314,8 @@ Estimate step_and_rows(const Graph& graph, const StepOptions& given, StepResult&
     e.torchsummary = torchsummary_of(e);
   } catch (const OverflowError& err) {
     throw SizeError(graph.spec.loc, std::string("the model's memory does not fit in 64 bits: ") + err.what());
+  } catch (const std::length_error& err) {  // a step too large to record (step_records.hpp)
+    throw Error(graph.spec.loc, std::string("the model is too large to estimate: ") + err.what());
   }
   return e;
 }
@@ -343,6 +346,8 @@ void finish_estimate(Estimate& e, StepResult& step, const SourceLoc& spec, std::
     t.device_bytes = sum(t.reserved_bytes, t.overhead_bytes);
   } catch (const OverflowError& err) {
     throw SizeError(spec, std::string("the model's memory does not fit in 64 bits: ") + err.what());
+  } catch (const std::length_error& err) {  // a step too large to replay (cuda_replay.cpp)
+    throw Error(spec, std::string("the model is too large to estimate: ") + err.what());
   }
 }
 

@@ -11,23 +11,6 @@ What::What(std::initializer_list<std::string_view> parts) : size_(parts.size()) 
   std::copy(parts.begin(), parts.end(), parts_.begin());
 }
 
-const ReplaySteps::Run& ReplaySteps::run_of(std::size_t k) const {
-  static constexpr Run kNoRun{0, 0, Phase::Forward};  // no step recorded: no layer (Timeline::layers' first, "")
-  if (runs_.empty()) return kNoRun;
-  std::size_t low = 0, high = runs_.size();  // the last run that starts at or before k
-  while (high - low > 1) {
-    const std::size_t mid = low + (high - low) / 2;
-    (runs_[mid].first <= k ? low : high) = mid;
-  }
-  return runs_[low];
-}
-
-std::size_t ReplaySteps::first_of(Phase phase) const {
-  for (std::size_t r = 0; r < runs_.size(); ++r)
-    if (runs_[r].phase == phase) return runs_[r].first;
-  return steps_.size();
-}
-
 MemoryTracker::MemoryTracker(Record record, std::size_t nodes) : record_(record) {
   if (record != Record::Figures) {
     timeline_.layers.reserve(nodes + 16);

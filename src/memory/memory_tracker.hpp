@@ -14,6 +14,7 @@
 
 #include "nnmem/estimate.hpp"
 #include "pieces.hpp"
+#include "step_records.hpp"
 
 namespace nnmem::detail {
 
@@ -35,7 +36,7 @@ enum class Carry : std::uint8_t {
 /// bytes and what it is (the tracker's own arrays, handed over: a million blocks at 100,000
 /// layers, which a copy held twice at the estimate's heap peak).
 struct AllocationTrace {
-  Pieces<std::int64_t> block_bytes;
+  BlockSizes block_bytes;
   Pieces<Carry> block_carry;
 };
 
@@ -53,51 +54,6 @@ class What {
  private:
   std::array<std::string_view, 6> parts_;
   std::size_t size_;
-};
-
-/// One event as the CUDA allocator's replay reads it, in 4 bytes (a TimelineEvent is 32): its
-/// block, and whether it allocates or frees it. What the block is (its Carry) the trace says,
-/// the event's phase and layer its run in ReplaySteps.
-class ReplayStep {
- public:
-  ReplayStep() = default;
-  ReplayStep(int block, bool allocates) : bits_(static_cast<std::uint32_t>(block) << 1 | (allocates ? 1u : 0u)) {}
-  int block() const { return static_cast<int>(bits_ >> 1); }
-  bool allocates() const { return bits_ & 1u; }
-
- private:
-  std::uint32_t bits_ = 0;  // block << 1 | allocates (a block id is an int: 31 bits)
-};
-
-/// The step's events as ReplaySteps, kept in pieces (2.3 million at 100,000 layers: a vector
-/// doubling would hold its old and new arrays at once), and the phase and layer of each run of
-/// them. An event of no bytes (an empty tensor, which PyTorch allocates nothing for) is none.
-class ReplaySteps {
- public:
-  void push_back(int block, std::int64_t delta, Phase phase, std::uint32_t layer) {
-    if (delta == 0) return;
-    if (runs_.empty() || runs_.back().layer != layer || runs_.back().phase != phase)
-      runs_.push_back({steps_.size(), layer, phase});
-    steps_.push_back({block, delta > 0});
-  }
-  const ReplayStep& operator[](std::size_t k) const { return steps_[k]; }
-  std::size_t size() const { return steps_.size(); }
-  bool empty() const { return steps_.empty(); }
-  /// The layer (index in Timeline::layers) and the phase step k is in.
-  std::uint32_t layer(std::size_t k) const { return run_of(k).layer; }
-  Phase phase(std::size_t k) const { return run_of(k).phase; }
-  /// The first step in `phase` (size() if none).
-  std::size_t first_of(Phase phase) const;
-
- private:
-  struct Run {
-    std::size_t first;  // its first step
-    std::uint32_t layer;
-    Phase phase;
-  };
-  const Run& run_of(std::size_t k) const;
-  Pieces<ReplayStep> steps_;
-  Pieces<Run> runs_;  // where the layer or the phase changes
 };
 
 /// What the tracker keeps beside the step's figures (the peak, its layer and breakdown).
@@ -173,7 +129,7 @@ class MemoryTracker {
   Record record_;
   // By block id, each grown a piece at a time (pieces.hpp).
   Pieces<Block> blocks_;
-  Pieces<std::int64_t> bytes_;
+  BlockSizes bytes_;
   Pieces<Carry> carry_;
   Timeline timeline_;  // its layers unless Record::Figures (the peak's is named), the rest as record_ says
   ReplaySteps replay_;  // Record::Replay's events

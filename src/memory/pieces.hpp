@@ -7,9 +7,11 @@
 // measured).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace nnmem::detail {
@@ -30,6 +32,11 @@ class Pieces {
   void push_back(const T& value) {
     if ((size_ & kMask) == 0) pieces_.push_back(std::make_unique<T[]>(kMask + 1));
     (*this)[size_++] = value;
+  }
+  /// The elements from k (< size()) to the end of its piece or of the array, [first, last).
+  std::pair<const T*, const T*> run_from(std::size_t k) const {
+    const T* first = &(*this)[k];
+    return {first, first + std::min(kMask + 1 - (k & kMask), size_ - k)};
   }
   /// Whether any element equals `value`.
   bool contains(const T& value) const {

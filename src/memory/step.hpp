@@ -168,7 +168,7 @@ struct ReplayScript {
 /// With `give_up_above`, the replay stops once max_memory_reserved() passes it (the figures are
 /// then those reached so far, over it: enough to say a budget is not met; `segments` is not counted).
 CudaAllocatorFigures replay_cuda_allocator(const ReplayScript& script, const Texts& layers,
-                                           const AllocationTrace& trace, const Pieces<std::int64_t>& block_bytes,
+                                           const AllocationTrace& trace, const BlockSizes& block_bytes,
                                            const StepOptions& options,
                                            std::int64_t give_up_above = std::numeric_limits<std::int64_t>::max());
 
