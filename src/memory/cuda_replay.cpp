@@ -206,7 +206,8 @@ class Replay {
     });
     bool made_at_step = !first || (script_.eager_state && script_.kept_grads.empty());
     const ReplaySteps& steps = script_.steps;
-    // Inlined into for_each's loop: called, it was a fifth of the replay's instructions more.
+    // Inlined into for_each's loop: called, the replay ran a third more instructions (62.7 M where
+    // it runs 46.0 M at 10,000 layers).
     const bool ran = steps.for_each([&](std::size_t e, int block, bool allocation) __attribute__((always_inline)) {
       if (!made_at_step && e == script_.first_optimizer_step) {
         made_at_step = true;
