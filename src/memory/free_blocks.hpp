@@ -48,20 +48,25 @@ class FreeBlocks {
   }
   bool by_class() const { return by_class_; }
 
+  // (The sorted layout and the errors out of line: inlined, they made the class layout's
+  // paths, which a replay takes millions of times, save and restore registers for them.)
   void insert(const FreeKey& k) {
-    if (!by_class_) return void(sorted_.insert(k));
-    if (k.size % kUnit != 0 || k.size > kLargest) throw std::logic_error("a block of a size the size classes do not hold");
+    if (!by_class_) return insert_sorted(k);
+    const auto size = static_cast<std::uint64_t>(k.size);
+    if (size % kUnit != 0 || size > kLargest) unheld();
     const std::size_t c = class_of(k.size);
-    if (classes_[c].empty()) mark(c, true);
-    if (static_cast<std::size_t>(k.id) >= place_.size()) place_.resize(static_cast<std::size_t>(k.id) + 1, -1);
-    classes_[c].push_back({k.address, k.id});
-    up(classes_[c], classes_[c].size() - 1);
+    std::vector<AddressKey>& heap = classes_[c];
+    if (heap.empty()) mark(c, true);
+    if (static_cast<std::size_t>(k.id) >= place_.size()) grow_place(k.id);
+    heap.push_back({k.address, k.id});
+    up(heap, heap.size() - 1);
   }
   void erase(const FreeKey& k) {
-    if (!by_class_) return void(sorted_.erase(k));
-    const std::size_t c = class_of(k.size);
+    if (!by_class_) return erase_sorted(k);
+    const auto size = static_cast<std::uint64_t>(k.size);
+    const std::size_t c = size % kUnit == 0 && size <= kLargest ? class_of(k.size) : 0;
     const std::size_t i = static_cast<std::size_t>(k.id) < place_.size() ? static_cast<std::size_t>(place_[static_cast<std::size_t>(k.id)]) : kNotCached;
-    if (i >= classes_[c].size() || classes_[c][i].id != k.id) throw std::logic_error("erasing a block its size class does not hold");
+    if (i >= classes_[c].size() || classes_[c][i].id != k.id) not_cached();
     take(c, i);
   }
 
@@ -109,15 +114,27 @@ class FreeBlocks {
     int id = -1;
     auto operator<=>(const AddressKey&) const = default;
   };
-  static std::size_t class_of(std::int64_t size) { return static_cast<std::size_t>(size / kUnit); }
+  static std::size_t class_of(std::int64_t size) { return static_cast<std::size_t>(size) / kUnit; }  // (size >= 0)
   static constexpr std::size_t kNotCached = ~std::size_t{0};
+  [[gnu::noinline]] void insert_sorted(const FreeKey& k) { sorted_.insert(k); }
+  [[gnu::noinline]] void erase_sorted(const FreeKey& k) { sorted_.erase(k); }
+  [[gnu::noinline]] void grow_place(int id) { place_.resize(static_cast<std::size_t>(id) + 1, -1); }
+  [[noreturn, gnu::noinline, gnu::cold]] static void unheld() {
+    throw std::logic_error("a block of a size the size classes do not hold");
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] static void not_cached() {
+    throw std::logic_error("erasing a block its size class does not hold");
+  }
+  // A class's heap orders its blocks by address alone: a pool's cached blocks do not overlap,
+  // so no two have the same address (the id only breaks ties that never arise).
+  static bool before(const AddressKey& a, const AddressKey& b) { return a.address < b.address; }
 
   // The heap's sifts, each key's place written as it moves.
   void up(std::vector<AddressKey>& heap, std::size_t i) {
     const AddressKey key = heap[i];
     while (i > 0) {
       const std::size_t parent = (i - 1) / 2;
-      if (!(key < heap[parent])) break;
+      if (!before(key, heap[parent])) break;
       heap[i] = heap[parent];
       place_[static_cast<std::size_t>(heap[i].id)] = static_cast<int>(i);
       i = parent;
@@ -129,8 +146,8 @@ class FreeBlocks {
     const AddressKey key = heap[i];
     const std::size_t n = heap.size();
     for (std::size_t child; (child = 2 * i + 1) < n; i = child) {
-      if (child + 1 < n && heap[child + 1] < heap[child]) ++child;
-      if (!(heap[child] < key)) break;
+      if (child + 1 < n && before(heap[child + 1], heap[child])) ++child;
+      if (!before(heap[child], key)) break;
       heap[i] = heap[child];
       place_[static_cast<std::size_t>(heap[i].id)] = static_cast<int>(i);
     }
@@ -145,7 +162,7 @@ class FreeBlocks {
     heap.pop_back();
     if (i < heap.size()) {
       heap[i] = last;
-      if (i > 0 && last < heap[(i - 1) / 2]) up(heap, i);
+      if (i > 0 && before(last, heap[(i - 1) / 2])) up(heap, i);
       else down(heap, i);
     }
     if (heap.empty()) mark(c, false);
