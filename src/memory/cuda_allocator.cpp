@@ -101,7 +101,6 @@ void CudaCachingAllocator::delete_block(int id) {
   unused_ids_.push_back(id);
 }
 
-void CudaCachingAllocator::cache(int id) { cached_[at(id).pool].insert({at(id).size, at(id).address, id}); }
 void CudaCachingAllocator::uncache(int id) { cached_[at(id).pool].erase({at(id).size, at(id).address, id}); }
 
 void CudaCachingAllocator::add_reserved(Pool pool, std::int64_t bytes) {
@@ -207,13 +206,14 @@ void CudaCachingAllocator::free(int handle) {
   at(handle).allocated = false;
   allocated_ -= at(handle).size;
   const int prev = at(handle).prev, next = at(handle).next;
-  try_merge_blocks(handle, prev);
-  try_merge_blocks(handle, next);
+  merge_blocks(handle, prev);
+  merge_blocks(handle, next);
   cache(handle);
 }
 
 // try_merge_blocks: dst absorbs src, a free neighbour that is mapped alike; src's bytes, or 0.
-std::int64_t CudaCachingAllocator::try_merge_blocks(int dst, int src) {
+std::int64_t CudaCachingAllocator::try_merge_blocks(int dst, int src) { return merge_blocks(dst, src); }
+std::int64_t CudaCachingAllocator::merge_blocks(int dst, int src) {
   if (src < 0 || at(src).allocated || at(src).mapped != at(dst).mapped) return 0;
   const Block s = at(src);
   if (at(dst).prev == src) {
