@@ -60,12 +60,11 @@ CudaCachingAllocator::CudaCachingAllocator(const CudaAllocatorConfig& config)
   static_assert(kSmallBuffer == FreeBlocks::kLargest && kMinBlockSize == FreeBlocks::kUnit);
 }
 
-// round_size: at least 512 bytes; a multiple of 512, or with roundup_power2_divisions for the
-// request's interval (from 1 MiB, one per power of two), the next division.
-std::int64_t CudaCachingAllocator::round_size(std::int64_t bytes) const {
+// round_size (its usual case inline, cuda_allocator.hpp): at least 512 bytes; a multiple of 512,
+// or with roundup_power2_divisions for the request's interval (from 1 MiB, one per power of
+// two), the next division.
+std::int64_t CudaCachingAllocator::rounded_otherwise(std::int64_t bytes) const {
   if (bytes < kMinBlockSize) return kMinBlockSize;
-  // The usual settings, without the interval's lookup or overflow checks (none can overflow here).
-  if (plain_rounding_ && bytes < kMaxRequest) return (bytes + kMinBlockSize - 1) & ~(kMinBlockSize - 1);
   const int interval = std::clamp(log2_floor(bytes) - 20, 0, static_cast<int>(CudaAllocatorConfig::kRoundupIntervals) - 1);
   const std::int64_t divisions = config_.roundup_power2_divisions[static_cast<std::size_t>(interval)];
   // (PyTorch's `size > kMinBlockSize * divisions`, which cannot hold for divisions this large.)
@@ -79,21 +78,6 @@ std::int64_t CudaCachingAllocator::allocation_size(std::int64_t size) {
   if (size <= kSmallSize) return kSmallBuffer;
   if (size < kMinLargeAlloc) return kLargeBuffer;
   return round_up(size, kRoundLarge);
-}
-
-int CudaCachingAllocator::new_block(const Block& b) {
-  int id = static_cast<int>(blocks_.size());
-  if (!unused_ids_.empty()) {
-    id = unused_ids_.back();
-    unused_ids_.pop_back();
-    blocks_[static_cast<std::size_t>(id)] = b;
-    live_[static_cast<std::size_t>(id)] = 1;
-  } else {
-    blocks_.push_back(b);
-    live_.push_back(1);
-  }
-  if (b.prev < 0) segments_[static_cast<std::size_t>(b.segment)] = id;  // its segment's first block now
-  return id;
 }
 
 void CudaCachingAllocator::delete_block(int id) {
