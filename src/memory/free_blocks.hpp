@@ -64,6 +64,7 @@ class FreeBlocks {
   void erase(const FreeKey& k) {
     if (!by_class_) return erase_sorted(k);
     const auto size = static_cast<std::uint64_t>(k.size);
+    // (A size no class holds is looked for in class 0, which never holds a block, and refused.)
     const std::size_t c = size % kUnit == 0 && size <= kLargest ? class_of(k.size) : 0;
     const std::size_t i = static_cast<std::size_t>(k.id) < place_.size() ? static_cast<std::size_t>(place_[static_cast<std::size_t>(k.id)]) : kNotCached;
     if (i >= classes_[c].size() || classes_[c][i].id != k.id) not_cached();
