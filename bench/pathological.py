@@ -93,6 +93,26 @@ def huge_variable_expression():
                  "  - {type: Linear, out_features: \"$w" + "+w" * 4600000 + "\"}\n")
 
 
+def many_outputs():
+    # A Chunk of 10,000 outputs, each read by a ReLU, then concatenated: the table's shapes cell
+    # of 10,000 shapes once padded every other row to its width (1.3 GiB resident, 700 MB out).
+    n = 10000
+    lines = ["name: many_outputs", "inputs:", f"  x: [{2 * n}]", "layers:",
+             f"  - {{name: c, type: Chunk, chunks: {n}, dim: -1}}"]
+    lines += [f"  - {{name: r{i}, type: ReLU, inputs: [{'c' if i == 0 else f'c:{i}'}]}}" for i in range(n)]
+    lines.append("  - {name: cat, type: Concat, dim: -1, inputs: [" + ", ".join(f"r{i}" for i in range(n)) + "]}")
+    return write("many_outputs", "\n".join(lines + ["  - {name: h, type: Linear, out_features: 4}",
+                                                     "loss: cross_entropy"]) + "\n")
+
+
+def one_long_name():
+    # One 200,000-character layer name among 5,000 short ones (within the names' bound): every
+    # row was padded to it, a table of 1 GB.
+    lines = ["name: one_long_name", "inputs:", "  x: [8]", "layers:", f"  - {{name: {'n' * 200000}, type: Linear, out_features: 8}}"]
+    lines += [f"  - {{name: r{i}, type: ReLU}}" for i in range(5000)]
+    return write("one_long_name", "\n".join(lines + ["loss: cross_entropy"]) + "\n")
+
+
 def never_settling():
     # GPT-2 (the bundled example) in a cache that never settles: max_split_size 64 MiB under
     # bfloat16 autocast with checkpointed blocks; at batch 42 the replay grows to 1.5 million
@@ -120,6 +140,8 @@ CASES = {
     "many_documents": (many_documents, [["check"]]),
     "huge_expression": (huge_expression, [["check"]]),
     "huge_variable_expression": (huge_variable_expression, [["check"]]),
+    "many_outputs": (many_outputs, [["estimate"]]),
+    "one_long_name": (one_long_name, [["estimate"]]),
     "never_settling": (never_settling, [["estimate", "--batch", "42"] + NEVER_SETTLING,
                                         ["fit", "--budget", "40GiB"] + NEVER_SETTLING]),
     "never_settling_off_curve": (never_settling_off_curve, [["fit", "--budget", "8GiB", "--optimizer", "sgd",

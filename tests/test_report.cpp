@@ -203,3 +203,34 @@ TEST_CASE("the JSON writer escapes a string as nlohmann's dump() does, wherever 
       CHECK(plain_string(text) == (out == '"' + text + '"'));  // read eight bytes at a time too
     }
 }
+
+TEST_CASE("a cell too long for its column overflows it, and a long list of shapes shows runs: a table grows as its cells") {
+  // A Chunk of 100 outputs: its shapes would be 800 characters; each run of equal shapes once.
+  std::string spec = "inputs: {x: [200]}\nlayers:\n  - {name: c, type: Chunk, chunks: 100, dim: -1}\n"
+                     "  - {name: r0, type: ReLU, inputs: [c]}\n";
+  for (int i = 1; i < 100; ++i) spec += "  - {name: r" + std::to_string(i) + ", type: ReLU, inputs: ['c:" + std::to_string(i) + "']}\n";
+  spec += "  - {name: cat, type: Concat, dim: -1, inputs: [r0";
+  for (int i = 1; i < 100; ++i) spec += ", r" + std::to_string(i);
+  spec += "]}\n";
+  const Estimate chunks = estimate_from(spec, eval_mode());
+  const std::string table = render_table(chunks);
+  CHECK(table.find("c (Chunk)     [1, 2] x100  ") != std::string::npos);
+  CHECK(table.find("\nr7 (ReLU)     [1, 2]  ") != std::string::npos);
+  // CSV keeps every shape, as it keeps every figure whole.
+  std::string all = "[1, 2]";
+  for (int i = 1; i < 100; ++i) all += " [1, 2]";
+  CHECK(render_csv(chunks).find("c (Chunk),\"" + all + "\",") != std::string::npos);
+  // Runs apart, and a list short enough left as it is.
+  const Estimate split = estimate_from("inputs: {x: [251]}\nlayers:\n  - {name: c, type: Chunk, chunks: 26, dim: -1}\n", eval_mode());
+  CHECK(render_table(split).find("c (Chunk)     [1, 10] x25 [1, 1]") != std::string::npos);
+  const Estimate two = estimate_from("inputs: {x: [4]}\nlayers:\n  - {name: c, type: Chunk, chunks: 2, dim: -1}\n", eval_mode());
+  CHECK(render_table(two).find("c (Chunk)     [1, 2] [1, 2]") != std::string::npos);
+
+  // One name of 300 characters: its row overflows; the other rows are padded to the rest.
+  const std::string name(300, 'n');
+  const Estimate named = estimate_from("inputs: {x: [8]}\nlayers:\n  - {name: " + name + ", type: Linear, out_features: 8}\n"
+                                       "  - {name: act, type: ReLU}\n", eval_mode());
+  const std::string text = render_table(named);
+  CHECK(text.find(name + " (Linear)  [1, 8]") != std::string::npos);
+  CHECK(text.find("\nact (ReLU)    [1, 8]") != std::string::npos);
+}

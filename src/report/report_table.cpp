@@ -21,11 +21,25 @@ using Align = TextTable::Align;
 bool training(const Estimate& e) { return e.mode == Mode::Train; }
 bool on_cuda(const Estimate& e) { return e.options.graph.device == Device::Cuda; }
 
-std::string shapes(const std::vector<TensorType>& outputs) {
+// A layer's output shapes, space-separated. `readable` and longer than a column grows to
+// (a Chunk's thousands of outputs): each run of equal shapes once, with its count ("[1, 2] x2,000").
+std::string shapes(const std::vector<TensorType>& outputs, bool readable) {
   std::string s;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (i) s += ' ';  // appended piece by piece: a joined temporary trips GCC 12's bogus -Wrestrict
     s += to_string(outputs[i].shape);
+  }
+  if (!readable || s.size() <= TextTable::kWidest) return s;
+  s.clear();
+  for (std::size_t i = 0, j; i < outputs.size(); i = j) {
+    const std::string shape = to_string(outputs[i].shape);
+    for (j = i + 1; j < outputs.size() && to_string(outputs[j].shape) == shape; ++j) {}
+    if (i) s += ' ';
+    s += shape;
+    if (j - i > 1) {
+      s += " x";
+      s += with_commas(static_cast<std::int64_t>(j - i));
+    }
   }
   return s;
 }
@@ -72,7 +86,7 @@ TextTable layer_table(const Estimate& e, int depth, bool raw) {
     };
     row.clear();
     row.push_back(std::move(label));
-    row.push_back(shapes(e.layers[j - 1].outputs));
+    row.push_back(shapes(e.layers[j - 1].outputs, !raw));
     row.push_back(raw || !params ? figure(params, nullptr) : with_commas(params) + (frozen ? "*" : ""));
     row.push_back(figure(macs, human_count));
     if (training(e)) row.push_back(figure(saved, human_bytes));

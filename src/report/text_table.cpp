@@ -30,7 +30,8 @@ std::string TextTable::text() const {
   std::vector<std::size_t> width(columns);
   for (std::size_t c = 0; c < columns; ++c) {
     width[c] = headers_[c].size();
-    for (std::size_t r = 0; r < rows(); ++r) width[c] = std::max(width[c], length(r * columns + c));
+    for (std::size_t r = 0; r < rows(); ++r)
+      if (const std::size_t n = length(r * columns + c); n <= kWidest) width[c] = std::max(width[c], n);
   }
   std::size_t total = 0;
   for (std::size_t w : width) total += w + 2;
