@@ -234,3 +234,14 @@ TEST_CASE("a cell too long for its column overflows it, and a long list of shape
   CHECK(text.find(name + " (Linear)  [1, 8]") != std::string::npos);
   CHECK(text.find("\nact (ReLU)    [1, 8]") != std::string::npos);
 }
+
+TEST_CASE("the trace is written as ordered_json's dump() writes it, without building a tree") {
+  const Estimate e = estimate_from("name: \"a \\\"quoted\\\" net\\tnamed \\u00e9\"\ninputs: {x: [8]}\nlayers:\n"
+                                   "  - {name: fc, type: Linear, out_features: 4}\n  - {name: act, type: ReLU}\n");
+  const std::string trace = render_trace_json(e);
+  const auto parsed = nlohmann::ordered_json::parse(trace);
+  CHECK(parsed.dump() == trace);
+  CHECK(parsed["otherData"]["model"] == "a \"quoted\" net\tnamed \u00e9");
+  CHECK(parsed["traceEvents"][0]["args"]["name"].get<std::string>().rfind("nnmem: ", 0) == 0);
+  CHECK(parsed["traceEvents"].back()["ph"] == "X");
+}
