@@ -219,3 +219,36 @@ TEST_CASE("--tp on a mixture of experts: the router replicated, each expert's fc
             .find("MoEExperts 'model.layers.0.mlp.experts' splits each expert's intermediate_size across the ranks (fc1 column-, "
                   "fc2 row-parallel): expected it to divide by 2, found 95") != std::string::npos);
 }
+
+TEST_CASE("--tp: the vocabulary's table is the one reading the token ids, not the largest") {
+  // A char-level GPT (nanoGPT's Shakespeare: 65 tokens, 256 positions): the position table is
+  // the larger, and replicated; the tied head's vocabulary split with the token table.
+  const auto spec = [](std::int64_t vocab) {
+    LoadOptions o;
+    o.overrides = {{"vocab", std::to_string(vocab)}};
+    return parse_spec(R"(
+variables: {vocab: 65, positions: 256, h: 64}
+inputs:
+  ids: {shape: [256], dtype: int64}
+layers:
+  - {name: wte, type: Embedding, num_embeddings: $vocab, embedding_dim: $h}
+  - {name: position_ids, type: Constant, inputs: [], shape: [1, $positions], dtype: int64, functional: true}
+  - {name: wpe, type: Embedding, num_embeddings: $positions, embedding_dim: $h}
+  - {name: sum, type: Add, inputs: [wte, wpe], functional: true}
+  - {name: fc, type: Linear, out_features: $4 * $h}
+  - {name: proj, type: Linear, out_features: $h}
+  - {name: lm_head, type: Linear, out_features: $vocab, bias: false, tie: {weight: wte.weight}}
+)", "char_gpt.yaml", o);
+  };
+  for (const std::int64_t vocab : {65, 256, 1000}) {
+    CAPTURE(vocab);
+    const ModelParallelEstimate e = run(spec(vocab), tp(2));
+    std::map<std::string, TpRole> roles;
+    for (const TpLayer& l : e.split) roles[l.name] = l.role;
+    CHECK(roles.at("wte") == TpRole::VocabEmbedding);
+    CHECK(roles.at("wpe") == TpRole::Replicated);
+    CHECK(roles.at("lm_head") == TpRole::Column);
+    const std::int64_t h = 64;
+    CHECK(e.stages[0].params == (vocab + 1) / 2 * h + 256 * h + (h * 4 * h + 4 * h) / 2 + (4 * h * h) / 2 + h);
+  }
+}

@@ -5,7 +5,8 @@
 // A Linear (or transformers' Conv1D) reading a whole tensor is column-parallel: its weight's rows and its output's last
 // dimension are split. A Linear reading a tensor split along its last dimension is
 // row-parallel: its weight's columns are split and its output is whole again (all-reduced). An
-// Embedding is vocabulary-parallel (ceil(V / T) rows, the output all-reduced whole). Between
+// Embedding of the vocabulary is vocabulary-parallel (ceil(V / T) rows, the output all-reduced
+// whole; other tables, positions and token types, are replicated). Between
 // them, views, transposes, element-wise ops, attention and matrix products carry the split
 // along; norms and everything else are replicated and must not read a split tensor.
 //
@@ -49,8 +50,17 @@ class Splitter {
 
   TensorParallelSpec run() {
     check_heads();
+    // The vocabulary's table: the largest of those reading a model input (the token ids;
+    // positions come from a Constant or a buffer), else the largest. (The largest alone took
+    // GPT-2's 1,024 positions for the vocabulary of a char-level model of 65 tokens.)
+    std::int64_t largest = 0, reading_input = 0;
     for (const Node& n : g_.nodes)
-      if (spec_of(n).type == "Embedding") vocab_ = std::max(vocab_, rows(n));
+      if (spec_of(n).type == "Embedding") {
+        largest = std::max(largest, rows(n));
+        if (reads_model_input(n)) reading_input = std::max(reading_input, rows(n));
+      }
+    vocab_reads_input_ = reading_input > 0;
+    vocab_ = vocab_reads_input_ ? reading_input : largest;
     out_.spec = g_.spec;
     linears_of_conv1d(out_.spec);
     if (sp_) shard_inputs();
@@ -202,7 +212,7 @@ class Splitter {
     if (is_linear(t) && routes(n)) return router(n, in, reader);
     if (is_linear(t)) return linear(n, in, reader);
     if (t == "MoEExperts" && in == kWhole) return experts(n);
-    if (t == "Embedding" && rows(n) == vocab_) {
+    if (t == "Embedding" && rows(n) == vocab_ && (!vocab_reads_input_ || reads_model_input(n))) {
       set_attr(n, "num_embeddings", ceil_div(vocab_));
       return role(n, TpRole::VocabEmbedding);
     }
@@ -245,8 +255,10 @@ class Splitter {
     for (std::size_t k = 1; k < n.outputs.size(); ++k) carry(n.outputs[k], split_[static_cast<std::size_t>(out)], out);
   }
 
-  // An Embedding's rows. The largest table is the vocabulary's (Megatron's word embeddings):
-  // vocabulary-parallel; position and token-type tables are replicated.
+  bool reads_model_input(const Node& n) const {
+    return !n.inputs.empty() && std::find(g_.inputs.begin(), g_.inputs.end(), n.inputs.front()) != g_.inputs.end();
+  }
+  // An Embedding's rows.
   std::int64_t rows(const Node& n) const { return spec_of(n).find_attr("num_embeddings")->value.integer; }
   std::int64_t ceil_div(std::int64_t n) const { return (n + tp_ - 1) / tp_; }
 
@@ -379,7 +391,8 @@ class Splitter {
   std::vector<std::int64_t> local_;      // per split value: a rank's size of that dimension
   std::vector<bool> seq_;                // per split value: split along the sequence (sequence parallelism)
   std::vector<Collective> scatters_, gathers_;  // in the layers' order
-  std::int64_t vocab_ = 0;               // the largest Embedding's rows
+  std::int64_t vocab_ = 0;               // the vocabulary's rows (run())
+  bool vocab_reads_input_ = false;       // the vocabulary's table reads a model input (the token ids)
   TensorParallelSpec out_;
 };
 
