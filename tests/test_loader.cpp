@@ -60,6 +60,26 @@ TEST_CASE("repeat: each instance reads the previous one in place of its first in
   CHECK(spec.layers[3].inputs == std::vector<std::string>{"u.0", "cos"});
 }
 
+TEST_CASE("repeat: the layers are held at about their number, whatever the first instance makes") {
+  // The list is reserved from the first instance (expand.cpp's reserve_for): exact for equal
+  // instances, and given back when a first instance that makes more over-reserved it.
+  const auto spare = [](const ModelSpec& s) { return s.layers.capacity() - s.layers.size(); };
+  const ModelSpec equal = load("inputs: {x: [8]}\nblocks:\n  B:\n    layers:\n      - {type: Linear, out_features: 8}\n"
+                               "      - {type: ReLU}\nlayers:\n  - {block: B, repeat: 1000}\n  - {name: head, type: ReLU}\n");
+  CHECK(equal.layers.size() == 2001);
+  CHECK(spare(equal) <= equal.layers.capacity() / 8);
+  const ModelSpec first_more = load("inputs: {x: [8]}\nblocks:\n  B:\n    params: {i: 0}\n    layers:\n"
+                                    "      - {name: a, type: Linear, out_features: 8}\n"
+                                    "      - {name: b, type: ReLU, when: \"$i == 0\"}\n"
+                                    "      - {name: c, type: ReLU, when: \"$i == 0\"}\n"
+                                    "layers:\n  - {name: r, block: B, i: $index, repeat: 1000}\n");
+  REQUIRE(first_more.layers.size() == 1002);
+  CHECK(first_more.layers[2].name == "r.0.c");
+  CHECK(first_more.layers[3].name == "r.1.a");
+  CHECK(first_more.layers.back().name == "r.999.a");
+  CHECK(spare(first_more) <= first_more.layers.capacity() / 8);
+}
+
 TEST_CASE("when: false drops a layer, and its name stands for its input") {
   const ModelSpec spec = load(
       "variables:\n  dropout: false\n"

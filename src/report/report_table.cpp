@@ -264,7 +264,7 @@ std::string render_table(const Estimate& e, const ReportOptions& options) {
   std::string out = headline(e, options, "");
   if (!options.summary) {
     out += '\n';
-    out += layer_table(e, options.depth, false).text();
+    layer_table(e, options.depth, false).append_text(out);
   }
   out += '\n';
   out += totals_lines(e, "");

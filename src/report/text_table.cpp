@@ -26,6 +26,12 @@ void TextTable::row(const std::vector<std::string>& cells) {
 void TextTable::rule() { pending_rule_ = true; }
 
 std::string TextTable::text() const {
+  std::string out;
+  append_text(out);
+  return out;
+}
+
+void TextTable::append_text(std::string& out) const {
   const std::size_t columns = headers_.size();
   std::vector<std::size_t> width(columns);
   for (std::size_t c = 0; c < columns; ++c) {
@@ -36,8 +42,7 @@ std::string TextTable::text() const {
   std::size_t total = 0;
   for (std::size_t w : width) total += w + 2;
   const std::string line(total > 2 ? total - 2 : 0, '-');
-  std::string out;
-  out.reserve((rows() + 2) * total);
+  out.reserve(out.size() + (rows() + 2) * total);
   // Appends a row in place, each cell padded to its column's width.
   const auto render = [&](const auto& cell) {
     for (std::size_t c = 0; c < columns; ++c) {
@@ -58,7 +63,6 @@ std::string TextTable::text() const {
     if (rules_[r]) (out += line) += '\n';
     render([&](std::size_t c) { return cell(r, c); });
   }
-  return out;
 }
 
 std::string TextTable::markdown() const {

@@ -26,6 +26,8 @@ class TextTable {
   /// widening it: padding every row to one long cell (a Chunk's 10,000 output shapes) made the
   /// table grow as rows x that cell, 700 MB for 10,000 rows.
   std::string text() const;
+  /// The same, appended to `out` (a 100,000-row table is not copied again into its report).
+  void append_text(std::string& out) const;
   static constexpr std::size_t kWidest = 160;
   std::string markdown() const;
   std::string csv() const;

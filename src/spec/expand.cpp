@@ -116,7 +116,7 @@ class Expander {
     }
     // The layers are kept for as long as the graph that is built from them: without the up to
     // doubled capacity their vector grew to (a third of it at 100,000 layers).
-    spec.layers.shrink_to_fit();
+    if (spec.layers.capacity() - spec.layers.size() > spec.layers.capacity() / 8) spec.layers.shrink_to_fit();
     return spec;
   }
 
@@ -218,8 +218,10 @@ class Expander {
         VarScope with_index{&vars, {}, {}, {}};
         with_index.add("index", index_value(i, e.repeat->loc));
         const Instance instance{i, &who};
+        const std::size_t before = spec_->layers.size();
         output = instantiate(e, qualified + "." + std::to_string(i), inputs, scope, with_index, inherited, &instance);
         inputs.front() = output;  // the next reads it in place of its first input; the others stay (a mask, cos/sin)
+        if (i == 0) reserve_for(count - 1, spec_->layers.size() - before);
       }
     } else {
       output = instantiate(e, qualified, inputs, scope, vars, inherited, nullptr, &who);
@@ -227,6 +229,18 @@ class Expander {
     scope.bound[local] = output;
     scope.previous = output;
     for (const std::string& v : scope.python_references(e, local, who, output, true)) refer(v);
+  }
+
+  // Room for `instances` more instances of as many layers as the first made, and the top-level
+  // entries (no more than the layers left): a repeated block grows the list once instead of
+  // by doubling, then shrinking to fit, every layer moved each time (at 100,000 layers, a third
+  // of the process's page faults). Only address space when an instance makes fewer; the list
+  // is shrunk to fit when more than an eighth of it is spare.
+  void reserve_for(std::int64_t instances, std::size_t layers_each) {
+    const std::int64_t left = budget_.layers_left(), each = static_cast<std::int64_t>(layers_each);
+    if (each == 0 || instances <= 0) return;
+    const std::int64_t more = instances > left / each ? left : std::min(left, instances * each + static_cast<std::int64_t>(raw_.layers.size()));
+    if (more > 0) spec_->layers.reserve(spec_->layers.size() + static_cast<std::size_t>(more));
   }
 
   // Python references (spec.hpp's Reference): `value` is referred to until the layer made last.

@@ -48,6 +48,9 @@ class ExpansionBudget {
   /// The top-level entry now being expanded: where a limit reached inside it is reported.
   void entering(const SourceLoc& top_entry) { top_entry_ = top_entry; }
 
+  /// The layers that may still be made.
+  std::int64_t layers_left() const { return layers_left_; }
+
   /// Every layer made costs one (block instances and skipped entries are not layers).
   void spend_layers(const SourceLoc& at, std::int64_t count) {
     spend(layers_left_, count, at, [&] {
