@@ -126,6 +126,15 @@ def never_settling_off_curve():
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "bow_sparse.yaml")
 
 
+def sweep_grid():
+    # A sweep of two lists of 10,000 values each, 10^8 points: their grid was held (3.4 GB, 10 s,
+    # then out of memory under the 4 GiB cap) before it was refused. The spec is the bundled MLP.
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "mlp.yaml")
+
+
+SWEEP_GRID = ["--vary", "batch=" + ",".join(str(i) for i in range(1, 10001)),
+              "--vary", "hidden=" + ",".join(str(i) for i in range(8, 10008))]
+
 NEVER_SETTLING = ["--loop", "plain", "--keep-grads", "--max-split-size", "64", "--amp", "bfloat16",
                   "--checkpoint", "blocks"]
 
@@ -142,6 +151,7 @@ CASES = {
     "huge_variable_expression": (huge_variable_expression, [["check"]]),
     "many_outputs": (many_outputs, [["estimate"]]),
     "one_long_name": (one_long_name, [["estimate"]]),
+    "sweep_grid": (sweep_grid, [["sweep"] + SWEEP_GRID]),
     "never_settling": (never_settling, [["estimate", "--batch", "42"] + NEVER_SETTLING,
                                         ["fit", "--budget", "40GiB"] + NEVER_SETTLING]),
     "never_settling_off_curve": (never_settling_off_curve, [["fit", "--budget", "8GiB", "--optimizer", "sgd",
@@ -152,6 +162,12 @@ CASES = {
 # A run is capped at 4 GiB of address space (the machine is shared): one that needs more fails
 # with an out-of-memory error, reported as such.
 CAP_BYTES = 4 << 30
+
+
+def shown(args):
+    """The arguments as a command line shows them, each over 60 characters cut to its ends (a
+    --vary list of 10,000 values)."""
+    return " ".join(a if len(a) <= 60 else f"{a[:24]}…{a[-12:]} ({len(a):,} characters)" for a in args)
 
 
 def measure(nnmem, args):
@@ -176,7 +192,7 @@ def main():
         path = make()
         for args in runs:
             wall, cpu, rss, status, first = measure(nnmem, args[:1] + [path] + args[1:])
-            print(f"{name}: nnmem {' '.join(args[:1] + [path] + args[1:])}\n"
+            print(f"{name}: nnmem {shown(args[:1] + [path] + args[1:])}\n"
                   f"    exit {status}, wall {wall}, CPU {cpu:.2f} s, {rss:.0f} MiB{'; ' + first if first else ''}",
                   flush=True)
 

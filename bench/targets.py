@@ -94,7 +94,7 @@ def main():
         located = code == 1 and LOCATED.match(first) is not None
         ok = (code == 0 or (refusal_ok and located)) and cpu < cpu_limit and (mib_limit is None or mib < mib_limit)
         what = f"{cpu:.2f} s CPU ({wall} wall), {mib:.0f} MiB, exit {code}" + (", located error" if located else "")
-        rows.append((target, "nnmem " + " ".join(os.path.relpath(a, ROOT) if a.startswith(ROOT + os.sep) else a for a in args), what, ok))
+        rows.append((target, "nnmem " + pathological.shown(os.path.relpath(a, ROOT) if a.startswith(ROOT + os.sep) else a for a in args), what, ok))
 
     floor, whole = whole_process(build)
     rows.append(("ResNet-50 whole process within 1.5x the floor", "nnmem estimate examples/resnet50.yaml vs bench/floor",

@@ -20,6 +20,20 @@ TEST_CASE("sweep values: lists, doubling ranges, stepped ranges") {
   CHECK_THROWS_WITH_AS(parse_sweep_values("1..100000+1", at), doctest::Contains("more than 10,000 values"), Error);
 }
 
+TEST_CASE("a sweep of too many points is refused before its grid is made") {
+  const auto load = [](const LoadOptions& o) { return load_spec_file(source_path("examples/mlp.yaml"), o); };
+  std::vector<std::string> many;
+  for (int i = 1; i <= 10000; ++i) many.push_back(std::to_string(i));
+  // 10^8 points: their grid was 3.4 GB before it was refused.
+  CHECK_THROWS_WITH_AS(sweep(load, {}, {{"batch", many}, {"hidden", many}}, {}),
+                       doctest::Contains("the sweep has 100,000,000 points; nnmem estimates at most 10,000"), Error);
+  // 10^20: more than the count holds.
+  CHECK_THROWS_WITH_AS(sweep(load, {}, {{"batch", many}, {"hidden", many}, {"a", many}, {"b", many}, {"c", many}}, {}),
+                       doctest::Contains("the sweep has more than 9,223,372,036,854,775,807 points"), Error);
+  CHECK_THROWS_WITH_AS(sweep(load, {}, {{"batch", many}, {"hidden", {"8", "16"}}}, {}),
+                       doctest::Contains("the sweep has 20,000 points"), Error);
+}
+
 TEST_CASE("the polynomial fit recovers an exact formula, and says how far the rounded one is") {
   // 3 GiB + 5,000 x batch + 7 x seq_len^2 x batch + 11 x seq_len: attention's shape.
   std::vector<std::vector<double>> x;
