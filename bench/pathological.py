@@ -6,8 +6,10 @@ Usage: python3 bench/pathological.py [NNMEM] [CASE ...]   (NNMEM defaults to bui
 Each case prints its command, exit code, wall and CPU time (user + system), peak resident
 memory and the first line of stderr (a refusal must be a located error naming the limit).
 """
+import json
 import os
 import re
+import struct
 import subprocess
 import sys
 
@@ -126,6 +128,20 @@ def never_settling_off_curve():
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "bow_sparse.yaml")
 
 
+def many_tensors():
+    # A safetensors header of 100,000 one-element tensors (8.9 MB of JSON): read as one
+    # ordered_json, whose object finds each key it inserts by a linear search, and each key's
+    # offset found again from the header's start, it took 46 s at 40,000 (4x per doubling).
+    n = 100000
+    header = json.dumps({f"layer{i}.weight": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]}
+                         for i in range(n)}).encode()
+    os.makedirs(OUT, exist_ok=True)
+    path = os.path.join(OUT, "many_tensors.safetensors")
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + bytes(4 * n))
+    return path
+
+
 def sweep_grid():
     # A sweep of two lists of 10,000 values each, 10^8 points: their grid was held (3.4 GB, 10 s,
     # then out of memory under the 4 GiB cap) before it was refused. The spec is the bundled MLP.
@@ -151,6 +167,7 @@ CASES = {
     "huge_variable_expression": (huge_variable_expression, [["check"]]),
     "many_outputs": (many_outputs, [["estimate"]]),
     "one_long_name": (one_long_name, [["estimate"]]),
+    "many_tensors": (many_tensors, [["inspect"]]),
     "sweep_grid": (sweep_grid, [["sweep"] + SWEEP_GRID]),
     "never_settling": (never_settling, [["estimate", "--batch", "42"] + NEVER_SETTLING,
                                         ["fit", "--budget", "40GiB"] + NEVER_SETTLING]),

@@ -138,3 +138,26 @@ TEST_CASE("safetensors: a bad header is an error located in the file, naming the
   CHECK_THROWS_WITH_AS(read_safetensors(source_path("validation")), doctest::Contains("not a regular file"), Error);
   std::filesystem::remove(path);
 }
+
+TEST_CASE("safetensors: the header read in one pass, each tensor where its name is, whatever the text holds") {
+  // The tensors in the text's order, each located at its key (line 1, the column counted from
+  // the file's start): a name written with escapes, braces and commas inside strings, spaces
+  // between the tokens, and a name given twice (where it first is, with its last value).
+  const std::string header =
+      R"({ "__metadata__" : {"note": "a } b, \"c\": {"} ,)"
+      R"( "b\u0041" : {"dtype":"F32","shape":[2],"data_offsets":[0,8]} ,)"
+      R"("x":{"dtype":"F16","shape":[1],"data_offsets":[0,2]},)"
+      R"("a,}":{"dtype":"F32","shape":[1],"data_offsets":[8,12]},)"
+      R"("x":{"dtype":"F32","shape":[1],"data_offsets":[12,16]} })";
+  const SafetensorsFile f = read_safetensors(write_file("one_pass", header, 8 + static_cast<std::int64_t>(header.size()) + 16));
+  REQUIRE(f.tensors.size() == 3);
+  CHECK(f.metadata.at("note") == "a } b, \"c\": {");
+  CHECK(f.tensors[0].name == "bA");
+  CHECK(f.tensors[0].loc.column == 9 + static_cast<int>(header.find("\"b\\u0041\"")));
+  CHECK(f.tensors[1].name == "x");
+  CHECK(f.tensors[1].dtype == "F32");  // the last value ...
+  CHECK(f.tensors[1].loc.column == 9 + static_cast<int>(header.find("\"x\"")));  // ... where the name first is
+  CHECK(f.tensors[2].name == "a,}");
+  CHECK(f.tensors[2].begin == 8);
+  CHECK(f.data_bytes == 16);
+}

@@ -8,37 +8,51 @@ namespace {
 
 bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-// The positions of the top-level object's members. `text` has parsed as JSON, so strings are
-// closed and brackets balanced.
-std::map<std::string, Member> top_level(const std::string& text) {
-  std::map<std::string, Member> out;
+}  // namespace
+
+std::vector<MemberText> members_of(const std::string& text) {
+  std::vector<MemberText> out;
   const std::size_t n = text.size();
   int depth = 0;
   bool expect_key = false;
+  const auto value_ends = [&](std::size_t i) {  // at the ',' or '}' after the last member's value
+    if (out.empty() || out.back().end != 0) return;
+    while (i > out.back().value && space(text[i - 1])) --i;
+    out.back().end = i;
+  };
   for (std::size_t i = 0; i < n;) {
     const char c = text[i];
     if (c == '"') {
       const std::size_t start = i++;
-      while (i < n && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
+      bool escaped = false;
+      while (i < n && text[i] != '"') {
+        escaped = escaped || text[i] == '\\';
+        i += text[i] == '\\' ? 2 : 1;
+      }
       ++i;
       if (depth == 1 && expect_key) {
         std::size_t j = i;
         while (j < n && (space(text[j]) || text[j] == ':')) ++j;
-        out[nlohmann::json::parse(text.substr(start, i - start)).get<std::string>()] = {start, j};
+        std::string name = escaped ? nlohmann::json::parse(text.substr(start, i - start)).get<std::string>()
+                                   : text.substr(start + 1, i - start - 2);
+        out.push_back({std::move(name), start, j, 0});
         expect_key = false;
         i = j;
       }
       continue;
     }
-    if (c == '{' || c == '[') expect_key = ++depth == 1 && c == '{';
-    else if (c == '}' || c == ']') --depth;
-    else if (c == ',' && depth == 1) expect_key = true;
+    if (c == '{' || c == '[') {
+      expect_key = ++depth == 1 && c == '{';
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) value_ends(i);
+    } else if (c == ',' && depth == 1) {
+      value_ends(i);
+      expect_key = true;
+    }
     ++i;
   }
   return out;
 }
-
-}  // namespace
 
 SourceLoc Document::at(std::size_t offset) const {
   offset = std::min(offset, text.size());
@@ -73,7 +87,7 @@ Document parse(const std::string& text, const std::string& file) {
   if (!doc.root.is_object())
     throw Error(doc.at(text.find_first_not_of(" \t\r\n") == std::string::npos ? 0 : text.find_first_not_of(" \t\r\n")),
                 std::string("expected a JSON object (a Hugging Face config.json), found ") + doc.root.type_name());
-  doc.members = top_level(text);
+  for (MemberText& m : members_of(text)) doc.members[std::move(m.name)] = {m.key, m.value};  // the last of duplicates
   return doc;
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "nnmem/diagnostic.hpp"
 
@@ -26,6 +27,17 @@ struct Document {
   SourceLoc key_loc(const std::string& key) const;    // the document's start when absent
   SourceLoc value_loc(const std::string& key) const;  // the document's start when absent
 };
+
+/// A top-level member as the text has it: its name (unescaped), the byte offsets of its key's
+/// opening quote and of its value, and of the end of the value's text.
+struct MemberText {
+  std::string name;
+  std::size_t key = 0, value = 0, end = 0;
+};
+
+/// The top-level object's members of `text`, in the order of the text (a duplicate key each
+/// time it occurs), in one pass. `text` must be valid JSON (nlohmann::json::accept()).
+std::vector<MemberText> members_of(const std::string& text);
 
 /// Parses `text` as a JSON object. Throws nnmem::Error located where the JSON is malformed, or
 /// at the start when the document is not an object.
