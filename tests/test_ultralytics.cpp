@@ -106,3 +106,31 @@ TEST_CASE("the imported yolo11n is exact against the measured yolo11n, on both v
   small.overrides.emplace_back("image_size", "64");
   check_fixtures(imported("", small, kYolo11), "yolo11n");
 }
+
+TEST_CASE("a C2f of 1 to 6 Bottlenecks, and no more") {
+  // The file's repeats times depth_multiple: 15 x 0.33 rounds to 5, a torch.cat of 2 + 5 maps
+  // (16 channels each at n); 30,000 would be 9,900, refused where the file says so, and a
+  // --set that raises the depth past 6 is refused by the block.
+  std::string text = text_of(kFile);
+  const std::string three = "- [-1, 3, C2f, [128, True]]";
+  REQUIRE(text.find(three) != std::string::npos);
+  const auto with_repeats = [&](const std::string& n) {
+    std::string t = text;
+    return t.replace(t.find(three), three.size(), "- [-1, " + n + ", C2f, [128, True]]");
+  };
+  const ModelSpec five = parse_spec(import_ultralytics_text(with_repeats("15"), "yolov8n.yaml").text, "yolov8n.yaml");
+  const Graph g = build_graph(five, GraphOptions{});
+  bool found = false;
+  for (std::size_t n = 0; n < g.nodes.size(); ++n)
+    if (g.layer(g.nodes[n]).name == "model.2.cat5") {
+      found = true;
+      CHECK(g.layer(g.nodes[n]).inputs.size() == 7);
+      CHECK(g.values[static_cast<std::size_t>(g.nodes[n].outputs[0])].type.shape == Shape{1, 112, 160, 160});
+    }
+  CHECK(found);
+  CHECK_THROWS_WITH_AS(import_ultralytics_text(with_repeats("30000"), "yolov8n.yaml"),
+                       doctest::Contains("C2f: 30000 repeats at depth_multiple 0.33 are 9,900 Bottlenecks; nnmem's C2f runs 1 to 6"), Error);
+  LoadOptions deeper;
+  deeper.overrides = {{"depth_multiple", "3"}};
+  CHECK_THROWS_WITH_AS(build_graph(imported("n", deeper), GraphOptions{}), doctest::Contains("C2f of more than 6 Bottlenecks"), Error);
+}

@@ -6,6 +6,8 @@
 // the spec — and each module is an instance of examples/yolov8.yaml's blocks (compiled in).
 #include "nnmem/ultralytics.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -196,6 +198,11 @@ class Translator {
         throw Error(e.items[1].loc, module + " repeated: only the repeats of C2f, C3k2 and C2PSA are supported");
       if (n > 2 && (module == "C3k2" || module == "C2PSA"))
         throw Error(e.items[1].loc, module + ": nnmem's block runs at most 2 units, found " + std::to_string(n) + " repeats");
+      // (The block refuses more too, should --set raise depth_multiple; this names the module.)
+      if (const double units = std::max(std::nearbyint(static_cast<double>(n) * depth_), 1.0); module == "C2f" && n > 1 && units > 6)
+        throw Error(e.items[1].loc, "C2f: " + std::to_string(n) + " repeats at depth_multiple " + fmt(depth_) + " are " +
+                                        with_commas(static_cast<long long>(std::min(units, 1e18))) +
+                                        " Bottlenecks; nnmem's C2f runs 1 to 6");
       std::vector<std::size_t> from;
       if (f.kind == YamlNode::Kind::List)
         for (const auto& x : f.items) from.push_back(source(x, i));
