@@ -133,4 +133,10 @@ TEST_CASE("a C2f of 1 to 6 Bottlenecks, and no more") {
   LoadOptions deeper;
   deeper.overrides = {{"depth_multiple", "3"}};
   CHECK_THROWS_WITH_AS(build_graph(imported("n", deeper), GraphOptions{}), doctest::Contains("C2f of more than 6 Bottlenecks"), Error);
+  // YOLO11's C3k2 and C2PSA run 1 or 2 units: a deeper --set is refused, not cut to 2
+  CHECK_THROWS_WITH_AS(build_graph(imported("n", deeper, kYolo11), GraphOptions{}), doctest::Contains("C3k2 of more than 2 units"), Error);
+  std::string once = text_of(kYolo11);  // each C3k2 once: the C2PSA's 2 repeats are the first to pass 2
+  for (std::size_t at; (at = once.find(", 2, C3k2")) != std::string::npos;) once.replace(at, 9, ", 1, C3k2");
+  CHECK_THROWS_WITH_AS(build_graph(parse_spec(import_ultralytics_text(once, "yolo11n.yaml").text, "yolo11n.yaml", deeper), GraphOptions{}),
+                       doctest::Contains("C2PSA of more than 2 PSABlocks"), Error);
 }

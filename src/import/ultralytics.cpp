@@ -196,13 +196,14 @@ class Translator {
         throw Error(e.items[2].loc, "module '" + module + "' is not supported; supported: " + kSupported);
       if (n > 1 && module != "C2f" && module != "C3k2" && module != "C2PSA")
         throw Error(e.items[1].loc, module + " repeated: only the repeats of C2f, C3k2 and C2PSA are supported");
-      if (n > 2 && (module == "C3k2" || module == "C2PSA"))
-        throw Error(e.items[1].loc, module + ": nnmem's block runs at most 2 units, found " + std::to_string(n) + " repeats");
-      // (The block refuses more too, should --set raise depth_multiple; this names the module.)
-      if (const double units = std::max(std::nearbyint(static_cast<double>(n) * depth_), 1.0); module == "C2f" && n > 1 && units > 6)
-        throw Error(e.items[1].loc, "C2f: " + std::to_string(n) + " repeats at depth_multiple " + fmt(depth_) + " are " +
+      // The units parse_model makes, max(round(n * depth), 1), within what the block runs (the
+      // block refuses more too, should --set raise depth_multiple; this names the module).
+      const int most = module == "C2f" ? 6 : 2;
+      if (const double units = std::max(std::nearbyint(static_cast<double>(n) * depth_), 1.0); n > 1 && units > most)
+        throw Error(e.items[1].loc, module + ": " + std::to_string(n) + " repeats at depth_multiple " + fmt(depth_) + " are " +
                                         with_commas(static_cast<long long>(std::min(units, 1e18))) +
-                                        " Bottlenecks; nnmem's C2f runs 1 to 6");
+                                        (module == "C2f" ? " Bottlenecks" : " units") + "; nnmem's " + module + " runs 1 to " +
+                                        std::to_string(most));
       std::vector<std::size_t> from;
       if (f.kind == YamlNode::Kind::List)
         for (const auto& x : f.items) from.push_back(source(x, i));
