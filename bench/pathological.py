@@ -142,6 +142,28 @@ def many_tensors():
     return path
 
 
+def many_losses():
+    # 20,000 Linear heads, each with its own loss: each loss's output was searched for in the
+    # outputs' list twice, and the terms' common dtype found again per term (5.4 s). On the CPU
+    # device: on CUDA its replay runs to the 20-million-event cap, unsettled (about 1 s).
+    n = 20000
+    lines = ["name: many_losses", "inputs:", "  x: [8]", "layers:"]
+    lines += [f"  - {{name: h{i}, type: Linear, input: x, out_features: 2}}" for i in range(n)]
+    lines += ["loss:"] + [f"  - {{output: h{i}, type: mse}}" for i in range(n)]
+    return write("many_losses", "\n".join(lines) + "\n")
+
+
+def many_registered():
+    # A model-level `register:` list of 20,000 members (in the reverse of the layers' order):
+    # each member was searched for in the layers' members, and ranked by a search of the list
+    # (1.4 s on the CPU device, quadratic).
+    n = 20000
+    lines = ["name: many_registered", "inputs:", "  x: [8]", "layers:"]
+    lines += [f"  - {{name: h{i}, type: Linear, out_features: 8}}" for i in range(n)]
+    lines += ["register: [" + ", ".join(f"h{i}" for i in reversed(range(n))) + "]", "loss: mean"]
+    return write("many_registered", "\n".join(lines) + "\n")
+
+
 def sweep_grid():
     # A sweep of two lists of 10,000 values each, 10^8 points: their grid was held (3.4 GB, 10 s,
     # then out of memory under the 4 GiB cap) before it was refused. The spec is the bundled MLP.
@@ -168,6 +190,8 @@ CASES = {
     "many_outputs": (many_outputs, [["estimate"]]),
     "one_long_name": (one_long_name, [["estimate"]]),
     "many_tensors": (many_tensors, [["inspect"]]),
+    "many_losses": (many_losses, [["estimate", "--device", "cpu"]]),
+    "many_registered": (many_registered, [["estimate", "--device", "cpu"]]),
     "sweep_grid": (sweep_grid, [["sweep"] + SWEEP_GRID]),
     "never_settling": (never_settling, [["estimate", "--batch", "42"] + NEVER_SETTLING,
                                         ["fit", "--budget", "40GiB"] + NEVER_SETTLING]),

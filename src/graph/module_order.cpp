@@ -12,27 +12,37 @@
 namespace nnmem::detail {
 namespace {
 
-using Listed = std::unordered_map<std::string, const std::vector<std::string>*>;  // module -> its `register:`
+// A module's `register:` list as ranks: each member's place (the first, if named twice), found
+// by name (a search of the list per member made a list of 20,000 quadratic).
+struct Ranks {
+  std::unordered_map<std::string_view, int> place;
+  int size = 0;
+};
+using Listed = std::unordered_map<std::string, Ranks>;  // module -> its `register:`
 
 Listed listed_of(const std::vector<Registration>& registrations) {
   Listed listed;
-  for (const Registration& r : registrations) listed.insert_or_assign(r.module, &r.members);
+  for (const Registration& r : registrations) {
+    Ranks ranks;
+    for (const std::string& m : r.members) ranks.place.try_emplace(m, ranks.size++);
+    listed.insert_or_assign(r.module, std::move(ranks));
+  }
   return listed;
 }
 
-const std::vector<std::string>* find_listed(const Listed& listed, std::string_view module) {
+const Ranks* find_listed(const Listed& listed, std::string_view module) {
   if (listed.empty()) return nullptr;
   const auto it = listed.find(std::string(module));
-  return it == listed.end() ? nullptr : it->second;
+  return it == listed.end() ? nullptr : &it->second;
 }
 
 // A member's rank in its module: its place in the module's `register:` list, else after the
 // list, in the order the members it does not name are first met (`unlisted` counts them).
-int rank_of(const std::vector<std::string>* list, int& unlisted, std::string_view member) {
+int rank_of(const Ranks* list, int& unlisted, std::string_view member) {
   if (list) {
-    const auto at = std::find(list->begin(), list->end(), member);
-    if (at != list->end()) return static_cast<int>(at - list->begin());
-    return static_cast<int>(list->size()) + unlisted++;
+    const auto at = list->place.find(member);
+    if (at != list->place.end()) return at->second;
+    return list->size + unlisted++;
   }
   return unlisted++;
 }
@@ -107,7 +117,7 @@ class ModuleTree {
     int child = -1;  // its index in modules_, once it is met as a module
   };
   struct Module {
-    const std::vector<std::string>* list = nullptr;  // its `register:`, if given
+    const Ranks* list = nullptr;  // its `register:`, if given
     int unlisted = 0;                                // members met that its list does not name
   };
 
@@ -191,7 +201,7 @@ class SeenMembers {
 
 // A module on the current tensor's path, and the member the path takes through it.
 struct OnPath {
-  const std::vector<std::string>* list = nullptr;  // its `register:`, if given
+  const Ranks* list = nullptr;  // its `register:`, if given
   int unlisted = 0;
   std::string member;
   std::int64_t level = -1;  // the member's key level (-1: none yet)

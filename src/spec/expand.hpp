@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -77,7 +78,7 @@ void add_modules(const std::vector<Named>& modules, const std::string& module, s
 /// in the submodule `prefix` ("bert."; "" when its name is empty or there is no scope).
 struct ModuleScope {
   std::string prefix;
-  std::vector<std::string> members;
+  std::unordered_set<std::string> members;
   /// The module a top-level local name, or a `register`/`modules` name, stands for.
   std::string qualify(const std::string& local) const;
 };

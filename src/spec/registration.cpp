@@ -5,6 +5,9 @@
 // by the instance it orders.
 #include <algorithm>
 #include <map>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "expand.hpp"
 
@@ -22,16 +25,18 @@ struct Member {
 // ("m" of m.0; an unnamed entry is named by its position).
 std::vector<Member> members(const std::vector<RawEntry>& layers, const std::string& prefix) {
   std::vector<Member> out;
+  std::unordered_map<std::string, std::size_t> at;  // name -> its place in out
   for (std::size_t k = 0; k < layers.size(); ++k) {
     const RawEntry& e = layers[k];
     const std::string local = e.name ? e.name->name : std::to_string(k);
     if (local.size() <= prefix.size() || local.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string head = local.substr(prefix.size(), local.find('.', prefix.size()) - prefix.size());
+    std::string head = local.substr(prefix.size(), local.find('.', prefix.size()) - prefix.size());
     const bool functional = e.functional && !e.functional->expression && e.functional->literal.kind == Value::Kind::Bool &&
                             e.functional->literal.boolean;
-    auto it = std::find_if(out.begin(), out.end(), [&](const Member& m) { return m.name == head; });
-    if (it == out.end()) it = out.insert(out.end(), Member{head, false, e.name ? e.name->loc : e.loc});
-    it->module = it->module || (!functional && !e.share);
+    const auto [it, fresh] = at.try_emplace(head, out.size());
+    if (fresh) out.push_back(Member{std::move(head), false, e.name ? e.name->loc : e.loc});
+    Member& m = out[it->second];
+    m.module = m.module || (!functional && !e.share);
   }
   return out;
 }
@@ -49,11 +54,14 @@ void check_list(const std::vector<RawEntry>& layers, const RawRegister& list, co
       modules.push_back(m.name);
       listing += (listing.empty() ? "" : ", ") + m.name;
     }
+  std::unordered_map<std::string_view, const Member*> by_name;
+  for (const Member& m : all) by_name.emplace(m.name, &m);
   std::map<std::string, SourceLoc> listed;
   std::string found;
   for (const Named& n : list.members) {
-    const auto member = std::find_if(all.begin(), all.end(), [&](const Member& m) { return m.name == n.name; });
-    if (member == all.end())
+    const auto named = by_name.find(n.name);
+    const Member* member = named == by_name.end() ? nullptr : named->second;
+    if (!member)
       throw Error(n.loc, who + "'" + n.name + "' is not a member; expected one of the modules (" + listing + ")" +
                              suggestion(n.name, modules));
     if (!member->module)
@@ -81,15 +89,24 @@ void check_registration(const std::vector<RawEntry>& layers, const std::vector<R
 }
 
 void check_modules(const std::vector<RawEntry>& layers, const std::vector<Named>& modules, const std::string& owner) {
+  if (modules.empty()) return;
+  // Each layer's name and the modules it nests in ("a.b.c": a, a.b and itself), with the first
+  // layer each names (searching the layers for each module was quadratic).
+  std::unordered_map<std::string, std::size_t> first_layer;
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    const std::string local = layers[k].name ? layers[k].name->name : std::to_string(k);
+    for (std::size_t dot = local.find('.'); dot != std::string::npos; dot = local.find('.', dot + 1))
+      first_layer.try_emplace(local.substr(0, dot), k);
+    first_layer.try_emplace(local, k);
+  }
   std::map<std::string, SourceLoc> listed;
   for (const Named& n : modules) {
-    for (std::size_t k = 0; k < layers.size(); ++k) {
-      const RawEntry& e = layers[k];
-      const std::string local = e.name ? e.name->name : std::to_string(k);
-      if (local == n.name || local.rfind(n.name + ".", 0) == 0)
-        throw Error(n.loc, owner + ": modules: '" + n.name + "' is a layer's module ('" + local + "', line " +
-                               std::to_string((e.name ? e.name->loc : e.loc).line) +
-                               "); 'modules' lists the modules __init__ registers that no layer stands for");
+    if (const auto it = first_layer.find(n.name); it != first_layer.end()) {
+      const RawEntry& e = layers[it->second];
+      const std::string local = e.name ? e.name->name : std::to_string(it->second);
+      throw Error(n.loc, owner + ": modules: '" + n.name + "' is a layer's module ('" + local + "', line " +
+                             std::to_string((e.name ? e.name->loc : e.loc).line) +
+                             "); 'modules' lists the modules __init__ registers that no layer stands for");
     }
     const auto [it, fresh] = listed.emplace(n.name, n.loc);
     if (!fresh)
@@ -99,7 +116,7 @@ void check_modules(const std::vector<RawEntry>& layers, const std::vector<Named>
 }
 
 std::string ModuleScope::qualify(const std::string& local) const {
-  if (prefix.empty() || std::find(members.begin(), members.end(), local.substr(0, local.find('.'))) == members.end()) return local;
+  if (prefix.empty() || !members.count(local.substr(0, local.find('.')))) return local;
   return prefix + local;
 }
 
@@ -116,19 +133,18 @@ ModuleScope module_scope(const RawSpec& spec, const VarScope& vars) {
   const std::vector<Member> all = members(spec.layers, "");
   std::vector<std::string> known;
   for (const Member& m : all) known.push_back(m.name);
+  const std::unordered_set<std::string_view> top(known.begin(), known.end());
   for (const Named& n : s.members) {
-    if (std::find(known.begin(), known.end(), n.name) == known.end())
+    if (!top.count(n.name))
       throw Error(n.loc, "scope: members: '" + n.name + "' is no top-level member (a layer's name up to its first dot)" +
                              suggestion(n.name, known));
-    if (std::find(out.members.begin(), out.members.end(), n.name) != out.members.end())
-      throw Error(n.loc, "scope: members: '" + n.name + "' is listed twice");
-    out.members.push_back(n.name);
+    if (!out.members.insert(n.name).second) throw Error(n.loc, "scope: members: '" + n.name + "' is listed twice");
   }
   if (name.text.empty()) return out;
   out.prefix = name.text + ".";
   for (const RawRegister& list : spec.registers)
     for (const Named& n : list.members)
-      if (list.module.empty() && std::find(out.members.begin(), out.members.end(), n.name) != out.members.end())
+      if (list.module.empty() && out.members.count(n.name))
         throw Error(n.loc, "register: '" + n.name + "' is a member of the scope '" + name.text +
                                "', not of the model; the model's own list cannot order it");
   return out;
