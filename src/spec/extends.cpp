@@ -5,6 +5,8 @@
 // whose given keys and attributes replace the base layer's one by one. Every value keeps the
 // position of the file that wrote it, so an error points into the file that holds its cause.
 #include <filesystem>
+#include <string_view>
+#include <unordered_map>
 
 #include "raw_spec.hpp"
 #include "source_text.hpp"
@@ -18,15 +20,28 @@ namespace fs = std::filesystem;
 
 std::string display(const fs::path& p) { return p.lexically_normal().generic_string(); }
 
-// Replaces the item of `base` whose key equals `item`'s, or appends `item`.
+// Each of `items` replaces the item of `base` whose key equals its own (the first), or is
+// appended. By name through a table when the lists are long: a search of the base per item made
+// 16 files of 20,000 overrides each take 7.8 s.
 template <typename T, typename Key>
-void override_or_add(std::vector<T>& base, T item, Key key) {
-  for (auto& b : base)
-    if (key(b) == key(item)) {
-      b = std::move(item);
-      return;
-    }
-  base.push_back(std::move(item));
+void override_or_add(std::vector<T>& base, std::vector<T>&& items, Key key) {
+  const auto one = [&](T& item, auto&& find) {
+    const std::size_t i = find(item);
+    if (i == base.size()) base.push_back(std::move(item));
+    else base[i] = std::move(item);
+  };
+  if (base.size() * items.size() <= 64) {
+    for (T& item : items)
+      one(item, [&](const T& x) {
+        std::size_t i = 0;
+        while (i < base.size() && key(base[i]) != key(x)) ++i;
+        return i;
+      });
+    return;
+  }
+  std::unordered_map<std::string, std::size_t> at;
+  for (std::size_t i = 0; i < base.size(); ++i) at.try_emplace(key(base[i]), i);
+  for (T& item : items) one(item, [&](const T& x) { return at.try_emplace(key(x), base.size()).first->second; });
 }
 
 // The name expand.cpp gives an entry: its own, or its position in the list.
@@ -46,9 +61,8 @@ void override_entry(RawEntry& base, RawEntry&& over) {
   if (over.share) base.share = std::move(over.share);
   if (over.var) base.var = std::move(over.var);
   if (over.held_until) base.held_until = std::move(over.held_until);
-  for (auto& tie : over.ties)
-    override_or_add(base.ties, std::move(tie), [](const auto& t) { return t.first.name; });
-  for (auto& attr : over.attrs) override_or_add(base.attrs, std::move(attr), [](const RawAttr& a) { return a.name; });
+  override_or_add(base.ties, std::move(over.ties), [](const auto& t) { return t.first.name; });
+  override_or_add(base.attrs, std::move(over.attrs), [](const RawAttr& a) { return a.name; });
 }
 
 RawSpec merge(RawSpec base, RawSpec&& over, const std::string& base_file) {
@@ -57,16 +71,17 @@ RawSpec merge(RawSpec base, RawSpec&& over, const std::string& base_file) {
   if (over.name) base.name = std::move(over.name);
   else base.name.reset();  // the default name is the extending file's stem
   if (over.dtype) base.dtype = std::move(over.dtype);
-  for (auto& v : over.variables)
-    override_or_add(base.variables, std::move(v), [](const RawVariable& x) { return x.name.name; });
-  for (auto& in : over.inputs) override_or_add(base.inputs, std::move(in), [](const RawInput& x) { return x.name.name; });
-  for (auto& b : over.blocks) override_or_add(base.blocks, std::move(b), [](const RawBlock& x) { return x.name; });
+  override_or_add(base.variables, std::move(over.variables), [](const RawVariable& x) { return x.name.name; });
+  override_or_add(base.inputs, std::move(over.inputs), [](const RawInput& x) { return x.name.name; });
+  override_or_add(base.blocks, std::move(over.blocks), [](const RawBlock& x) { return x.name; });
   std::vector<std::string> names;
+  std::unordered_map<std::string_view, std::size_t> named;  // the first layer of each name
   for (std::size_t i = 0; i < base.layers.size(); ++i) names.push_back(entry_name(base.layers[i], i));
+  for (std::size_t i = 0; i < names.size(); ++i) named.try_emplace(names[i], i);
   for (auto& entry : over.layers) {
     const std::string& wanted = entry.name->name;
-    std::size_t i = 0;
-    while (i < names.size() && names[i] != wanted) ++i;
+    const auto found = named.find(wanted);
+    const std::size_t i = found == named.end() ? names.size() : found->second;
     if (i == names.size()) {
       std::string msg = "layer '" + wanted + "' is not a top-level layer of " + base_file +
                         ", which this spec extends; an extending spec's layers override the base's by name";
@@ -77,8 +92,8 @@ RawSpec merge(RawSpec base, RawSpec&& over, const std::string& base_file) {
   }
   if (over.outputs) base.outputs = std::move(over.outputs);
   if (over.scope) base.scope = std::move(over.scope);
-  for (auto& r : over.registers) override_or_add(base.registers, std::move(r), [](const RawRegister& x) { return x.module; });
-  for (auto& n : over.modules) override_or_add(base.modules, std::move(n), [](const Named& x) { return x.name; });
+  override_or_add(base.registers, std::move(over.registers), [](const RawRegister& x) { return x.module; });
+  override_or_add(base.modules, std::move(over.modules), [](const Named& x) { return x.name; });
   if (over.loss) base.loss = std::move(over.loss);
   base.extends.reset();
   return base;
