@@ -1,6 +1,9 @@
 // Evaluating a spec's values: variables, --set overrides and `$expressions`, with errors that
 // name the layer and attribute a value belongs to.
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "expand.hpp"
 #include "expand_budget.hpp"
@@ -141,10 +144,11 @@ VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options) {
   VarScope globals;
   std::vector<std::string> declared;
   for (const auto& v : spec.variables) declared.push_back(v.name.name);
+  const std::unordered_set<std::string_view> known(declared.begin(), declared.end());  // (not a search per --set)
   std::map<std::string, const std::pair<std::string, std::string>*> overrides;
   for (const auto& o : options.overrides) {
     const SourceLoc at = spec.variables.empty() ? spec.loc : spec.variables_loc;
-    if (std::find(declared.begin(), declared.end(), o.first) == declared.end()) {
+    if (!known.count(o.first)) {
       std::string msg = "--set " + o.first + "=" + o.second + ": the spec has no variable '" + o.first + "'";
       if (declared.empty()) msg += " (it declares no variables)";
       else msg += suggestion(o.first, declared);
@@ -178,10 +182,13 @@ VarScope evaluate_variables(const RawSpec& spec, const LoadOptions& options) {
 std::map<std::string, RawValue> input_overrides(const RawSpec& spec, const LoadOptions& options) {
   std::vector<std::string> declared;
   for (const auto& in : spec.inputs) declared.push_back(in.name.name);
+  std::unordered_map<std::string_view, std::size_t> place;  // input name -> its place
+  for (std::size_t i = declared.size(); i-- > 0;) place[declared[i]] = i;
   std::map<std::string, RawValue> out;
   for (const auto& [name, text] : options.input_shapes) {
     const std::string flag = "--input " + name + "=" + text;
-    const auto input = std::find(declared.begin(), declared.end(), name);
+    const auto found = place.find(name);
+    const auto input = found == place.end() ? declared.end() : declared.begin() + static_cast<std::ptrdiff_t>(found->second);
     if (input == declared.end()) fail(spec.loc, flag + ": the spec has no input '" + name + "'" + suggestion(name, declared));
     const SourceLoc at = spec.inputs[static_cast<std::size_t>(input - declared.begin())].name.loc;
     std::string body = trimmed(text);
