@@ -6,8 +6,6 @@
 // instance.
 #include <algorithm>
 #include <filesystem>
-#include <string_view>
-#include <unordered_set>
 
 #include "expand.hpp"
 #include "expand_budget.hpp"
@@ -90,34 +88,7 @@ class Expander {
     for (const std::string& value : until_return) refer(value);
 
     if (raw_.loss) spec.losses = expand_losses(*raw_.loss, globals_);
-    for (LossSpec& l : spec.losses)
-      if (!l.output.empty()) l.output = top.resolve(Named{l.output, l.output_loc}, nullptr, "loss: output");
-    if (raw_.outputs) {
-      for (const auto& out : *raw_.outputs) {
-        spec.outputs.push_back(top.resolve(out, nullptr, ""));
-        spec.output_locs.push_back(out.loc);
-      }
-      const std::unordered_set<std::string_view> returned_names(spec.outputs.begin(), spec.outputs.end());
-      for (const LossSpec& l : spec.losses)
-        if (!l.output.empty() && !returned_names.count(l.output)) {
-          std::string returned;
-          for (const auto& o : spec.outputs) returned += (returned.empty() ? "'" : ", '") + o + "'";
-          fail(l.output_loc, "loss: output '" + l.output + "' is not one of the values the model returns (" + returned + ")");
-        }
-    } else if (!spec.losses.empty() && !spec.losses.front().output.empty()) {
-      std::unordered_set<std::string_view> listed;  // (a search of the list per loss: 20,000 losses took 1 s)
-      for (const LossSpec& l : spec.losses)  // the values the losses read, each once
-        if (listed.insert(l.output).second) {
-          spec.outputs.push_back(l.output);
-          spec.output_locs.push_back(l.output_loc);
-        }
-    } else if (top.previous) {
-      spec.outputs.push_back(*top.previous);
-      spec.output_locs.push_back(raw_.layers.back().loc);
-    } else {
-      fail(raw_.layers.back().loc, "every layer is skipped by 'when: false', so there is no last layer to be the "
-                                   "model's output; name the outputs in 'outputs'");
-    }
+    bind_outputs(raw_, top, spec);
     // The layers are kept for as long as the graph that is built from them: without the up to
     // doubled capacity their vector grew to (a third of it at 100,000 layers).
     if (spec.layers.capacity() - spec.layers.size() > spec.layers.capacity() / 8) spec.layers.shrink_to_fit();

@@ -1,10 +1,14 @@
-// The spec's `loss:` terms, evaluated: which remain (`when`), their kinds and weights. The
-// outputs they name are resolved by expand.cpp, which knows the layers; whether a loss fits
-// its output's shape and dtype is the memory stage's question (it knows the shapes).
+// The spec's `loss:` terms, evaluated: which remain (`when`), their kinds and weights; and,
+// once the layers are expanded, the model's outputs and the losses' bound to the values they
+// name. Whether a loss fits its output's shape and dtype is the memory stage's question (it
+// knows the shapes).
 #include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <unordered_set>
 
 #include "expand.hpp"
+#include "name_scope.hpp"
 
 namespace nnmem::raw {
 
@@ -45,6 +49,37 @@ std::vector<LossSpec> expand_losses(const std::vector<RawLoss>& raw, const VarSc
     out.push_back(std::move(l));
   }
   return out;
+}
+
+void bind_outputs(const RawSpec& raw, const NameScope& top, ModelSpec& spec) {
+  for (LossSpec& l : spec.losses)
+    if (!l.output.empty()) l.output = top.resolve(Named{l.output, l.output_loc}, nullptr, "loss: output");
+  if (raw.outputs) {
+    for (const auto& out : *raw.outputs) {
+      spec.outputs.push_back(top.resolve(out, nullptr, ""));
+      spec.output_locs.push_back(out.loc);
+    }
+    const std::unordered_set<std::string_view> returned_names(spec.outputs.begin(), spec.outputs.end());
+    for (const LossSpec& l : spec.losses)
+      if (!l.output.empty() && !returned_names.count(l.output)) {
+        std::string returned;
+        for (const auto& o : spec.outputs) returned += (returned.empty() ? "'" : ", '") + o + "'";
+        throw Error(l.output_loc, "loss: output '" + l.output + "' is not one of the values the model returns (" + returned + ")");
+      }
+  } else if (!spec.losses.empty() && !spec.losses.front().output.empty()) {
+    std::unordered_set<std::string_view> listed;  // (a search of the list per loss: 20,000 losses took 1 s)
+    for (const LossSpec& l : spec.losses)  // the values the losses read, each once
+      if (listed.insert(l.output).second) {
+        spec.outputs.push_back(l.output);
+        spec.output_locs.push_back(l.output_loc);
+      }
+  } else if (top.previous) {
+    spec.outputs.push_back(*top.previous);
+    spec.output_locs.push_back(raw.layers.back().loc);
+  } else {
+    throw Error(raw.layers.back().loc, "every layer is skipped by 'when: false', so there is no last layer to be the "
+                                       "model's output; name the outputs in 'outputs'");
+  }
 }
 
 }  // namespace nnmem::raw

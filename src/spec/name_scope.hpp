@@ -70,4 +70,9 @@ struct NameScope {
 void resolve_sharing(const RawEntry& e, const NameScope& scope, const VarScope& vars, const std::string& who,
                      LayerSpec& layer);
 
+/// The model's outputs, bound in the spec's own scope `top` once its layers are expanded:
+/// `outputs:` as listed (each loss's output one of them), else the values the losses read, each
+/// once, else the last layer; each loss's output resolved (expand_loss.cpp).
+void bind_outputs(const RawSpec& raw, const NameScope& top, ModelSpec& spec);
+
 }  // namespace nnmem::raw
