@@ -9,6 +9,7 @@
 #include <limits>
 #include <set>
 
+#include "nnmem/checked.hpp"
 #include "nnmem/plan.hpp"
 
 namespace nnmem {
@@ -157,9 +158,12 @@ Sweep sweep(const std::function<ModelSpec(const LoadOptions&)>& load, const Load
   std::int64_t count = 1;
   bool beyond = false;  // more points than an int64_t counts
   for (const auto& v : vary) {
-    const auto n = static_cast<std::int64_t>(v.values.size());
-    if (n != 0 && count > std::numeric_limits<std::int64_t>::max() / n) beyond = true;
-    else count *= n;
+    try {
+      count = checked_mul(count, static_cast<std::int64_t>(v.values.size()));
+    } catch (const OverflowError&) {
+      beyond = true;
+      break;
+    }
   }
   if (beyond || count > static_cast<std::int64_t>(kMaxPoints))
     throw Error(load(base).loc, "the sweep has " + (beyond ? "more than " + with_commas(std::numeric_limits<std::int64_t>::max()) : with_commas(count)) +
