@@ -248,6 +248,11 @@ with tempfile.TemporaryDirectory() as folder:
     code, _, err = run("estimate", "examples/mlp.yaml", "--architecture", "BertModel")
     check("--architecture on a spec is refused", code == 1 and "--architecture is for a Hugging Face config.json" in err)
 
+# An error of the command line's values, with no file to place it in, is the command's own error.
+code, _, err = run("megatron", "--preset", "llama2-7b", "--layers", "1099511627776")
+check("megatron beyond 2^53: 'nnmem: error: megatron: ...', exit 1",
+      code == 1 and err.startswith("nnmem: error: megatron: 9,007,199,254,745,088 is beyond 2^53"))
+
 # --help shows every default.
 code, out, _ = run("estimate", "--help")
 for default in ["--micro-batch INT:INT in [1 - 1099511627776]=1\n", "}=adam\n", "}=train\n", "}=cuda\n", "--overhead TEXT=0 ",

@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     return fail(e.what());
   } catch (const nnmem::Error& e) {
+    // An error of the command line's values (no file to place it in) is said as the command's.
+    if (e.loc().file.empty() && !e.loc().known()) return fail(e.message());
     std::cerr << e.format() << '\n';
     return kExitError;
   } catch (const std::bad_alloc&) {

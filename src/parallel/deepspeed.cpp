@@ -13,7 +13,7 @@ namespace nnmem {
 namespace {
 
 // float(n): n as a double, exactly.
-double exact(std::int64_t n) { return detail::python_float(n, "deepspeed", "DeepSpeed's"); }
+double exact(std::int64_t n) { return detail::python_float(n, "--convention deepspeed", "DeepSpeed's"); }
 
 // int(x) of a non-negative double.
 std::int64_t truncate(double x) {

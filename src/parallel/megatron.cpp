@@ -15,7 +15,7 @@ namespace {
 double exact(std::int64_t n) { return detail::python_float(n, "megatron", "Python's"); }
 
 void require(bool ok, const std::string& what) {
-  if (!ok) throw Error(SourceLoc{}, "--convention megatron: " + what);
+  if (!ok) throw Error(SourceLoc{}, "megatron: " + what);
 }
 
 // The pipeline's schedule applied to a first stage's activations.

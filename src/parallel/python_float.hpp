@@ -10,12 +10,12 @@
 
 namespace nnmem::detail {
 
-/// n as a double, exactly; `convention` ("deepspeed") and `arithmetic` ("DeepSpeed's") name the
-/// figure in the error.
-inline double python_float(std::int64_t n, const char* convention, const char* arithmetic) {
+/// n as a double, exactly; `figure` ("--convention deepspeed", "megatron": what the user asked
+/// for) and `arithmetic` ("DeepSpeed's") name the figure in the error.
+inline double python_float(std::int64_t n, const char* figure, const char* arithmetic) {
   constexpr std::int64_t kExact = std::int64_t{1} << 53;
   if (n >= kExact || n <= -kExact)
-    throw SizeError(SourceLoc{}, std::string("--convention ") + convention + ": " + with_commas(n) + " is beyond 2^53, where " +
+    throw SizeError(SourceLoc{}, std::string(figure) + ": " + with_commas(n) + " is beyond 2^53, where " +
                                      arithmetic + " float arithmetic is not exact");
   return static_cast<double>(n);
 }
