@@ -19,6 +19,16 @@ struct YamlNode {
   std::vector<std::pair<std::string, YamlNode>> keys;  // Map, in the file's order
   SourceLoc loc;
 
+  // Defined out of line, where YamlNode is complete: clang instantiates the implicit (constexpr
+  // in C++20) destructor of vector<pair<string, YamlNode>> inside the class and refuses the
+  // incomplete type.
+  YamlNode();
+  YamlNode(const YamlNode&);
+  YamlNode(YamlNode&&) noexcept;
+  YamlNode& operator=(const YamlNode&);
+  YamlNode& operator=(YamlNode&&) noexcept;
+  ~YamlNode();
+
   /// The value of `key` in a mapping, or nullptr.
   const YamlNode* find(const std::string& key) const;
 };

@@ -49,6 +49,13 @@ YamlNode convert(const raw::YNode& node, const raw::SourceText& source, const So
 
 }  // namespace
 
+YamlNode::YamlNode() = default;
+YamlNode::YamlNode(const YamlNode&) = default;
+YamlNode::YamlNode(YamlNode&&) noexcept = default;
+YamlNode& YamlNode::operator=(const YamlNode&) = default;
+YamlNode& YamlNode::operator=(YamlNode&&) noexcept = default;
+YamlNode::~YamlNode() = default;
+
 const YamlNode* YamlNode::find(const std::string& key) const {
   for (const auto& [k, v] : keys)
     if (k == key) return &v;
